@@ -1,0 +1,3 @@
+"""distmarl: a Ray-distributed population trainer for multi-agent reinforcement learning."""
+
+__version__ = "0.1.0"

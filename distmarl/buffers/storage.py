@@ -1,0 +1,117 @@
+"""Preallocated ring storage: one numpy array per column, all sharing one write position.
+
+Global row ``g`` (the ``g``-th row ever added, ``0 <= g < counter``) lives at position
+``g % capacity`` while it is stored, that is while ``counter - size <= g``. Deriving the position
+from the global index keeps every column, every agent and the member tags aligned by
+construction, and lets consumers keep plain integer cursors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from distmarl.buffers.schema import ColumnSpec
+
+#: Member tag of rows that belong to no population member.
+NO_MEMBER = -1
+
+
+class RingStorage:
+    """Columns of shape ``(capacity, *spec.shape)`` plus an int32 member tag per row."""
+
+    def __init__(self, capacity: int, columns: Sequence[ColumnSpec]) -> None:
+        if capacity <= 0:
+            raise ValueError(f"memory_size must be a positive number of rows, got {capacity}")
+        self.capacity = int(capacity)
+        self.specs = list(columns)
+        # np.zeros maps zeroed pages lazily: memory is only touched as rows are written.
+        self.arrays = [np.zeros((self.capacity, *s.shape), dtype=s.dtype) for s in self.specs]
+        self.member = np.full(self.capacity, NO_MEMBER, dtype=np.int32)
+        self.counter = 0  # rows ever added
+        self.size = 0  # rows stored now
+
+    @property
+    def oldest(self) -> int:
+        """Global index of the oldest stored row."""
+        return self.counter - self.size
+
+    def nbytes(self) -> int:
+        """Bytes held by the preallocated arrays (the whole capacity)."""
+        return sum(a.nbytes for a in self.arrays) + self.member.nbytes
+
+    def row_bytes(self) -> int:
+        """Bytes of one stored row, tags included."""
+        return self.nbytes() // self.capacity
+
+    def write(self, values: Sequence[np.ndarray], n: int, member: int | None) -> None:
+        """Append ``n`` rows; ``values[c]`` has shape ``(n, *specs[c].shape)``, already checked.
+
+        When ``n`` exceeds the capacity only the last ``capacity`` rows are kept, exactly as if
+        they had been written one by one.
+        """
+        cap = self.capacity
+        tag = NO_MEMBER if member is None else int(member)
+        start = self.counter % cap
+        stop = start + n
+        if stop <= cap:  # the common case: one contiguous slice per column
+            for arr, val in zip(self.arrays, values, strict=True):
+                arr[start:stop] = val
+            self.member[start:stop] = tag
+        else:
+            self._write_wrapped(values, n, tag)
+        self.counter += n
+        self.size = min(cap, self.size + n)
+
+    def _write_wrapped(self, values: Sequence[np.ndarray], n: int, tag: int) -> None:
+        cap = self.capacity
+        skip = max(0, n - cap)
+        start = (self.counter + skip) % cap
+        count = n - skip
+        first = min(count, cap - start)
+        for arr, val in zip(self.arrays, values, strict=True):
+            val = val[skip:]
+            arr[start : start + first] = val[:first]
+            arr[: count - first] = val[first:]
+        self.member[start : start + first] = tag
+        self.member[: count - first] = tag
+
+    def positions(self, global_indices: np.ndarray) -> np.ndarray:
+        return global_indices % self.capacity
+
+    def gather(self, global_indices: np.ndarray) -> list[np.ndarray]:
+        """Rows at ``global_indices`` (all stored), one array per column, in column order."""
+        pos = self.positions(global_indices)
+        return [arr.take(pos, axis=0) for arr in self.arrays]
+
+    def members_of(self, global_indices: np.ndarray) -> np.ndarray:
+        return self.member.take(self.positions(global_indices))
+
+    def stored_indices(self) -> np.ndarray:
+        """Global indices of all stored rows, oldest first."""
+        return np.arange(self.oldest, self.counter, dtype=np.int64)
+
+    def clear(self) -> None:
+        self.counter = 0
+        self.size = 0
+        self.member.fill(NO_MEMBER)
+
+    def logical_columns(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """Copies of every stored row in insertion order (oldest first), and their member tags."""
+        idx = self.stored_indices()
+        return self.gather(idx), self.members_of(idx)
+
+    def restore(self, values: Sequence[np.ndarray], member: np.ndarray, counter: int) -> None:
+        """Replace the contents with rows ``counter - n .. counter - 1`` given oldest first.
+
+        Keeps the newest ``capacity`` rows when more are given (a smaller buffer).
+        """
+        n = len(member)
+        keep = min(n, self.capacity)
+        pos = np.arange(counter - keep, counter, dtype=np.int64) % self.capacity
+        for arr, val in zip(self.arrays, values, strict=True):
+            arr[pos] = val[n - keep :]
+        self.member[pos] = member[n - keep :]
+        self.counter = int(counter)
+        self.size = keep

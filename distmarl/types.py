@@ -1,0 +1,46 @@
+"""Plain data types shared by every layer (no Ray, no torch).
+
+Only these cross process boundaries: numpy arrays inside plain dicts and NamedTuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+AgentID = str
+MemberID = int
+FieldName = str
+
+#: field -> agent -> value. A value is an array (or a dict / tuple of arrays for structured
+#: observations) whose leading axis is the row axis: shape ``(n, *field_shape)``.
+FieldBatch = Mapping[FieldName, Mapping[AgentID, Any]]
+
+
+class TransitionChunk(NamedTuple):
+    """Many transitions written to the buffer in one call.
+
+    ``data[field][agent]`` has shape ``(n, *field_shape)``: ``n`` rows, the same ``n`` for every
+    field and agent. ``member`` is the population member whose policy produced the rows (or
+    None when rows belong to no member).
+    """
+
+    data: FieldBatch
+    member: MemberID | None = None
+
+
+class SampleBatch(NamedTuple):
+    """One sampled batch as numpy arrays.
+
+    ``data`` is a tuple in the buffer's ``field_names`` order; each item is a dict
+    ``agent -> array`` of shape ``(batch, *field_shape)`` with scalar fields as ``(batch, 1)``.
+    Row ``i`` is the same transition in every field and every agent. ``num_new`` rows at the
+    front are rows this consumer had not received before; the rest are uniform replay.
+    ``indices`` are the global insertion indices (``0 .. counter-1``) of the rows.
+    """
+
+    data: tuple[dict[AgentID, Any], ...]
+    num_new: int
+    indices: np.ndarray

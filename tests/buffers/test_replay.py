@@ -1,0 +1,199 @@
+"""MultiAgentReplayBuffer: storage, alignment, mix-in sampling, consumers, API compatibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from distmarl.buffers import MultiAgentReplayBuffer
+from tests.fakes import AGENTS, FIELDS, check_aligned, ids_of, rows, step_args
+
+
+def make(capacity: int = 100, **kw) -> MultiAgentReplayBuffer:
+    return MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0, **kw)
+
+
+def test_ring_wraps_and_keeps_the_newest_rows() -> None:
+    buf = make(10)
+    for start in range(0, 25, 5):
+        buf.save_to_memory(*step_args(np.arange(start, start + 5)), is_vectorised=True)
+    assert len(buf) == 10 and buf.counter == 25
+    values, _ = buf.storage.logical_columns()
+    np.testing.assert_array_equal(values[0][:, 0], np.arange(15, 25))  # speaker obs, oldest first
+    # a chunk larger than the whole ring keeps its last `capacity` rows
+    buf.add(rows(np.arange(100, 123)))
+    values, _ = buf.storage.logical_columns()
+    np.testing.assert_array_equal(values[0][:, 0], np.arange(113, 123))
+    assert buf.counter == 48
+
+
+def test_uniform_samples_are_aligned_across_fields_and_agents() -> None:
+    buf = make(64)
+    for start in range(0, 200, 8):  # wraps three times
+        buf.save_to_memory(*step_args(np.arange(start, start + 8)), is_vectorised=True)
+    batch = buf.sample_numpy(256)
+    ids = check_aligned(batch.data)
+    assert ids.min() >= 200 - 64 and ids.max() < 200
+    np.testing.assert_array_equal(ids, batch.indices)
+    assert len(np.unique(ids)) > 50  # uniform over the 64 stored rows
+
+
+def test_sample_returns_tensors_in_field_order_with_scalar_fields_as_columns() -> None:
+    buf = make(50)
+    buf.save_to_memory(*step_args(np.arange(20)), is_vectorised=True)
+    obs, action, reward, next_obs, done = buf.sample(16)
+    assert obs["listener_0"].shape == (16, 11) and obs["speaker_0"].shape == (16, 3)
+    assert action["listener_0"].shape == (16, 5)
+    assert reward["speaker_0"].shape == (16, 1) and done["speaker_0"].shape == (16, 1)
+    assert isinstance(obs["speaker_0"], torch.Tensor) and obs["speaker_0"].dtype == torch.float32
+    assert done["speaker_0"].dtype == torch.float32  # bool masks become floats, as AgileRL's
+    check_aligned(tuple({a: t.numpy() for a, t in d.items()} for d in (obs, action, reward, next_obs, done)))
+
+
+def test_single_env_saves_and_agilerl_helpers() -> None:
+    buf = make(10)
+    for i in range(3):
+        single = tuple({a: v[0] for a, v in field.items()} for field in step_args(np.array([i])))
+        buf.save_to_memory(*single)  # one env step, no leading axis
+    assert buf.save_to_memory_single_env(*tuple({a: v[0] for a, v in f.items()} for f in step_args(np.array([3])))) == 1
+    assert buf.save_to_memory_vect_envs(*step_args(np.arange(4, 7))) == 3
+    assert len(buf) == 7 and buf.counter == 7
+    ids = check_aligned(buf.sample_numpy(50).data)
+    assert set(ids) == set(range(7))
+    # stack_transitions: list of per-step agent dicts -> agent -> (steps, ...)
+    steps = [{"a": np.full(2, i), "b": {"x": np.full(3, i)}} for i in range(4)]
+    stacked = MultiAgentReplayBuffer.stack_transitions(steps)
+    assert stacked["a"].shape == (4, 2) and stacked["b"]["x"].shape == (4, 3)
+    np.testing.assert_array_equal(stacked["b"]["x"][:, 0], np.arange(4))
+
+
+def test_python_floats_and_float64_are_stored_as_float32() -> None:
+    buf = MultiAgentReplayBuffer(10, ["obs", "reward"], ["a"], seed=0)
+    buf.save_to_memory({"a": np.zeros(2, dtype=np.float64)}, {"a": 1.5})
+    buf.save_to_memory({"a": np.ones(2, dtype=np.float32)}, {"a": 2})  # int into a float column
+    obs, reward = buf.sample_numpy(8).data
+    assert obs["a"].dtype == np.float32 and reward["a"].dtype == np.float32
+    assert set(reward["a"][:, 0]) <= {1.5, 2.0}
+
+
+def test_dict_and_tuple_observations_are_stored_per_key() -> None:
+    buf = MultiAgentReplayBuffer(20, ["obs", "reward"], ["a", "b"], seed=0)
+    for i in range(5):
+        obs = {
+            "a": {"pos": np.full((2, 2), i, np.float32), "img": np.full((2, 3, 4), i, np.uint8)},
+            "b": (np.full((2, 1), i, np.float32), np.full((2,), i, np.int64)),
+        }
+        buf.save_to_memory(obs, {"a": np.full(2, i, np.float32), "b": np.full(2, i, np.float32)},
+                           is_vectorised=True)
+    assert [c.name for c in buf.schema.columns][:4] == ["a/obs/pos", "a/obs/img", "b/obs/0", "b/obs/1"]
+    obs, reward = buf.sample_numpy(32).data
+    assert obs["a"]["img"].shape == (32, 3, 4) and obs["a"]["img"].dtype == np.uint8
+    assert isinstance(obs["b"], tuple) and obs["b"][1].shape == (32, 1)
+    np.testing.assert_array_equal(obs["a"]["pos"][:, 0], reward["a"][:, 0])
+    np.testing.assert_array_equal(obs["b"][1][:, 0], reward["b"][:, 0])
+    tensors = buf.sample(4)
+    assert tensors[0]["a"]["img"].dtype == torch.uint8
+
+
+def test_mix_in_share_of_new_rows_is_exact() -> None:
+    r = 0.25
+    buf = make(10_000, replay_ratio=r)
+    buf.add(rows(np.arange(1000)))
+    buf.sample_numpy(64, "learner")  # drain the backlog first
+    while buf.stats()["consumers"]["learner"]["pending"]:
+        buf.sample_numpy(64, "learner")
+    next_id, new_total, total = 1000, 0, 0
+    for _ in range(500):
+        buf.add(rows(np.arange(next_id, next_id + 64)))  # more than 48 new rows per sample
+        next_id += 64
+        batch = buf.sample_numpy(64, "learner")
+        assert len(batch.indices) == 64
+        assert batch.num_new == round(64 * (1 - r)) == 48
+        new_total += batch.num_new
+        total += 64
+        check_aligned(batch.data)
+    assert abs(new_total / total - (1 - r)) < 1e-9
+
+
+def test_mix_in_new_rows_come_oldest_first_and_each_once() -> None:
+    buf = make(10_000, replay_ratio=0.5)
+    buf.add(rows(np.arange(300)))
+    seen = []
+    for _ in range(20):
+        batch = buf.sample_numpy(32, "c")
+        seen.extend(batch.indices[: batch.num_new].tolist())
+    assert seen == list(range(300))[: len(seen)] and len(seen) == 300  # 20 * 16 >= 300
+
+
+def test_replay_ratio_zero_streams_each_new_row_once_then_none() -> None:
+    buf = make(1000, replay_ratio=0.0)
+    buf.add(rows(np.arange(50)))
+    a = buf.sample_numpy(32, "c")
+    b = buf.sample_numpy(32, "c")
+    assert len(a.indices) == 32 and len(b.indices) == 18  # fewer when fewer are new
+    assert a.num_new == 32 and b.num_new == 18
+    np.testing.assert_array_equal(np.concatenate([a.indices, b.indices]), np.arange(50))
+    assert buf.sample_numpy(32, "c") is None  # none new
+    buf.add(rows(np.arange(50, 55)))
+    np.testing.assert_array_equal(buf.sample_numpy(32, "c").indices, np.arange(50, 55))
+
+
+def test_consumers_are_independent() -> None:
+    buf = make(1000, replay_ratio=0.0)
+    streams: dict[str, list[int]] = {f"learner-{i}": [] for i in range(4)}
+    rng = np.random.default_rng(1)
+    next_id = 0
+    for _ in range(60):
+        n = int(rng.integers(1, 20))
+        buf.add(rows(np.arange(next_id, next_id + n)))
+        next_id += n
+        for name, got in streams.items():
+            if rng.random() < 0.5:  # consumers read at different paces
+                batch = buf.sample_numpy(int(rng.integers(1, 40)), name)
+                if batch is not None:
+                    got.extend(check_aligned(batch.data).tolist())
+    for name, got in streams.items():
+        while (batch := buf.sample_numpy(64, name)) is not None:
+            got.extend(check_aligned(batch.data).tolist())
+        assert got == list(range(next_id)), name
+
+
+def test_consumer_that_falls_behind_counts_dropped_rows() -> None:
+    buf = make(10, replay_ratio=0.0)
+    buf.add(rows(np.arange(4)))
+    assert buf.sample_numpy(2, "slow").indices.tolist() == [0, 1]
+    buf.add(rows(np.arange(4, 20)))  # rows 2..9 are overwritten before "slow" reads them
+    assert buf.sample_numpy(100, "slow").indices.tolist() == list(range(10, 20))
+    assert buf.consumers["slow"].dropped == 8
+
+
+def test_member_filter_returns_only_that_members_rows() -> None:
+    buf = make(1000, replay_ratio=0.0)
+    for start in range(0, 120, 10):
+        buf.add(rows(np.arange(start, start + 10)), member=(start // 10) % 3)
+    mine = []
+    while (batch := buf.sample_numpy(7, "m1", member=1)) is not None:
+        mine.extend(batch.indices.tolist())
+    expected = [i for i in range(120) if (i // 10) % 3 == 1]
+    assert mine == expected
+    uniform = MultiAgentReplayBuffer(1000, FIELDS, AGENTS, seed=0)
+    for start in range(0, 120, 10):
+        uniform.add(rows(np.arange(start, start + 10)), member=(start // 10) % 3)
+    ids = ids_of(uniform.sample_numpy(200, member=2).data[0]["speaker_0"])
+    assert set((ids // 10) % 3) == {2}
+
+
+def test_learning_starts() -> None:
+    buf = make(100, learning_starts=30)
+    buf.add(rows(np.arange(29)))
+    assert buf.sample(8) is None and buf.sample_numpy(8) is None
+    buf.add(rows(np.arange(29, 30)))
+    assert buf.sample_numpy(8) is not None
+
+
+def test_same_seed_same_samples() -> None:
+    a, b = make(100), make(100)
+    for buf in (a, b):
+        buf.add(rows(np.arange(80)))
+    np.testing.assert_array_equal(a.sample_numpy(32).indices, b.sample_numpy(32).indices)
