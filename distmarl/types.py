@@ -44,3 +44,12 @@ class SampleBatch(NamedTuple):
     data: tuple[dict[AgentID, Any], ...]
     num_new: int
     indices: np.ndarray
+
+
+#: The transition fields every off-policy member stores, in buffer order. ``next_obs`` is the
+#: true next observation (the final one where an episode ended, never a reset observation);
+#: ``terminated`` stops bootstrapping, ``truncated`` does not; ``active`` is False for rows of
+#: agents that were dead or not acting at that step (their losses are masked out).
+OFF_POLICY_FIELDS: tuple[str, ...] = (
+    "obs", "action", "reward", "next_obs", "terminated", "truncated", "active",
+)

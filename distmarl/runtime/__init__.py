@@ -1,0 +1,1 @@
+"""The Ray layer: the only package that imports ray. Each actor wraps one core object."""

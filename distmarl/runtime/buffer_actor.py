@@ -1,0 +1,98 @@
+"""``ReplayBufferActor``: the shared :class:`MultiAgentReplayBuffer` as a Ray actor.
+
+The actor holds one core buffer and forwards calls; everything it sends or receives is plain
+data (numpy arrays in dicts and NamedTuples). Every call carries many rows: ``add`` a whole
+vectorised chunk, ``sample`` a whole batch. Calls run one at a time in the actor, so the buffer
+needs no locks.
+
+    buffer = make_buffer_actor(BufferSpec(...))
+    ray.get(buffer.add.remote(TransitionChunk(data, member=3)))
+    batch = ray.get(buffer.sample.remote(1024, "learner-3"))  # SampleBatch | None
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import ray
+
+from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.types import SampleBatch, TransitionChunk
+
+
+class AddResult(NamedTuple):
+    """What an ``add`` did: ``accepted`` False means the rate limiter refused the chunk and
+    nothing was stored (the writer should retry later); ``counter`` is rows ever added."""
+
+    accepted: bool
+    rows: int
+    counter: int
+
+
+class BufferShell:
+    """The plain class behind :data:`ReplayBufferActor` (usable without Ray in tests)."""
+
+    def __init__(self, buffer_kwargs: dict[str, Any]) -> None:
+        self.buffer = MultiAgentReplayBuffer(**buffer_kwargs)
+        self.refused_chunks = 0
+
+    def add(self, chunk: TransitionChunk) -> AddResult:
+        """Store a chunk of rows unless the rate limiter asks writers to wait."""
+        n = _chunk_rows(chunk)
+        if not self.buffer.can_insert(n):
+            self.refused_chunks += 1
+            return AddResult(False, 0, self.buffer.counter)
+        rows = self.buffer.add(chunk.data, member=chunk.member)
+        return AddResult(True, rows, self.buffer.counter)
+
+    def add_many(self, chunks: Sequence[TransitionChunk]) -> list[AddResult]:
+        return [self.add(c) for c in chunks]
+
+    def sample(self, batch_size: int, consumer: str = "default",
+               member: int | None = None) -> SampleBatch | None:
+        return self.buffer.sample_numpy(batch_size, consumer, member)
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.buffer.stats(), "refused_chunks": self.refused_chunks}
+
+    def save(self, path: str) -> str:
+        return str(self.buffer.save(Path(path)))
+
+    def load(self, path: str) -> dict[str, Any]:
+        """Replace the contents with a saved buffer file; a bad file changes nothing."""
+        loaded = MultiAgentReplayBuffer.load(Path(path), device=self.buffer.device)
+        self.buffer = loaded
+        return self.stats()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.buffer.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.buffer.load_state_dict(state)
+
+    def ping(self) -> bool:
+        return True
+
+
+def _chunk_rows(chunk: TransitionChunk) -> int:
+    for per_agent in chunk.data.values():
+        for value in per_agent.values():
+            while isinstance(value, dict | tuple):
+                value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+            return len(value)
+    return 0
+
+
+#: The Ray actor class. Options (CPUs, name, restarts) go through ``.options(...)``.
+ReplayBufferActor = ray.remote(BufferShell)
+
+
+def make_buffer_actor(buffer_kwargs: dict[str, Any], *, name: str | None = None,
+                      num_cpus: float = 1.0, max_restarts: int = 0) -> Any:
+    """Start a :data:`ReplayBufferActor` holding ``MultiAgentReplayBuffer(**buffer_kwargs)``."""
+    opts: dict[str, Any] = {"num_cpus": num_cpus, "max_restarts": max_restarts}
+    if name is not None:
+        opts["name"] = name
+    return ReplayBufferActor.options(**opts).remote(buffer_kwargs)
