@@ -81,6 +81,11 @@ class MultiAgentReplayBuffer:
         self._agent_set = frozenset(self.agent_ids)
         self._columns: list[tuple] = []
         self._structured: list[tuple] = []
+        self._fast_path = False  # True once a schema without dict / tuple values exists
+        self._fast_keys: list[tuple[int, str]] = []
+        self._fast_agent_counts: list[int] = []
+        self._fast_shapes: dict[int, list[tuple]] = {}
+        self._fast_dtypes: set[tuple] = set()
         self._assembly: list[list[tuple]] = []
 
     # ------------------------------------------------------------------ sizes
@@ -135,40 +140,35 @@ class MultiAgentReplayBuffer:
 
     def _write(self, values: Sequence[Mapping[str, Any]], vectorised: bool,
                member: int | None) -> int:
-        if self.schema is None:
-            self._check_mappings(values)
-            self._init_schema(values, vectorised)
-        arrays = self._fast_arrays(values) if vectorised and not self._structured else None
+        arrays = self._fast_arrays(values) if vectorised and self._fast_path else None
         if arrays is None:
+            if self.schema is None:
+                self._check_mappings(values)
+                self._init_schema(values, vectorised)
             arrays, n = self._prepare(values, vectorised)
         else:
             n = len(arrays[0])
-        assert self.storage is not None
-        self.storage.write(arrays, n, member)
+        self.storage.write(arrays, n, member)  # type: ignore[union-attr]
         if self.rate_limiter is not None:
             self.rate_limiter.inserts += n
         return n
 
     def _fast_arrays(self, values: Sequence[Mapping[str, Any]]) -> list[np.ndarray] | None:
-        """The hot path for well-formed vectorised saves: None when anything looks off, and
-        :meth:`_prepare` then finds (and names) the problem. Costs ~0.2 us per column."""
-        ndarray = np.ndarray
+        """The hot path for well-formed vectorised saves of numpy arrays: a few list
+        comparisons done in C. None when anything looks off; :meth:`_prepare` then finds (and
+        names) the problem, or accepts a castable dtype, which later calls accept here too."""
         try:
-            if len(values) != len(self.field_names):
+            if [len(per_agent) for per_agent in values] != self._fast_agent_counts:
                 return None
-            for per_agent in values:
-                if len(per_agent) != len(self.agent_ids):
-                    return None
-            n = len(values[0][self.agent_ids[0]])
-            arrays = []
-            for fi, agent, _path, shape, _dtype, ok_dtypes, _spec in self._columns:
-                x = values[fi][agent]
-                if type(x) is not ndarray:
-                    x = np.asarray(x)
-                if x.shape[1:] != shape or x.dtype not in ok_dtypes or len(x) != n:
-                    return None
-                arrays.append(x)
-        except (KeyError, TypeError, IndexError):
+            arrays = [values[fi][agent] for fi, agent in self._fast_keys]
+            shapes = [x.shape for x in arrays]
+            expected = self._fast_shapes.get(shapes[0][0])
+            if expected is None:
+                expected = self._fast_shapes.setdefault(
+                    shapes[0][0], [(shapes[0][0], *c.shape) for c in self.schema.columns])
+            if shapes != expected or tuple([x.dtype for x in arrays]) not in self._fast_dtypes:
+                return None
+        except (KeyError, TypeError, IndexError, AttributeError):
             return None
         return arrays
 
@@ -202,10 +202,15 @@ class MultiAgentReplayBuffer:
             (field_index[c.field], c.agent, c.path, c.shape, c.dtype, {c.dtype}, c)
             for c in schema.columns
         ]
+        self._fast_keys = [(field_index[c.field], c.agent) for c in schema.columns]
+        self._fast_agent_counts = [len(self.agent_ids)] * len(self.field_names)
+        self._fast_shapes: dict[int, list[tuple]] = {}
+        self._fast_dtypes: set[tuple] = {tuple(c.dtype for c in schema.columns)}
         self._structured = [
             (field_index[name], agent, structure)
             for (name, agent), structure in schema.structures.items() if structure is not None
         ]
+        self._fast_path = not self._structured
         self._assembly = [
             [(agent, schema.structures[(name, agent)],
               [i for i, c in enumerate(schema.columns) if c.field == name and c.agent == agent])
@@ -256,6 +261,7 @@ class MultiAgentReplayBuffer:
             out.append(arr)
         if self._structured:
             self._check_structures(values)
+        self._fast_dtypes.add(tuple(a.dtype for a in out))
         return out, n
 
     def _leaf(self, value: Any, spec: Any) -> Any:

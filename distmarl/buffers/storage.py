@@ -31,6 +31,9 @@ class RingStorage:
         self.member = np.full(self.capacity, NO_MEMBER, dtype=np.int32)
         self.counter = 0  # rows ever added
         self.size = 0  # rows stored now
+        # Until a tagged row is written every tag is NO_MEMBER, and untagged writes can skip
+        # the tag column (the common single-process case saves one array write per call).
+        self._tagged = False
 
     @property
     def oldest(self) -> int:
@@ -58,7 +61,9 @@ class RingStorage:
         if stop <= cap:  # the common case: one contiguous slice per column
             for arr, val in zip(self.arrays, values, strict=True):
                 arr[start:stop] = val
-            self.member[start:stop] = tag
+            if self._tagged or tag != NO_MEMBER:
+                self._tagged = True
+                self.member[start:stop] = tag
         else:
             self._write_wrapped(values, n, tag)
         self.counter += n
@@ -74,6 +79,7 @@ class RingStorage:
             val = val[skip:]
             arr[start : start + first] = val[:first]
             arr[: count - first] = val[first:]
+        self._tagged = self._tagged or tag != NO_MEMBER
         self.member[start : start + first] = tag
         self.member[: count - first] = tag
 
@@ -96,6 +102,7 @@ class RingStorage:
         self.counter = 0
         self.size = 0
         self.member.fill(NO_MEMBER)
+        self._tagged = False
 
     def logical_columns(self) -> tuple[list[np.ndarray], np.ndarray]:
         """Copies of every stored row in insertion order (oldest first), and their member tags."""
@@ -113,5 +120,6 @@ class RingStorage:
         for arr, val in zip(self.arrays, values, strict=True):
             arr[pos] = val[n - keep :]
         self.member[pos] = member[n - keep :]
+        self._tagged = bool((self.member != NO_MEMBER).any())
         self.counter = int(counter)
         self.size = keep

@@ -54,6 +54,18 @@ class BufferShell:
                member: int | None = None) -> SampleBatch | None:
         return self.buffer.sample_numpy(batch_size, consumer, member)
 
+    def sample_many(self, batch_size: int, consumer: str, num_batches: int,
+                    member: int | None = None) -> list[SampleBatch]:
+        """Up to ``num_batches`` batches in one call (stops at the first None): a learner that
+        does several updates per step pays Ray's per-call cost once."""
+        out = []
+        for _ in range(num_batches):
+            batch = self.buffer.sample_numpy(batch_size, consumer, member)
+            if batch is None:
+                break
+            out.append(batch)
+        return out
+
     def stats(self) -> dict[str, Any]:
         return {**self.buffer.stats(), "refused_chunks": self.refused_chunks}
 

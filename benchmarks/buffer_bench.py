@@ -1,0 +1,275 @@
+"""Replay buffer speed and memory, against a plain numpy ring measured in the same run.
+
+    .venv/bin/python benchmarks/buffer_bench.py [--quick] [--no-actor]
+
+Shapes are speaker-listener's (obs 3 and 11, actions 3 and 5, two agents; fields obs, action,
+reward, next_obs, done). Prints:
+  * in-process add rows/s with 8-row and 1000-row batches,
+  * add(8 rows) + sample(1024) calls/s and sampled rows/s (buffer of 100k rows, and 1M rows),
+  * bytes per stored transition at 1M capacity (RSS growth / raw bytes of the stored arrays),
+  * through the ReplayBufferActor: sample(1024) calls/s summed over 4 concurrent readers,
+each with its ratio against the plain ring, and against AgileRL's ReplayBuffer and RLlib's
+MultiAgentMixInReplayBuffer where the `bench` extra installed them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from distmarl.buffers import MultiAgentReplayBuffer
+
+AGENTS = ["speaker_0", "listener_0"]
+FIELDS = ["obs", "action", "reward", "next_obs", "done"]
+SHAPES = {
+    "obs": {"speaker_0": (3,), "listener_0": (11,)},
+    "action": {"speaker_0": (3,), "listener_0": (5,)},
+    "reward": {"speaker_0": (), "listener_0": ()},
+    "next_obs": {"speaker_0": (3,), "listener_0": (11,)},
+    "done": {"speaker_0": (), "listener_0": ()},
+}
+DTYPES = {"done": np.bool_}
+
+
+def make_step(n: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], ...]:
+    """One vectorised step of ``n`` sub-envs, as positional save_to_memory arguments."""
+    out = []
+    for f in FIELDS:
+        dtype = DTYPES.get(f, np.float32)
+        out.append({a: rng.random((n, *SHAPES[f][a])).astype(dtype) for a in AGENTS})
+    return tuple(out)
+
+
+def raw_row_bytes() -> int:
+    return sum(
+        int(np.prod(SHAPES[f][a], dtype=np.int64)) * np.dtype(DTYPES.get(f, np.float32)).itemsize
+        for f in FIELDS for a in AGENTS
+    )
+
+
+class PlainRing:
+    """The baseline: preallocated arrays, one per (field, agent), slice writes, np.take reads."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.cols = [(fi, a) for fi, f in enumerate(FIELDS) for a in AGENTS]
+        self.arrays = [np.zeros((capacity, *SHAPES[FIELDS[fi]][a]), DTYPES.get(FIELDS[fi], np.float32))
+                       for fi, a in self.cols]
+        self.counter = 0
+        self.rng = np.random.default_rng(0)
+
+    def add(self, step: tuple[dict[str, np.ndarray], ...]) -> None:
+        n = len(step[0][AGENTS[0]])
+        start = self.counter % self.capacity
+        stop = start + n
+        if stop <= self.capacity:
+            for arr, (fi, a) in zip(self.arrays, self.cols):
+                arr[start:stop] = step[fi][a]
+        else:
+            idx = np.arange(start, stop) % self.capacity
+            for arr, (fi, a) in zip(self.arrays, self.cols):
+                arr[idx] = step[fi][a]
+        self.counter += n
+
+    def sample(self, batch: int) -> list[np.ndarray]:
+        size = min(self.counter, self.capacity)
+        idx = self.rng.integers(0, size, batch)
+        return [arr.take(idx, axis=0) for arr in self.arrays]
+
+
+def rate(fn: Callable[[], Any], seconds: float) -> float:
+    """Calls per second of ``fn`` over about ``seconds`` (after a short warm-up)."""
+    for _ in range(3):
+        fn()
+    n, start = 0, time.perf_counter()
+    while True:
+        for _ in range(50):
+            fn()
+        n += 50
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return n / elapsed
+
+
+def bench_add(seconds: float) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for rows in (8, 1000):
+        out |= _add_rates(rows, seconds)
+    return out
+
+
+def _add_rates(rows: int, seconds: float) -> dict[str, float]:
+    step = make_step(rows, np.random.default_rng(0))
+    ring = PlainRing(1_000_000)
+    buf = MultiAgentReplayBuffer(1_000_000, FIELDS, AGENTS, seed=0)
+    out = {
+        f"plain add rows/s ({rows}-row batches)": rate(lambda: ring.add(step), seconds) * rows,
+        f"distmarl add rows/s ({rows}-row batches)": rate(
+            lambda: buf.save_to_memory(*step, is_vectorised=True), seconds) * rows,
+    }
+    for name, fn in third_party_adders(step).items():
+        out[f"{name} add rows/s ({rows}-row batches)"] = rate(fn, seconds / 2) * rows
+    return out
+
+
+def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, float]:
+    rng = np.random.default_rng(1)
+    big, step = make_step(1000, rng), make_step(8, rng)
+    ring = PlainRing(capacity)
+    buf = MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0, replay_ratio=0.5)
+    for _ in range(fill // 1000):
+        ring.add(big)
+        buf.save_to_memory(*big, is_vectorised=True)
+    buf.sample_numpy(1024, "learner")
+
+    def plain() -> None:
+        ring.add(step)
+        ring.sample(1024)
+
+    def ours() -> None:
+        buf.save_to_memory(*step, is_vectorised=True)
+        buf.sample(1024, "learner")  # torch tensors, as a learner gets them
+
+    label = f"{capacity // 1000}k rows"
+    return {
+        f"plain add+sample(1024) calls/s ({label})": rate(plain, seconds),
+        f"distmarl add+sample(1024) calls/s ({label})": rate(ours, seconds),
+        f"distmarl sampled rows/s ({label})": rate(lambda: buf.sample_numpy(1024, "x"), seconds) * 1024,
+        f"plain sampled rows/s ({label})": rate(lambda: ring.sample(1024), seconds) * 1024,
+    }
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def bench_memory(capacity: int = 1_000_000) -> dict[str, float]:
+    gc.collect()
+    before = rss_bytes()
+    buf = MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0)
+    step = make_step(10_000, np.random.default_rng(2))
+    for _ in range(capacity // 10_000):
+        buf.save_to_memory(*step, is_vectorised=True)
+    del step
+    gc.collect()
+    grown = rss_bytes() - before
+    raw = raw_row_bytes()
+    del buf
+    gc.collect()
+    return {
+        "raw bytes per transition (stored arrays)": raw,
+        "distmarl bytes per transition (1M capacity, RSS growth)": grown / capacity,
+        "distmarl memory / raw bytes": grown / capacity / raw,
+    }
+
+
+def third_party_adders(step: tuple[dict[str, np.ndarray], ...]) -> dict[str, Callable[[], Any]]:
+    """AgileRL's and RLlib's buffers, where the `bench` extra installed them."""
+    out: dict[str, Callable[[], Any]] = {}
+    try:
+        from agilerl.components.multi_agent_replay_buffer import (
+            MultiAgentReplayBuffer as AgileBuffer,
+        )
+
+        agile = AgileBuffer(1_000_000, FIELDS, AGENTS)
+        out["agilerl"] = lambda: agile.save_to_memory(*step, is_vectorised=True)
+    except Exception as err:  # noqa: BLE001 - optional baseline, any import problem skips it
+        print(f"  (AgileRL baseline skipped: {type(err).__name__}: {err})")
+    try:
+        from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+        from ray.rllib.utils.replay_buffers import MultiAgentMixInReplayBuffer
+
+        rllib = MultiAgentMixInReplayBuffer(capacity=1_000_000, replay_ratio=0.5)
+        n = len(step[0][AGENTS[0]])
+        policy_batches = {
+            a: SampleBatch({f: step[i][a] for i, f in enumerate(FIELDS)}) for a in AGENTS
+        }
+        batch = MultiAgentBatch(policy_batches, env_steps=n)
+        out["rllib"] = lambda: rllib.add(batch)
+    except Exception as err:  # noqa: BLE001
+        print(f"  (RLlib baseline skipped: {type(err).__name__}: {err})")
+    return out
+
+
+def bench_actor(seconds: float) -> dict[str, float]:
+    import ray
+
+    from distmarl.runtime.buffer_actor import make_buffer_actor
+    from distmarl.runtime.cluster import init_ray
+    from distmarl.types import TransitionChunk
+
+    init_ray(num_cpus=2, dashboard=False)
+    buffer = make_buffer_actor({"memory_size": 100_000, "field_names": FIELDS,
+                                "agent_ids": AGENTS, "replay_ratio": 0.5, "seed": 0}, num_cpus=0)
+    big = make_step(1000, np.random.default_rng(3))
+    chunk = TransitionChunk(dict(zip(FIELDS, big)))
+    ray.get([buffer.add.remote(chunk) for _ in range(50)])
+
+    @ray.remote(num_cpus=0)
+    class Reader:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def run(self, seconds: float, per_call: int) -> float:
+            refs, done_batches, start = [], 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                while len(refs) < 2:  # keep one request queued behind the one in service
+                    if per_call == 1:
+                        refs.append(buffer.sample.remote(1024, self.name))
+                    else:
+                        refs.append(buffer.sample_many.remote(1024, self.name, per_call))
+                ready, refs = ray.wait(refs, num_returns=1)
+                got = ray.get(ready[0])
+                done_batches += 1 if per_call == 1 else len(got)
+            return done_batches / (time.perf_counter() - start)
+
+    out = {}
+    for per_call in (1, 4):
+        readers = [Reader.remote(f"reader-{i}") for i in range(4)]
+        ray.get([r.run.remote(0.5, per_call) for r in readers])
+        total = sum(ray.get([r.run.remote(seconds, per_call) for r in readers]))
+        key = ("actor sample(1024) calls/s, 4 readers" if per_call == 1
+               else "actor batches of 1024/s, 4 readers, 4 batches per call")
+        out[key] = total
+    ray.shutdown()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short timings (smoke run)")
+    parser.add_argument("--no-actor", action="store_true", help="skip the Ray actor part")
+    args = parser.parse_args()
+    seconds = 0.3 if args.quick else 2.0
+    results: dict[str, float] = {}
+    results |= bench_memory()  # first, while the process holds no other large arrays
+    results |= bench_add(seconds)
+    results |= bench_add_sample(seconds, 100_000, 100_000)
+    results |= bench_add_sample(seconds, 1_000_000, 1_000_000 if not args.quick else 200_000)
+    if not args.no_actor:
+        results |= bench_actor(seconds * 3)
+    report(results)
+
+
+def report(results: dict[str, float]) -> None:
+    print(f"{'figure':<68} {'value':>14}  ratio")
+    for key, value in results.items():
+        ratio = ""
+        if key.startswith(("distmarl", "agilerl", "rllib")) and "/s" in key:
+            base = "plain " + key.split(" ", 1)[1]
+            if base in results:
+                ratio = f"{value / results[base]:.2f}x plain"
+        print(f"{key:<68} {value:>14,.1f}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()
