@@ -1,0 +1,60 @@
+"""RLParameter and HyperparameterConfig: ranges, int stays int, clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distmarl.hpo import HyperparameterConfig, RLParameter
+
+
+def test_int_parameter_stays_int_and_in_bounds() -> None:
+    p = RLParameter(min=8, max=512, dtype=int)
+    rng = np.random.default_rng(0)
+    assert {p.mutate(64, rng) for _ in range(200)} == {77, 51}  # 64 * 1.2 = 76.8, 64 * 0.8 = 51.2
+    value = 64
+    for _ in range(1000):
+        value = p.mutate(value, rng)
+        assert type(value) is int and 8 <= value <= 512
+
+
+def test_float_parameter_grows_or_shrinks_with_equal_odds_and_clips() -> None:
+    p = RLParameter(min=1e-4, max=1e-2, grow_factor=1.5, shrink_factor=0.5)
+    rng = np.random.default_rng(1)
+    draws = [p.mutate(1e-3, rng) for _ in range(4000)]
+    assert set(np.round(draws, 12)) == {1.5e-3, 0.5e-3}
+    assert abs(np.mean(np.isclose(draws, 1.5e-3)) - 0.5) < 0.03
+    assert p.mutate(9.9e-3, np.random.default_rng(3)) <= 1e-2
+    assert all(type(d) is float for d in draws)
+    assert p.clip(5) == 1e-2 and p.clip(0) == 1e-4
+
+
+@pytest.mark.parametrize(
+    "kwargs,words",
+    [
+        ({"min": 5, "max": 1}, "min 5 is greater than max 1"),
+        ({"min": 0, "max": 1, "grow_factor": 0}, "grow_factor must be > 0"),
+        ({"min": 0, "max": 1, "shrink_factor": -1}, "shrink_factor must be > 0"),
+        ({"min": 0, "max": 1, "dtype": str}, "dtype must be int or float"),
+    ],
+)
+def test_bad_parameter(kwargs, words) -> None:
+    with pytest.raises(ValueError, match=words):
+        RLParameter(**kwargs)
+
+
+def test_config_rejects_parameters_the_algorithm_does_not_have() -> None:
+    cfg = HyperparameterConfig(lr_actor=RLParameter(1e-4, 1e-2), batch_szie=RLParameter(8, 512, dtype=int))
+    with pytest.raises(ValueError, match=r"\['batch_szie'\] are not hyperparameters of MADDPG"):
+        cfg.check_against("MADDPG", ["lr_actor", "batch_size", "learn_step"])
+    cfg.check_against("MADDPG", ["lr_actor", "batch_szie"])
+    with pytest.raises(ValueError, match="'lr' must be an RLParameter"):
+        HyperparameterConfig(lr=0.1)
+
+
+def test_config_json_round_trip_and_clip_all() -> None:
+    cfg = HyperparameterConfig(lr=RLParameter(1e-4, 1e-2), batch_size=RLParameter(8, 512, dtype=int))
+    again = HyperparameterConfig.from_json(cfg.to_json())
+    assert again.params == cfg.params
+    assert cfg.clip_all({"lr": 1.0, "batch_size": 700.4, "gamma": 0.99}) == {
+        "lr": 1e-2, "batch_size": 512, "gamma": 0.99}
