@@ -1,0 +1,229 @@
+"""``ExperimentConfig``: one pydantic model for a whole run, loaded from YAML.
+
+Every section is its own model and each component receives only its own section. Unknown keys
+are rejected with the closest valid name suggested; ``--set key.path=value`` overrides parse
+their value as YAML (``--set buffer.capacity=50000``, ``--set algorithm.hp.lr_actor=1e-3``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A config problem, with the dotted path of the offending field in the message."""
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors that suggest the closest name."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            known = set(cls.model_fields)
+            for key in data:
+                if key not in known:
+                    close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.5)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    raise ValueError(f"unknown key '{key}'{hint} (valid keys: {sorted(known)})")
+        return data
+
+
+class EnvConfig(Section):
+    spec: str = Field("mpe2:simple_speaker_listener_v4",
+                      description="env to build: 'package.module:env' or 'package.module:callable'")
+    kwargs: dict[str, Any] = Field(default_factory=lambda: {"continuous_actions": True, "max_cycles": 25},
+                                   description="keyword arguments passed to the env constructor")
+    num_envs: int = Field(8, ge=1, description="sub-envs per rollout worker")
+    vector_mode: Literal["sync", "async"] = Field("sync", description="sub-envs in-process (sync) or in subprocesses (async)")
+    nonfinite: Literal["raise", "drop"] = Field("raise", description="NaN/inf observations or rewards: raise, or drop the rows and count them")
+
+
+class AlgorithmConfig(Section):
+    name: Literal["MADDPG", "MATD3", "IPPO", "MAPPO"] = Field("MADDPG", description="the members' algorithm")
+    hp: dict[str, Any] = Field(default_factory=dict, description="initial hyperparameters (AgileRL names); missing ones take the algorithm's defaults")
+    net_config: dict[str, Any] = Field(
+        default_factory=lambda: {"encoder_config": {"hidden_size": [64, 64]}},
+        description="network config in AgileRL's form: one for all agents, per group, or per agent")
+
+
+class PopulationConfig(Section):
+    size: int = Field(4, ge=1, description="number of population members (one learner each)")
+    workers_per_member: int = Field(1, ge=1, description="rollout workers per member")
+
+
+class RLParameterConfig(Section):
+    min: float = Field(description="lower bound")
+    max: float = Field(description="upper bound")
+    grow_factor: float = Field(1.2, gt=0, description="factor of a growing mutation")
+    shrink_factor: float = Field(0.8, gt=0, description="factor of a shrinking mutation")
+    dtype: Literal["int", "float"] = Field("float", description="int parameters stay integers")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RLParameterConfig:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is greater than max {self.max}")
+        return self
+
+
+class TournamentConfig(Section):
+    size: int = Field(2, ge=1, description="members drawn per tournament")
+    elitism: bool = Field(True, description="keep the best member unchanged")
+
+
+class MutationConfig(Section):
+    no_mutation: float = Field(0.4, ge=0, description="relative probability of no mutation")
+    architecture: float = Field(0.2, ge=0, description="relative probability of an architecture mutation")
+    new_layer_prob: float = Field(0.2, ge=0, le=1, description="within architecture: layer (vs node) change")
+    parameters: float = Field(0.2, ge=0, description="relative probability of Gaussian weight noise")
+    activation: float = Field(0.0, ge=0, description="relative probability of an activation switch")
+    rl_hp: float = Field(0.2, ge=0, description="relative probability of a hyperparameter mutation")
+    mutation_sd: float = Field(0.1, ge=0, description="scale of the weight noise")
+    activation_selection: list[str] = Field(default_factory=lambda: ["ReLU", "ELU", "GELU"],
+                                            description="activations to choose from")
+    mutate_elite: bool = Field(True, description="whether the elite may mutate")
+    pretrain_mutation: bool = Field(False, description="mutate every member once before training")
+
+
+class EvolutionConfig(Section):
+    mode: Literal["sync", "async"] = Field("sync", description="generation-synchronous tournaments or asynchronous exploit/explore")
+    evo_steps: int = Field(10_000, ge=1, description="env steps per member between evolution steps")
+    eval_steps: int | None = Field(None, ge=1, description="max env steps per evaluation episode (None: the whole episode)")
+    eval_episodes: int = Field(1, ge=1, description="evaluation episodes per fitness value (per sub-env batch)")
+    eval_loop: int = Field(1, ge=1, description="fitness = mean of the last eval_loop evaluations")
+    tournament: TournamentConfig = Field(default_factory=TournamentConfig)
+    mutation: MutationConfig = Field(default_factory=MutationConfig)
+    hp_config: dict[str, RLParameterConfig] = Field(default_factory=dict, description="hyperparameters rl_hp mutations search, with their ranges")
+    bottom_frac: float = Field(0.25, gt=0, le=0.5, description="async mode: share of members that copy")
+    top_frac: float = Field(0.25, gt=0, le=0.5, description="async mode: share they copy from")
+
+
+class BufferConfig(Section):
+    capacity: int = Field(100_000, ge=1, description="rows the shared replay buffer holds")
+    replay_ratio: float | None = Field(None, ge=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch (the rest new)")
+    learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample")
+    samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row")
+    error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
+    snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
+
+
+class TrainingConfig(Section):
+    max_steps: int = Field(300_000, ge=1, description="env steps per member")
+    target: float | None = Field(None, description="stop when the best fitness reaches this")
+    learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
+    weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes")
+    max_policy_lag: int = Field(4, ge=0, description="weight versions a rollout worker may lag behind")
+
+
+class ResourceConfig(Section):
+    num_gpus_per_learner: float = Field(0.0, ge=0, description="GPUs per learner (fractions allowed); used when the cluster has GPUs")
+    num_cpus_per_learner: float = Field(1.0, ge=0, description="CPUs reserved per learner")
+    num_cpus_per_worker: float = Field(1.0, ge=0, description="CPUs reserved per rollout worker")
+    num_cpus_buffer: float = Field(0.0, ge=0, description="CPUs reserved for the buffer actor")
+
+
+class TrackingConfig(Section):
+    mlflow: bool = Field(True, description="track the run in MLflow")
+    mlflow_uri: str | None = Field(None, description="tracking server URI (None: a local store in the run directory, or MLFLOW_TRACKING_URI)")
+    experiment_name: str | None = Field(None, description="MLflow experiment (None: a timestamp plus the algorithm)")
+    directory: str = Field("runs", description="where run directories are created")
+    write_interval: int | Literal["auto"] = Field("auto", description="env steps between metric writes ('auto': max_steps / 100; <= 0 disables)")
+    checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps between checkpoints ('auto': max_steps / 10; <= 0 disables)")
+    keep_last: int = Field(3, ge=1, description="checkpoints kept")
+
+
+class ExperimentConfig(Section):
+    name: str = Field("distmarl", description="run name")
+    seed: int = Field(0, description="seed of every random generator of the run")
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    population: PopulationConfig = Field(default_factory=PopulationConfig)
+    evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    buffer: BufferConfig = Field(default_factory=BufferConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    resources: ResourceConfig = Field(default_factory=ResourceConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> ExperimentConfig:
+        if self.evolution.tournament.size > self.population.size:
+            raise ValueError(f"evolution.tournament.size {self.evolution.tournament.size} is larger "
+                             f"than population.size {self.population.size}")
+        return self
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(json.loads(self.model_dump_json()), sort_keys=False)
+
+    def flat(self) -> dict[str, Any]:
+        """Every leaf as ``section.key`` -> value (for MLflow params)."""
+        return flatten_dict(json.loads(self.model_dump_json()))
+
+
+def flatten_dict(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out |= flatten_dict(v, key + ".")
+        else:
+            out[key] = v
+    return out
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Set ``a.b.c=value`` items (value parsed as YAML) in a nested dict, in place."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got '{item}'")
+        key, raw = item.split("=", 1)
+        parts = key.strip().split(".")
+        node = data
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {key}: '{part}' is not a section")
+            node = child
+        node[parts[-1]] = yaml.safe_load(raw)
+    return data
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if p not in ("function-after",))
+        msg = e["msg"].removeprefix("Value error, ")
+        value = e.get("input")
+        shown = "" if isinstance(value, Mapping) or value is None else f" (got {value!r})"
+        lines.append(f"  {loc or '<root>'}: {msg}{shown}")
+    return f"invalid config {source}:\n" + "\n".join(lines)
+
+
+def config_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> ExperimentConfig:
+    try:
+        return ExperimentConfig.model_validate(dict(data))
+    except ValidationError as err:
+        raise ConfigError(_format_error(err, source)) from None
+
+
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """Read a YAML config, apply ``--set`` overrides, validate."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return config_from_dict(apply_overrides(data, overrides), str(path))
