@@ -1,0 +1,59 @@
+"""The tracker interface and its no-op, plus the metric-key conventions.
+
+Metric keys are namespaced: ``member/3/loss/critic`` belongs to member 3's child run (logged
+there as ``loss/critic``); ``population/best_fitness`` and ``perf/...`` belong to the parent run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+
+def split_key(key: str) -> tuple[int | None, str]:
+    """``member/3/loss/critic`` -> ``(3, "loss/critic")``; other keys -> ``(None, key)``."""
+    if key.startswith("member/"):
+        _, member, rest = key.split("/", 2)
+        return int(member), rest
+    return None, key
+
+
+class Tracker(Protocol):
+    """What the coordinator calls; implementations must never stop training by raising."""
+
+    def start(self, params: Mapping[str, Any], tags: Mapping[str, str],
+              member_params: list[Mapping[str, Any]]) -> dict[str, Any]: ...
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None: ...
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def finish(self, status: str = "FINISHED") -> None: ...
+
+    def run_ids(self) -> dict[str, Any]: ...
+
+
+class NullTracker:
+    """Tracking switched off (``--no-mlflow``): accepts everything, stores nothing."""
+
+    def start(self, params: Mapping[str, Any], tags: Mapping[str, str],
+              member_params: list[Mapping[str, Any]]) -> dict[str, Any]:
+        return {}
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        pass
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def finish(self, status: str = "FINISHED") -> None:
+        pass
+
+    def run_ids(self) -> dict[str, Any]:
+        return {}

@@ -1,0 +1,215 @@
+"""MLflow tracking: one parent run per training run, one nested child run per member.
+
+Metrics are queued and written in batches (``log_batch``) by a background thread, so a slow or
+unreachable tracking server never stalls training: failed writes stay queued and are retried,
+a warning says so once, and the queue is bounded (the oldest metrics go first, counted).
+Only the coordinator process holds a tracker; actors never call the backend.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from distmarl.tracking.base import split_key
+
+log = logging.getLogger(__name__)
+
+#: A tracking server that does not answer must not hold training: no retries inside MLflow's
+#: HTTP client (we retry ourselves) and a short timeout. Set before mlflow is imported.
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+
+MAX_PARAM_LEN = 6000
+MAX_QUEUE = 200_000
+BATCH = 1000
+
+
+def resolve_tracking_uri(run_dir: Path, uri: str | None = None) -> str:
+    """``uri``, else ``$MLFLOW_TRACKING_URI``, else a SQLite store inside ``run_dir``."""
+    if uri:
+        return uri
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+def is_local_store(uri: str) -> bool:
+    return uri.startswith(("sqlite:", "file:")) or "://" not in uri
+
+
+class MlflowTracker:
+    """Writes a run's params, metrics and artifacts to MLflow without ever raising into training.
+
+    :param uri: tracking URI (see :func:`resolve_tracking_uri`).
+    :param experiment_name: experiment to log into (created when missing).
+    :param run_name: the parent run's name.
+    :param artifact_dir: where a local store keeps artifacts (None: MLflow's default).
+    :param resume: ``run_ids()`` of an earlier tracker: the same parent and child runs continue.
+    :param flush_interval_s: seconds between background flushes.
+    """
+
+    def __init__(self, uri: str, experiment_name: str, run_name: str,
+                 artifact_dir: Path | None = None, resume: Mapping[str, Any] | None = None,
+                 flush_interval_s: float = 2.0) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        self.experiment_name = experiment_name
+        self.run_name = run_name
+        self.artifact_dir = artifact_dir
+        self.resume = dict(resume or {})
+        self.parent_id: str | None = self.resume.get("parent")
+        self.member_ids: list[str] = list(self.resume.get("members", []))
+        self._metrics: deque[tuple[str, str, float, int, int]] = deque()
+        self._artifacts: deque[tuple[str, str, str | None]] = deque()
+        self._lock = threading.Lock()
+        self._warned = False
+        self.dropped = 0
+        self.failures = 0
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._interval = flush_interval_s
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ runs
+    def start(self, params: Mapping[str, Any], tags: Mapping[str, str],
+              member_params: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """Create (or, resuming, reopen) the parent run and one child run per member."""
+        exp_id = self._experiment_id()
+        if self.parent_id is None:
+            parent = self.client.create_run(exp_id, run_name=self.run_name,
+                                            tags={k: str(v) for k, v in tags.items()})
+            self.parent_id = parent.info.run_id
+            self._log_params(self.parent_id, params)
+        else:
+            self.client.update_run(self.parent_id, status="RUNNING")
+        for member, hp in enumerate(member_params):
+            if member < len(self.member_ids):
+                self.client.update_run(self.member_ids[member], status="RUNNING")
+                continue
+            child = self.client.create_run(
+                exp_id, run_name=f"member-{member}",
+                tags={"mlflow.parentRunId": self.parent_id, "distmarl.member": str(member)},
+            )
+            self.member_ids.append(child.info.run_id)
+            self._log_params(child.info.run_id, hp)
+        self._thread = threading.Thread(target=self._loop, name="mlflow-flush", daemon=True)
+        self._thread.start()
+        return self.run_ids()
+
+    def run_ids(self) -> dict[str, Any]:
+        return {"uri": self.uri, "experiment": self.experiment_name, "parent": self.parent_id,
+                "members": list(self.member_ids)}
+
+    def _experiment_id(self) -> str:
+        exp = self.client.get_experiment_by_name(self.experiment_name)
+        if exp is not None:
+            return exp.experiment_id
+        location = None
+        if self.artifact_dir is not None and is_local_store(self.uri):
+            self.artifact_dir.mkdir(parents=True, exist_ok=True)
+            location = self.artifact_dir.resolve().as_uri()
+        return self.client.create_experiment(self.experiment_name, artifact_location=location)
+
+    def _log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(str(k), str(v)[:MAX_PARAM_LEN]) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    # ------------------------------------------------------------------ metrics
+    def run_for(self, member: int | None) -> str:
+        assert self.parent_id is not None, "start() first"
+        return self.parent_id if member is None else self.member_ids[member]
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Queue metrics; ``member/<i>/...`` keys go to member ``i``'s run."""
+        now = int(time.time() * 1000)
+        with self._lock:
+            for key, value in metrics.items():
+                member, name = split_key(key)
+                self._metrics.append((self.run_for(member), name, float(value), now, int(step)))
+            overflow = len(self._metrics) - MAX_QUEUE
+            for _ in range(max(0, overflow)):
+                self._metrics.popleft()
+                self.dropped += 1
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None,
+                     member: int | None = None) -> None:
+        with self._lock:
+            self._artifacts.append((self.run_for(member), str(path), artifact_path))
+
+    def flush(self) -> bool:
+        """Write everything queued; True when the queue is empty afterwards."""
+        from mlflow.entities import Metric
+
+        while True:
+            with self._lock:
+                batch = [self._metrics.popleft() for _ in range(min(BATCH, len(self._metrics)))]
+            if not batch:
+                break
+            by_run: dict[str, list[Metric]] = {}
+            for run_id, key, value, ts, step in batch:
+                by_run.setdefault(run_id, []).append(Metric(key, value, ts, step))
+            try:
+                for run_id, items in by_run.items():
+                    self.client.log_batch(run_id, metrics=items)
+            except Exception as err:  # noqa: BLE001 - any backend failure: keep and retry
+                with self._lock:
+                    self._metrics.extendleft(reversed(batch))
+                self._failed(err)
+                return False
+        while True:
+            with self._lock:
+                if not self._artifacts:
+                    return True
+                run_id, path, artifact_path = self._artifacts[0]
+            try:
+                self.client.log_artifact(run_id, path, artifact_path)
+            except Exception as err:  # noqa: BLE001
+                self._failed(err)
+                return False
+            with self._lock:
+                self._artifacts.popleft()
+
+    def _failed(self, err: Exception) -> None:
+        self.failures += 1
+        self.last_error = f"{type(err).__name__}: {err}"[:300]
+        if not self._warned:
+            self._warned = True
+            log.warning("MLflow at %s is not answering (%s); training goes on, metrics are kept "
+                        "and retried", self.uri, self.last_error)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._metrics) + len(self._artifacts)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.flush()
+
+    def finish(self, status: str = "FINISHED", timeout_s: float = 30.0) -> None:
+        """Stop the background thread, flush (retrying until ``timeout_s``), close the runs."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self._interval + 10)
+        deadline = time.monotonic() + timeout_s
+        while not self.flush() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        try:
+            for run_id in [*self.member_ids, self.parent_id]:
+                if run_id is not None:
+                    self.client.set_terminated(run_id, status=status)
+        except Exception as err:  # noqa: BLE001
+            self._failed(err)

@@ -1,0 +1,69 @@
+"""PNG plots of a run made with matplotlib (Agg): fitness over generations, and the family tree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_fitness(history: Sequence[Sequence[float]], path: Path,
+                 title: str = "Fitness of every member") -> Path:
+    """``history[generation][member]`` -> one line per member slot over generations."""
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    if history:
+        members = len(history[0])
+        for m in range(members):
+            ax.plot(range(len(history)), [g[m] for g in history], marker="o", label=f"member {m}")
+        ax.legend(loc="best", fontsize=8)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("fitness (mean evaluation score)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_family_tree(lineage: Mapping[str, Any], path: Path) -> Path:
+    """The population's family tree from ``Lineage.to_json()``: one node per individual at
+    (generation, slot), an edge from parent to child labelled with the mutation."""
+    individuals = lineage["individuals"]
+    by_id = {i["id"]: i for i in individuals}
+    generations = max((i["generation"] for i in individuals), default=0)
+    slots = max((i["slot"] for i in individuals), default=0) + 1
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * (generations + 2)), max(3, 0.9 * slots + 1)),
+                           dpi=100)
+    for ind in individuals:
+        parent = by_id.get(ind["parent_id"]) if ind["parent_id"] is not None else None
+        if parent is not None:
+            x0, y0, x1, y1 = parent["generation"], parent["slot"], ind["generation"], ind["slot"]
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                        arrowprops={"arrowstyle": "->", "color": "grey", "lw": 0.8})
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, ind["mutation"], fontsize=6,
+                    ha="center", color="tab:blue")
+    current = set(lineage.get("current", []))
+    for ind in individuals:
+        best = max(ind["fitness"]) if ind["fitness"] else None
+        colour = "tab:green" if ind["id"] in current else "tab:grey"
+        ax.scatter([ind["generation"]], [ind["slot"]], s=120, color=colour, zorder=3)
+        label = f"#{ind['id']}" + (f"\n{best:.1f}" if best is not None else "")
+        ax.text(ind["generation"], ind["slot"] - 0.3, label, fontsize=6, ha="center", va="top")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("slot")
+    ax.set_yticks(range(slots))
+    ax.set_xlim(-0.5, generations + 0.5)
+    ax.set_ylim(slots - 0.3, -0.7)
+    ax.set_title("Family tree (green: alive; label: id and best fitness)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
