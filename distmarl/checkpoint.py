@@ -1,0 +1,150 @@
+"""Checkpoints: every member's state, the coordinator's state and a buffer snapshot, as data.
+
+Layout of ``RUN_DIR/checkpoints/step-000000012345/``::
+
+    manifest.json        sha256 and size of every file below, the step, the format version
+    meta.json            coordinator state: counters, generation, fitness, lineage, RNG states,
+                         MLflow run ids, the resolved config (JSON)
+    member-0.pt ...      each member's ``state_dict()`` (torch.save; read with weights_only=True)
+    buffer.arrow         the replay buffer (Arrow IPC, see distmarl.buffers.io)
+
+A checkpoint is written into a temporary folder and renamed into place, so a crash never leaves
+half a checkpoint under a real name; the last ``keep_last`` are kept. Loading checks every
+checksum first and names the file that does not match. Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from distmarl.buffers.io import read_state, write_state
+
+FORMAT_VERSION = 1
+PREFIX = "step-"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, truncated, corrupted or of another format."""
+
+
+@dataclass
+class Checkpoint:
+    path: Path
+    step: int
+    meta: dict[str, Any]
+    members: list[dict[str, Any]]
+    buffer_state: dict[str, Any] | None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[dict[str, Any]],
+                    buffer_state: dict[str, Any] | None = None, keep_last: int = 3) -> Path:
+    """Write a checkpoint for ``step`` under ``root`` atomically; returns its folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"{PREFIX}{step:012d}"
+    tmp = root / f".tmp-{PREFIX}{step:012d}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=_json_default))
+    for i, state in enumerate(members):
+        torch.save(state, tmp / f"member-{i}.pt")
+    if buffer_state is not None:
+        write_state(buffer_state, tmp / "buffer.arrow")
+    files = {p.name: {"sha256": _sha256(p), "bytes": p.stat().st_size}
+             for p in sorted(tmp.iterdir())}
+    manifest = {"format": FORMAT_VERSION, "step": step, "members": len(members), "files": files}
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    _fsync_dir(tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    _fsync_dir(root)
+    prune(root, keep_last)
+    return final
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def list_checkpoints(root: Path) -> list[Path]:
+    """Complete checkpoints under ``root``, oldest first."""
+    if not root.exists():
+        return []
+    return sorted(p for p in root.iterdir()
+                  if p.is_dir() and p.name.startswith(PREFIX) and (p / "manifest.json").exists())
+
+
+def prune(root: Path, keep_last: int) -> None:
+    for old in list_checkpoints(root)[:-keep_last] if keep_last > 0 else []:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def verify(path: Path) -> dict[str, Any]:
+    """Check the manifest and every file's size and checksum; returns the manifest."""
+    manifest_path = path / "manifest.json"
+    if not manifest_path.exists():
+        raise CheckpointError(f"checkpoint {path} has no manifest.json (incomplete or not a checkpoint)")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"checkpoint manifest {manifest_path} is corrupted: {err}") from None
+    if manifest.get("format") != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format {manifest.get('format')}, "
+                              f"this distmarl reads {FORMAT_VERSION}")
+    for name, info in manifest["files"].items():
+        file = path / name
+        if not file.exists():
+            raise CheckpointError(f"checkpoint file {file} is missing")
+        size = file.stat().st_size
+        if size != info["bytes"]:
+            raise CheckpointError(f"checkpoint file {file} is truncated or changed: {size} bytes, "
+                                  f"manifest says {info['bytes']}")
+        if _sha256(file) != info["sha256"]:
+            raise CheckpointError(f"checksum mismatch in checkpoint file {file}: it is corrupted")
+    return manifest
+
+
+def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
+    """Read a checkpoint folder (or the latest under a ``checkpoints/`` root) as data."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    if not (path / "manifest.json").exists() and list_checkpoints(path):
+        path = list_checkpoints(path)[-1]
+    manifest = verify(path)
+    meta = json.loads((path / "meta.json").read_text())
+    members = [torch.load(path / f"member-{i}.pt", weights_only=True, map_location="cpu")
+               for i in range(manifest["members"])]
+    buffer_state = None
+    if with_buffer and (path / "buffer.arrow").exists():
+        buffer_state = read_state(path / "buffer.arrow")
+    return Checkpoint(path, int(manifest["step"]), meta, members, buffer_state)
