@@ -138,6 +138,7 @@ class TrainingConfig(Section):
     target: float | None = Field(None, description="stop when the best fitness reaches this")
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
     weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes")
+    chunk_steps: int = Field(16, ge=1, description="vectorised env steps per rollout-worker call (one buffer write)")
     max_policy_lag: int = Field(4, ge=0, description="weight versions a rollout worker may lag behind")
 
 

@@ -11,6 +11,8 @@ import torch
 def to_tensor(arr: np.ndarray, device: Any = None) -> torch.Tensor:
     """Zero-copy where possible; bools become float32 (masks multiply losses), integers stay
     int64-compatible (discrete actions index), floats keep their dtype."""
+    if not arr.flags.writeable:  # arrays from Ray's object store are read-only: own a copy
+        arr = np.array(arr)
     t = torch.from_numpy(np.ascontiguousarray(arr))
     if t.dtype == torch.bool:
         t = t.float()

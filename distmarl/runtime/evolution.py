@@ -1,0 +1,136 @@
+"""Evaluation, selection and mutation across learner actors: the coordinator's between-generation
+work. The decisions come from ``distmarl.hpo`` (pure, seeded); this module carries them out."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import ray
+
+from distmarl.hpo import MutationPlan
+from distmarl.runtime.members import DONE, RUN
+
+if TYPE_CHECKING:
+    from distmarl.runtime.coordinator import Coordinator
+
+
+def evaluate_members(coord: Coordinator, slots: Sequence[int]) -> dict[int, float]:
+    """Fresh weights, then evaluation episodes without exploration; appends to each fitness."""
+    published = ray.get([coord.learners[s].publish.remote() for s in slots])
+    evo = coord.cfg.evolution
+    refs = []
+    for slot, (version, box) in zip(slots, published):
+        m = coord.members[slot]
+        m.version, m.weights_box = version, box
+        seed = int(coord.rng.integers(2**31))
+        refs.append(coord.workers[slot][0].evaluate.remote(version, box, evo.eval_episodes,
+                                                           evo.eval_steps, seed))
+    fitness = {}
+    for slot, scores in zip(slots, ray.get(refs)):
+        fitness[slot] = float(np.mean(scores))
+        coord.members[slot].fitness.append(fitness[slot])
+        coord.lineage.record_fitness(slot, fitness[slot])
+    return fitness
+
+
+def carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
+              plans: Sequence[MutationPlan]) -> None:
+    """Copy full states (``(slot, source)`` pairs, straight through the object store), then
+    mutate, then republish the changed members' weights. States are read before any is
+    overwritten, so swaps are safe."""
+    learners = coord.learners
+    sources = sorted({src for _, src in copies})
+    states = {src: learners[src].get_state.remote() for src in sources}
+    source_sums = {src: learners[src].weights_checksum.remote() for src in sources}
+    loads = [learners[slot].load_state.remote(states[src]) for slot, src in copies]
+    copied_sums = [learners[slot].weights_checksum.remote() for slot, _ in copies]
+    mutated = [p for p in plans if p.kind != "none"]
+    results = [learners[p.slot].mutate.remote(p) for p in mutated]
+    for (slot, src), hp, before, after in zip(copies, ray.get(loads),
+                                              ray.get([source_sums[s] for _, s in copies]),
+                                              ray.get(copied_sums)):
+        coord.members[slot].hp = hp
+        coord.copy_log.append({"generation": coord.generation, "slot": slot, "source": src,
+                               "source_checksum": before, "copy_checksum": after})
+    for plan, result in zip(mutated, ray.get(results)):
+        coord.members[plan.slot].hp = result["hp"]
+        coord.events.append({"generation": coord.generation, "slot": plan.slot,
+                             "mutation": plan.describe(), "change": _plain(result["change"])})
+    changed = sorted({slot for slot, _ in copies} | {p.slot for p in mutated})
+    for slot, (version, box) in zip(changed, ray.get([learners[s].publish.remote() for s in changed])):
+        coord.members[slot].version, coord.members[slot].weights_box = version, box
+
+
+def _plain(change: dict) -> dict:
+    return {k: v for k, v in change.items() if isinstance(v, str | int | float | bool | list | dict)}
+
+
+def _finished(coord: Coordinator) -> bool:
+    """Set the stop reason when the target is reached or every member used its steps."""
+    target = coord.cfg.training.target
+    best = coord.best_fitness()
+    if target is not None and best is not None and best >= target:
+        coord.stop_reason = "target"
+    elif all(m.env_steps >= coord.cfg.training.max_steps for m in coord.members):
+        coord.stop_reason = "max_steps"
+    else:
+        return False
+    for m in coord.members:
+        m.phase = DONE
+    return True
+
+
+def _next_boundary(coord: Coordinator, slot: int) -> None:
+    m = coord.members[slot]
+    m.boundary = min(m.boundary + coord.cfg.evolution.evo_steps, coord.cfg.training.max_steps)
+    m.phase = RUN
+
+
+def evolve_sync(coord: Coordinator) -> None:
+    """One generation: evaluate everyone, tournament, mutate, carry out, record."""
+    slots = list(range(len(coord.members)))
+    evaluate_members(coord, slots)
+    coord.fitness_history.append([m.fitness[-1] for m in coord.members])
+    coord.generation += 1
+    if _finished(coord):
+        return
+    plan = coord.selection.select([m.fitness for m in coord.members], coord.rng)
+    hps = [coord.members[src].hp for src in plan.sources]
+    plans = coord.mutations.plan(hps, coord.hp_config, coord.rng, elite=plan.elite)
+    carry_out(coord, plan.copies(), plans)
+    coord.lineage.record_generation(plan, plans, [m.hp for m in coord.members])
+    for slot in slots:
+        _next_boundary(coord, slot)
+
+
+def evolve_async(coord: Coordinator, slot: int) -> None:
+    """Population-based training's exploit and explore for one member at its evolution step."""
+    evaluate_members(coord, [slot])
+    m = coord.members[slot]
+    coord.evolutions = getattr(coord, "evolutions", 0) + 1
+    coord.generation = coord.evolutions // len(coord.members)
+    if _finished(coord):
+        return
+    if m.env_steps >= coord.cfg.training.max_steps:
+        m.phase = DONE
+        return
+    latest = {x.slot: x.fitness[-1] for x in coord.members if x.fitness}
+    source = coord.exploit.decide(slot, latest, coord.rng)
+    if source is not None:
+        plan = coord.mutations.plan([coord.members[source].hp], coord.hp_config, coord.rng,
+                                    force=True)[0]
+        plan = dataclasses.replace(plan, slot=slot)
+        carry_out(coord, [(slot, source)], [plan])
+        coord.lineage.record_copy(slot, source, plan, m.hp)
+    _next_boundary(coord, slot)
+
+
+def pretrain_mutation(coord: Coordinator) -> None:
+    """Mutate every member once before training (AgileRL's pre-training mutation pass)."""
+    plans = coord.mutations.plan([m.hp for m in coord.members], coord.hp_config, coord.rng,
+                                 force=True)
+    carry_out(coord, [], plans)
+    coord.lineage.record_generation(None, plans, [m.hp for m in coord.members])

@@ -1,0 +1,126 @@
+"""``LearnerActor``: one population member's algorithm, learning from the shared buffer.
+
+The learner samples as its own consumer (``learner-<slot>``), learns, and publishes its actors'
+weights to the object store every ``weight_sync_updates`` updates; the coordinator hands the
+latest ``(version, ref)`` to the member's rollout workers. A copy between members is
+``learner_b.load_state.remote(learner_a.get_state.remote())``: the state travels through the
+object store without passing the coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+import ray
+
+from distmarl.buffers.tensors import to_torch
+from distmarl.config import AlgorithmConfig
+from distmarl.factory import make_algorithm
+from distmarl.hpo import MutationPlan, apply_mutation
+from distmarl.runtime.resources import learner_device
+from distmarl.types import OFF_POLICY_FIELDS
+
+log = logging.getLogger(__name__)
+
+
+class TrainResult(NamedTuple):
+    updates: int  # updates done by this call
+    metrics: dict[str, float]  # means over this call's updates
+    seconds: float
+    weights: tuple[int, Any] | None  # (version, [ObjectRef]) when new weights were published
+
+
+class LearnerShell:
+    """The plain class behind :data:`LearnerActor`."""
+
+    def __init__(self, slot: int, algo_cfg: AlgorithmConfig, spaces: tuple[dict, dict],
+                 buffer: Any, seed: int, weight_sync_updates: int = 8) -> None:
+        import torch
+
+        torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
+        gpu_ids = ray.get_gpu_ids() if ray.is_initialized() else []
+        self.device = learner_device(gpu_ids)
+        if gpu_ids and self.device == "cpu":
+            log.warning("learner %d was given GPU %s but torch sees no CUDA device: using CPU",
+                        slot, gpu_ids)
+        self.slot = slot
+        self.algo = make_algorithm(algo_cfg, spaces, device=self.device, seed=seed)
+        self.buffer = buffer
+        self.consumer = f"learner-{slot}"
+        self.weight_sync_updates = weight_sync_updates
+        self.updates = 0
+        self.version = 0
+        self._since_publish = 0
+
+    # ------------------------------------------------------------------ learning
+    def train(self, num_updates: int) -> TrainResult:
+        """Up to ``num_updates`` updates of batch ``hp['batch_size']`` from the buffer."""
+        start = time.perf_counter()
+        batch_size = int(self.algo.hp["batch_size"])
+        batches = ray.get(self.buffer.sample_many.remote(batch_size, self.consumer, num_updates))
+        sums: dict[str, float] = {}
+        for batch in batches:
+            data = dict(zip(OFF_POLICY_FIELDS, batch.data))
+            for k, v in self.algo.learn(to_torch(data, self.device)).items():
+                sums[k] = sums.get(k, 0.0) + float(v)
+        n = len(batches)
+        self.updates += n
+        self._since_publish += n
+        weights = None
+        if n and self._since_publish >= self.weight_sync_updates:
+            weights = self.publish()
+        metrics = {k: v / n for k, v in sums.items()} if n else {}
+        return TrainResult(n, metrics, time.perf_counter() - start, weights)
+
+    def publish(self) -> tuple[int, list[Any]]:
+        """Put the current actor weights in the object store; ``(version, [ref])``."""
+        self.version += 1
+        self._since_publish = 0
+        return self.version, [ray.put(self.algo.get_weights())]
+
+    # ------------------------------------------------------------------ state and evolution
+    def get_state(self) -> dict[str, Any]:
+        return {"algo": _to_cpu(self.algo.state_dict()), "updates": self.updates}
+
+    def load_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Become a copy of another member (or of a checkpoint)."""
+        self.algo.load_state_dict(state["algo"])
+        self.updates = int(state.get("updates", self.updates))
+        return self.hyperparameters()
+
+    def mutate(self, plan: MutationPlan) -> dict[str, Any]:
+        change = apply_mutation(self.algo, plan)
+        return {"change": change, "hp": self.hyperparameters()}
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return dict(self.algo.hp)
+
+    def weights_checksum(self) -> float:
+        """Sum of every actor weight (a cheap fingerprint for tests and logs)."""
+        return float(sum(np.asarray(v, dtype=np.float64).sum()
+                         for v in self.algo.get_weights()["params"].values()))
+
+    def info(self) -> dict[str, Any]:
+        ctx = ray.get_runtime_context()
+        return {"slot": self.slot, "pid": os.getpid(), "device": self.device,
+                "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(),
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "updates": self.updates}
+
+
+def _to_cpu(obj: Any) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
+
+
+LearnerActor = ray.remote(LearnerShell)

@@ -1,0 +1,61 @@
+"""Resource requests for the run's actors, fitted to the cluster; device choice in learners."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from distmarl.config import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ActorResources:
+    """Ray options per actor kind: ``{"num_cpus": ..., "num_gpus": ...}``."""
+
+    learner: dict[str, float]
+    worker: dict[str, float]
+    buffer: dict[str, float]
+    coordinator: dict[str, float]
+    scale: float  # < 1 when CPU requests were shrunk to fit the cluster
+
+
+def plan_resources(cfg: ExperimentConfig, cluster: dict[str, float]) -> ActorResources:
+    """Ask for what the config says; shrink CPU requests proportionally where the cluster has
+    fewer CPUs (so a 2-core laptop runs the same config as a cluster, oversubscribed), and ask
+    for GPUs only where the cluster has them."""
+    res, pop = cfg.resources, cfg.population
+    wanted = (pop.size * (res.num_cpus_per_learner + pop.workers_per_member * res.num_cpus_per_worker)
+              + res.num_cpus_buffer)
+    cpus = float(cluster.get("CPU", 0.0))
+    scale = 1.0 if wanted <= cpus or wanted == 0 else cpus / wanted * 0.999
+    if scale < 1.0:
+        log.info("the run asks for %.2f CPUs but the cluster has %.0f: CPU requests scaled by %.3f",
+                 wanted, cpus, scale)
+    gpus = float(cluster.get("GPU", 0.0))
+    learner = {"num_cpus": res.num_cpus_per_learner * scale}
+    if gpus > 0 and res.num_gpus_per_learner > 0:
+        if res.num_gpus_per_learner * pop.size > gpus + 1e-9:
+            raise ValueError(
+                f"resources.num_gpus_per_learner={res.num_gpus_per_learner} for "
+                f"{pop.size} learners needs {res.num_gpus_per_learner * pop.size} GPUs; "
+                f"the cluster has {gpus:g}")
+        learner["num_gpus"] = res.num_gpus_per_learner
+    return ActorResources(
+        learner=learner,
+        worker={"num_cpus": res.num_cpus_per_worker * scale},
+        buffer={"num_cpus": res.num_cpus_buffer * scale},
+        coordinator={"num_cpus": 0.0},
+        scale=scale,
+    )
+
+
+def learner_device(assigned_gpus: list[Any]) -> str:
+    """``cuda`` when Ray assigned this actor a GPU and torch sees one, else ``cpu``."""
+    import torch
+
+    if assigned_gpus and torch.cuda.is_available():
+        return "cuda"
+    return "cpu"

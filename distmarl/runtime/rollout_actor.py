@@ -1,0 +1,93 @@
+"""``RolloutWorkerActor``: steps a member's vectorised envs and writes chunks to the buffer.
+
+Each ``collect`` call carries the member's latest weights as ``(version, [ref])``; the worker
+fetches them from the object store only when the version is new, so its policy lags the
+learner by at most one call. Chunks go straight to the buffer actor (one hop), tagged with the
+member; a chunk the buffer's rate limiter refuses is retried, never dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, NamedTuple
+
+import ray
+
+from distmarl.config import AlgorithmConfig, EnvConfig
+from distmarl.factory import make_algorithm, make_venv
+from distmarl.rollout import Collector, evaluate
+from distmarl.types import TransitionChunk
+
+RETRY_SLEEP_S = 0.01
+
+
+class CollectResult(NamedTuple):
+    env_steps: int
+    episode_scores: list[float]
+    episode_lengths: list[int]
+    version: int  # weights version the chunk was collected with
+    seconds: float
+    refused: int  # times the rate limiter refused the chunk before it was stored
+
+
+class RolloutShell:
+    """The plain class behind :data:`RolloutWorkerActor`."""
+
+    def __init__(self, slot: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
+                 spaces: tuple[dict, dict], buffer: Any, seed: int) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.slot, self.worker, self.seed = slot, worker, seed
+        self.env_cfg, self.buffer = env_cfg, buffer
+        self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
+        self.venv = make_venv(env_cfg, seed=seed)
+        self.collector = Collector(self.venv, self.algo, seed=seed)
+        self.eval_venv: Any = None
+        self.version = -1
+        self.env_steps = 0
+
+    def _sync(self, version: int, weights_box: list[Any] | None) -> None:
+        if weights_box is not None and version != self.version:
+            weights = weights_box[0]
+            if isinstance(weights, ray.ObjectRef):
+                weights = ray.get(weights)
+            self.algo.set_weights(weights)
+            self.version = version
+
+    def collect(self, num_steps: int, version: int, weights_box: list[Any] | None) -> CollectResult:
+        """Step ``num_steps`` vectorised steps with the newest weights; store the chunk."""
+        start = time.perf_counter()
+        self._sync(version, weights_box)
+        rollout = self.collector.collect(num_steps)
+        chunk = TransitionChunk(rollout.data, self.slot)
+        refused = 0
+        while not ray.get(self.buffer.add.remote(chunk)).accepted:
+            refused += 1
+            time.sleep(RETRY_SLEEP_S)
+        self.env_steps += rollout.env_steps
+        return CollectResult(rollout.env_steps, rollout.episode_scores, rollout.episode_lengths,
+                             self.version, time.perf_counter() - start, refused)
+
+    def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
+                 max_steps: int | None, seed: int) -> list[float]:
+        """Scores without exploration on a separate copy of the envs (the collection's episodes
+        go on undisturbed)."""
+        self._sync(version, weights_box)
+        if self.eval_venv is None:
+            self.eval_venv = make_venv(self.env_cfg, mode="sync", seed=seed)
+        return evaluate(self.eval_venv, self.algo, episodes=episodes, max_steps=max_steps, seed=seed)
+
+    def info(self) -> dict[str, Any]:
+        ctx = ray.get_runtime_context()
+        return {"slot": self.slot, "worker": self.worker, "pid": os.getpid(),
+                "node_id": ctx.get_node_id(), "env_steps": self.env_steps, "version": self.version}
+
+    def close(self) -> None:
+        for venv in (self.venv, self.eval_venv):
+            if venv is not None:
+                venv.close()
+
+
+RolloutWorkerActor = ray.remote(RolloutShell)
