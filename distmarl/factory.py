@@ -51,3 +51,25 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str]) -> dict[str, Any]:
             "replay_ratio": b.replay_ratio, "learning_starts": b.learning_starts,
             "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,
             "error_buffer": b.error_buffer}
+
+
+def preflight(cfg: ExperimentConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Check what only the env and the algorithm can check, before any actor starts: the env
+    builds, ``algorithm.hp`` and ``evolution.hp_config`` name real hyperparameters, and the
+    ``net_config`` fits the env's agents. Returns the spaces."""
+    from distmarl.config import ConfigError
+    from distmarl.hpo import HyperparameterConfig, RLParameter
+
+    try:
+        spaces = env_spaces(cfg.env)
+    except Exception as err:  # noqa: BLE001 - any env problem is a config problem here
+        raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
+    defaults = algorithm_class(cfg.algorithm.name).DEFAULT_HP
+    hp_config = HyperparameterConfig(**{n: RLParameter(p.min, p.max) for n, p in
+                                        cfg.evolution.hp_config.items()})
+    try:
+        hp_config.check_against(cfg.algorithm.name, defaults)
+        make_algorithm(cfg.algorithm, spaces, seed=cfg.seed)
+    except (ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"algorithm / evolution.hp_config: {err}") from None
+    return spaces

@@ -12,6 +12,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from distmarl.config import ExperimentConfig
+from distmarl.factory import preflight
 from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import CoordinatorActor
 
@@ -35,6 +36,7 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
           show_progress: bool = True, num_cpus: int | None = None,
           num_gpus: int | None = None) -> dict[str, Any]:
     """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``)."""
+    preflight(cfg)  # config errors surface here, before Ray starts
     if resume is not None:
         run_dir = Path(resume).resolve()
         if not (run_dir / "checkpoints").exists():

@@ -1,0 +1,138 @@
+"""Population env steps/s and learner updates/s of distmarl, against baselines in the same run.
+
+    .venv/bin/python benchmarks/throughput.py [--steps 20000] [--workers 1 2] [--skip-agilerl]
+    .venv/bin/python benchmarks/throughput.py --time-to-target -30 --max-steps 300000
+
+Settings as AgileRL's MADDPG example: population 4, 8 sub-envs per member, learn_step 16,
+batch 64 (examples/configs/speaker_listener_maddpg.yaml). Prints, each measured in this run:
+  * distmarl on a local Ray: population env steps/s and updates/s,
+  * the single-process reference trainer (examples/single_process.py) doing the same work
+    (population x steps, same update-to-data ratio) in one process,
+  * AgileRL's train_multi_agent_off_policy, when the `bench` extra is installed,
+  * env steps/s against rollout workers per member (the scaling curve),
+and with --time-to-target the wall seconds until the best member's evaluation score reaches the
+target (distmarl, and AgileRL unless --skip-agilerl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
+sys.path.insert(0, str(ROOT))
+
+
+def _load_reference() -> Any:
+    spec = importlib.util.spec_from_file_location("single_process", ROOT / "examples" / "single_process.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_distmarl(steps: int, workers: int = 1, target: float | None = None,
+                 extra: list[str] | None = None) -> dict[str, Any]:
+    from distmarl.config import load_config
+    from distmarl.runtime.trainer import train
+
+    sets = [f"training.max_steps={steps}", f"population.workers_per_member={workers}",
+            "tracking.mlflow=false", f"tracking.directory={tempfile.mkdtemp()}",
+            "tracking.checkpoint_interval=0", *(extra or [])]
+    if target is not None:
+        sets.append(f"training.target={target}")
+    summary = train(load_config(CONFIG, sets), show_progress=False)
+    return {"env_steps": summary["env_steps"], "wall_seconds": summary["wall_seconds"],
+            "env_steps_per_s": summary["env_steps"] / summary["wall_seconds"],
+            "updates_per_s": summary["updates"] / summary["wall_seconds"],
+            "best_fitness": summary["best_fitness"], "stop_reason": summary["stop_reason"]}
+
+
+def run_reference(steps: int, population: int) -> dict[str, Any]:
+    from distmarl.config import load_config
+
+    ref = _load_reference()
+    cfg = load_config(CONFIG)
+    total, updates, wall = 0, 0, 0.0
+    for member in range(population):  # the population trained one member after another
+        r = ref.train_member(cfg, steps, seed=member, eval_every=0, log=False)
+        total, updates, wall = total + r["env_steps"], updates + r["updates"], wall + r["wall_seconds"]
+    return {"env_steps": total, "wall_seconds": wall, "env_steps_per_s": total / wall,
+            "updates_per_s": updates / wall}
+
+
+def run_agilerl(steps: int, population: int, target: float | None = None) -> dict[str, Any] | None:
+    try:
+        from benchmarks.baselines.agilerl_runner import agilerl_available, run_agilerl_maddpg
+    except ImportError:
+        return None
+    if not agilerl_available():
+        return None
+    return run_agilerl_maddpg(steps * population, population=population, num_envs=8,
+                              learn_step=16, batch_size=64, target=target)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20_000, help="env steps per member")
+    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2],
+                        help="rollout workers per member for the scaling curve")
+    parser.add_argument("--skip-agilerl", action="store_true")
+    parser.add_argument("--time-to-target", type=float, default=None, metavar="SCORE")
+    parser.add_argument("--max-steps", type=int, default=300_000, help="per member, with --time-to-target")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    population = 4
+    out: dict[str, Any] = {}
+    if args.time_to_target is not None:
+        out["distmarl"] = run_distmarl(args.max_steps, target=args.time_to_target)
+        if not args.skip_agilerl:
+            out["agilerl"] = run_agilerl(args.max_steps, population, target=args.time_to_target)
+        report_target(out, args.time_to_target)
+    else:
+        out["distmarl"] = run_distmarl(args.steps)
+        out["reference"] = run_reference(args.steps, population)
+        if not args.skip_agilerl:
+            out["agilerl"] = run_agilerl(args.steps, population)
+        out["scaling"] = {w: run_distmarl(args.steps, workers=w) for w in args.workers}
+        report_throughput(out)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+
+
+def report_throughput(out: dict[str, Any]) -> None:
+    ours = out["distmarl"]["env_steps_per_s"]
+    print(f"{'run':<44} {'env steps/s':>12} {'updates/s':>10}  distmarl is")
+    for name in ("distmarl", "reference", "agilerl"):
+        r = out.get(name)
+        if r is None:
+            print(f"{name:<44} {'(not installed: bash scripts/setup_env.sh dev,bench)':>12}")
+            continue
+        ups = r.get("updates_per_s")
+        ratio = "" if name == "distmarl" else f"{ours / r['env_steps_per_s']:.2f}x"
+        print(f"{name:<44} {r['env_steps_per_s']:>12,.0f} {ups if ups is None else f'{ups:,.0f}':>10}  {ratio}")
+    for w, r in out["scaling"].items():
+        print(f"{f'distmarl, {w} rollout worker(s) per member':<44} {r['env_steps_per_s']:>12,.0f} "
+              f"{r['updates_per_s']:>10,.0f}")
+
+
+def report_target(out: dict[str, Any], target: float) -> None:
+    ours = out["distmarl"]
+    print(f"distmarl: best fitness {ours['best_fitness']} ({ours['stop_reason']}) after "
+          f"{ours['wall_seconds']:.0f} s, {ours['env_steps']:,} population env steps")
+    agile = out.get("agilerl")
+    if agile:
+        t = agile.get("time_to_target_s")
+        print(f"agilerl: time to {target}: {t if t is None else f'{t:.0f} s'}")
+        if t and ours["stop_reason"] == "target":
+            print(f"distmarl is {t / ours['wall_seconds']:.2f}x faster to {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""A small population run on a real local Ray: every part works together and the figures add up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distmarl.config import load_config
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+
+
+def tiny(tmp_path, **overrides):
+    cfg = load_config(TINY, [f"tracking.directory={tmp_path}", *overrides.get("sets", [])])
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def run(ray_local, tmp_path_factory):
+    """One tiny run shared by the assertions below (a run costs ~20 s here)."""
+    from distmarl.runtime.trainer import train
+
+    tmp = tmp_path_factory.mktemp("tiny")
+    cfg = tiny(tmp, sets=["tracking.mlflow=false"])
+    summary = train(cfg, run_dir=tmp / "run", summary_json=tmp / "summary.json", show_progress=False)
+    return cfg, summary, tmp
+
+
+def test_summary_json_holds_the_final_figures(run) -> None:
+    cfg, summary, tmp = run
+    written = json.loads((tmp / "summary.json").read_text())
+    assert written["env_steps"] == summary["env_steps"]
+    assert summary["stop_reason"] == "max_steps"
+    steps = [m["env_steps"] for m in summary["members"]]
+    chunk = cfg.training.chunk_steps * cfg.env.num_envs
+    assert all(cfg.training.max_steps <= s < cfg.training.max_steps + 2 * chunk for s in steps)
+    assert summary["env_steps"] == sum(steps)
+    assert summary["generations"] == cfg.training.max_steps // cfg.evolution.evo_steps
+    assert summary["env_steps_per_s"] > 0 and summary["wall_seconds"] > 0
+
+
+def test_update_to_data_ratio_follows_learn_step(run) -> None:
+    cfg, summary, _ = run
+    for m in summary["members"]:
+        # one update per learn_step transitions once the buffer holds learning_starts rows
+        learn_step = cfg.algorithm.hp["learn_step"]
+        expected = (m["env_steps"] - cfg.buffer.learning_starts) / learn_step
+        assert expected * 0.7 <= m["updates"] <= m["env_steps"] / learn_step + 1, m
+
+
+def test_fitness_recorded_and_evolution_happened(run) -> None:
+    cfg, summary, _ = run
+    for m in summary["members"]:
+        assert len(m["fitness"]) == summary["generations"]
+        assert all(np.isfinite(m["fitness"]))
+    assert summary["best_fitness"] == max(m["fitness"][-1] for m in summary["members"])
+    mutated = [e for e in summary["events"] if e["mutation"] != "none"]
+    assert mutated, "no mutation happened"
+    assert summary["copies"], "no selection copied a member"
+    for copy in summary["copies"]:  # right after the copy the weights equal the source's
+        assert copy["copy_checksum"] == copy["source_checksum"]
+        assert copy["slot"] != copy["source"]
+
+
+def test_artifacts_and_checkpoint_written(run) -> None:
+    _, summary, _ = run
+    run_dir = Path(summary["run_dir"])
+    for name in ("config.yaml", "lineage.json", "fitness.png", "family_tree.png", "summary.json"):
+        assert (run_dir / name).stat().st_size > 0, name
+    lineage = json.loads((run_dir / "lineage.json").read_text())
+    assert len(lineage["individuals"]) > 2
+    assert Path(summary["checkpoint"]).exists()
+
+
+def test_all_actor_kinds_alive_and_learning(ray_local, tmp_path) -> None:
+    """Drive the coordinator by hand to look at its actors mid-run."""
+    import ray
+
+    from distmarl.runtime.coordinator import CoordinatorActor
+
+    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps=400"])
+    coord = CoordinatorActor.remote(json.loads(cfg.model_dump_json()), str(tmp_path / "run"))
+    result = coord.run.remote()
+    handles = None
+    for _ in range(200):
+        try:
+            handles = ray.get(coord.handles.remote(), timeout=5)
+            break
+        except (ray.exceptions.GetTimeoutError, AttributeError, ray.exceptions.RayTaskError):
+            import time
+
+            time.sleep(0.2)
+    assert handles is not None
+    before = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
+    summary = ray.get(result, timeout=300)
+    after = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
+    assert all(a != b for a, b in zip(after, before)), "learners' weights did not change"
+    infos = ray.get([w.info.remote() for ws in handles["workers"] for w in ws])
+    assert sorted(i["slot"] for i in infos) == [0, 1] and all(i["env_steps"] > 0 for i in infos)
+    stats = ray.get(handles["buffer"].stats.remote())
+    stored = ray.get(handles["buffer"].state_dict.remote())["columns"]["__member__"]
+    assert set(np.unique(stored)) == {0, 1}, "the buffer did not receive rows from every member"
+    assert stats["counter"] == summary["env_steps"]
+    assert set(stats["consumers"]) == {"learner-0", "learner-1"}
+    ray.kill(coord)
+
+
+def test_config_errors_are_clear(tmp_path) -> None:
+    from distmarl.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("population: {size: 2}\nevolution: {tournamnet: {size: 2}}\n")
+    proc = subprocess.run([sys.executable, "-m", "distmarl.cli", "train", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "unknown key 'tournamnet'; did you mean 'tournament'?" in proc.stderr
+    assert main(["train", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["config", "show", str(TINY), "--set", "buffer.capacity=-3"]) == 2
+    proc = subprocess.run(
+        [sys.executable, "-m", "distmarl.cli", "config", "show", str(TINY), "--set",
+         "evolution.hp_config.lr_actor.min=0.5"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "min 0.5 is greater than max 0.01" in proc.stderr
+
+
+def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> None:
+    """A separate Ray (own process) with one logical GPU: 4 learners at 0.25 GPU each."""
+    script = textwrap.dedent(f"""
+        import json, ray
+        from distmarl.config import load_config
+        from distmarl.runtime.cluster import init_ray
+        from distmarl.runtime.learner_actor import LearnerActor
+        from distmarl.runtime.resources import plan_resources
+        from distmarl.factory import env_spaces
+        init_ray(num_cpus=2, num_gpus=1, dashboard=False, log_to_driver=False)
+        cfg = load_config({str(TINY)!r}, ["population.size=4", "resources.num_gpus_per_learner=0.25"])
+        res = plan_resources(cfg, ray.cluster_resources())
+        spaces = env_spaces(cfg.env)
+        learners = [LearnerActor.options(**res.learner).remote(i, cfg.algorithm, spaces, None, 0)
+                    for i in range(4)]
+        infos = ray.get([lr.info.remote() for lr in learners])
+        print(json.dumps({{"learner": res.learner, "infos": infos,
+                          "available": ray.available_resources().get("GPU", 0.0)}}))
+        ray.shutdown()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["learner"]["num_gpus"] == 0.25
+    assert [i["resources"].get("GPU") for i in out["infos"]] == [0.25] * 4
+    assert out["available"] == pytest.approx(0.0)
+    assert all(i["device"] == "cpu" for i in out["infos"])  # no CUDA here: CPU, said once

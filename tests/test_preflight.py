@@ -1,0 +1,37 @@
+"""Config problems only the env and the algorithm can see are caught before Ray starts.
+One row per case: add rows freely."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distmarl.config import ConfigError, load_config
+from distmarl.factory import preflight
+
+TINY = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.yaml"
+
+BAD = [
+    ("unknown env", ["env.spec=mpe2:nothing_v1"], ["env.spec 'mpe2:nothing_v1'", "has no 'nothing_v1'"]),
+    ("missing package", ["env.spec=not_a_package_xyz:env"], ["not_a_package_xyz"]),
+    ("hp the algorithm lacks", ["evolution.hp_config.lr_actr.min=0.1", "evolution.hp_config.lr_actr.max=1"],
+     ["['lr_actr'] are not hyperparameters of MADDPG"]),
+    ("net_config for no such group", ["algorithm.net_config.bob.encoder_config.hidden_size=[3]"],
+     ["bob", "speaker_0", "listener_0"]),
+]
+
+
+@pytest.mark.parametrize("case,sets,words", BAD, ids=[b[0] for b in BAD])
+def test_preflight_names_the_problem(case, sets, words) -> None:
+    cfg = load_config(TINY, sets)
+    with pytest.raises(ConfigError) as err:
+        preflight(cfg)
+    for word in words:
+        assert word in str(err.value), (word, str(err.value))
+
+
+def test_preflight_returns_the_env_spaces() -> None:
+    obs, act = preflight(load_config(TINY))
+    assert {a: s.shape for a, s in obs.items()} == {"speaker_0": (3,), "listener_0": (11,)}
+    assert {a: s.shape for a, s in act.items()} == {"speaker_0": (3,), "listener_0": (5,)}
