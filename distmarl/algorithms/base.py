@@ -1,0 +1,98 @@
+"""The interface every population member's algorithm implements (MADDPG, MATD3, later IPPO/MAPPO).
+
+Usage, in a rollout worker and a learner (the runtime wraps these same calls in Ray actors)::
+
+    algo = MADDPG(observation_spaces, action_spaces, net_config, hp, device="cpu", seed=0)
+    # rollout worker
+    algo.set_weights(weights)                      # from the learner's get_weights()
+    actions = algo.act(obs)                        # obs: agent -> (num_envs, *obs_shape)
+    algo.reset_noise(terminated | truncated)       # sub-envs whose episode ended
+    # learner
+    metrics = algo.learn(batch)                    # field -> agent -> tensor (B, ...)
+    weights = algo.get_weights()                   # numpy only, for the workers
+    state = algo.state_dict()                      # torch.save / torch.load(weights_only=True)
+    # HPO (distmarl.hpo plans, the runtime applies)
+    algo.set_hyperparameter("lr_actor", 5e-4)
+    algo.mutate_architecture("add_node", rng)
+
+Everything that crosses a process boundary is plain data: dicts, lists, numbers, strings,
+numpy arrays (weights) or tensors (state). Every random choice of a mutation comes from the
+``numpy.random.Generator`` passed in.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+AgentObs = Mapping[str, np.ndarray]
+Batch = Mapping[str, Mapping[str, torch.Tensor]]
+
+
+class Algorithm(ABC):
+    """A multi-agent learner: acts for every agent, learns from batches, saves and evolves."""
+
+    #: name stored in ``state_dict()["algorithm"]``
+    name: str
+    device: torch.device
+    #: current hyperparameters (plain numbers / bools); change them with set_hyperparameter
+    hp: dict[str, Any]
+
+    @abstractmethod
+    def act(self, obs: AgentObs, explore: bool = True) -> dict[str, np.ndarray]:
+        """Actions per agent for ``num_envs`` sub-envs: Box -> float32 ``(num_envs, *shape)``
+        within bounds, Discrete -> int64 ``(num_envs,)``. NaN observations count as zeros."""
+
+    def reset_noise(self, mask: np.ndarray) -> None:
+        """Restart exploration noise of the sub-envs where ``mask`` (bool ``(num_envs,)``) is True.
+
+        A no-op for algorithms without a noise process.
+        """
+        return None
+
+    @abstractmethod
+    def learn(self, batch: Batch) -> dict[str, float]:
+        """One update from a batch; metric keys like ``loss/critic/<agent>``."""
+
+    @abstractmethod
+    def get_weights(self) -> dict[str, Any]:
+        """``{"arch": ..., "params": {name: np.ndarray}, "hp": {...}}``: what acting needs."""
+
+    @abstractmethod
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load :meth:`get_weights` output (rebuilding actors whose architecture differs)."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Complete state as plain tensors / numbers / strings / lists / dicts."""
+
+    @abstractmethod
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load :meth:`state_dict` output, rebuilding networks whose architecture differs."""
+
+    @abstractmethod
+    def clone(self) -> Algorithm:
+        """An independent copy (no shared tensors)."""
+
+    @abstractmethod
+    def set_hyperparameter(self, name: str, value: Any) -> None:
+        """Change one hyperparameter; it takes effect at once (learning rates in the optimiser)."""
+
+    @abstractmethod
+    def mutate_architecture(self, kind: str, rng: np.random.Generator,
+                            preserve_output: bool = True) -> dict[str, Any]:
+        """``add_layer`` / ``remove_layer`` / ``add_node`` / ``remove_node`` on every network;
+        returns a plain description of what changed."""
+
+    @abstractmethod
+    def mutate_activation(self, rng: np.random.Generator,
+                          choices: Sequence[str] | None = None) -> dict[str, Any]:
+        """Switch every network to another activation; returns what changed."""
+
+    @abstractmethod
+    def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
+        """Perturb the policy weights (AgileRL's Gaussian parameter mutation); returns what changed."""

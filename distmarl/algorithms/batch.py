@@ -1,0 +1,100 @@
+"""Off-policy batch -> clean tensors, plus the masked losses and TD target every learner uses.
+
+Cleaning rules (why: NaN placeholders must never reach a loss, since ``NaN * 0`` is still NaN):
+- observations: NaN -> 0 everywhere (a dead agent's placeholder is a zero input to the
+  centralised critics of the agents that are still active);
+- actions: to critic form, placeholders -> 0 (see :mod:`distmarl.algorithms.spaces`);
+- reward / terminated: set to 0 on inactive rows; those rows are masked out of the losses anyway.
+``truncated`` is read only to check the batch is complete: a time limit does not stop
+bootstrapping, because the state after it still has value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms.spaces import ActionCodec, obs_tensor
+from distmarl.types import OFF_POLICY_FIELDS
+
+Tensors = dict[str, torch.Tensor]
+
+
+class CleanBatch(NamedTuple):
+    """Per-agent tensors on the learner's device; ``B`` rows, scalars as ``(B, 1)`` float32."""
+
+    obs: Tensors  #: (B, obs_dim), NaN -> 0
+    action: Tensors  #: (B, act_dim) critic form
+    reward: Tensors  #: (B, 1), 0 where inactive
+    next_obs: Tensors  #: (B, obs_dim), the true next observation, NaN -> 0
+    terminated: Tensors  #: (B, 1) 0/1, 0 where inactive
+    active: Tensors  #: (B, 1) 0/1
+
+    def joint_obs(self) -> torch.Tensor:
+        """All agents' observations side by side ``(B, sum obs_dim)``."""
+        return torch.cat(list(self.obs.values()), dim=-1)
+
+    def joint_next_obs(self) -> torch.Tensor:
+        """All agents' next observations ``(B, sum obs_dim)``."""
+        return torch.cat(list(self.next_obs.values()), dim=-1)
+
+
+def clean_batch(
+    batch: Mapping[str, Mapping[str, Any]],
+    observation_spaces: Mapping[str, spaces.Space],
+    codecs: Mapping[str, ActionCodec],
+    device: torch.device,
+) -> CleanBatch:
+    """Validate the fields and agents of ``batch`` and apply the cleaning rules above."""
+    missing = [f for f in OFF_POLICY_FIELDS if f not in batch]
+    if missing:
+        raise KeyError(f"batch lacks fields {missing}; expected {list(OFF_POLICY_FIELDS)}")
+    agents = list(observation_spaces)
+    for field in OFF_POLICY_FIELDS:
+        absent = [a for a in agents if a not in batch[field]]
+        if absent:
+            raise KeyError(f"batch[{field!r}] lacks agents {absent}")
+
+    def col(field: str, a: str) -> torch.Tensor:
+        t = torch.as_tensor(batch[field][a], device=device)
+        return t.reshape(t.shape[0], 1).float()
+
+    active = {a: (col("active", a) > 0).float() for a in agents}
+    return CleanBatch(
+        obs={a: obs_tensor(batch["obs"][a], observation_spaces[a], device) for a in agents},
+        action={a: codecs[a].encode(torch.as_tensor(batch["action"][a], device=device))
+                for a in agents},
+        reward={a: _zero_inactive(col("reward", a), active[a]) for a in agents},
+        next_obs={a: obs_tensor(batch["next_obs"][a], observation_spaces[a], device)
+                  for a in agents},
+        terminated={a: _zero_inactive((col("terminated", a) > 0).float(), active[a])
+                    for a in agents},
+        active=active,
+    )
+
+
+def _zero_inactive(x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    return torch.where(active > 0, x, torch.zeros_like(x))
+
+
+def td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor,
+              gamma: float) -> torch.Tensor:
+    """``r + gamma * (1 - terminated) * Q'(s', a')``; all ``(B, 1)``. Truncation bootstraps."""
+    return reward + gamma * (1.0 - terminated) * next_q
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over rows where ``mask`` is 1; 0 when no row is active (``(B, 1)`` each).
+
+    ``torch.where`` rather than a product, so a non-finite value on a masked row cannot leak.
+    """
+    kept = torch.where(mask > 0, x, torch.zeros_like(x))
+    return kept.sum() / mask.sum().clamp_min(1.0)
+
+
+def masked_mse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the active rows."""
+    return masked_mean((pred - target) ** 2, mask)

@@ -1,0 +1,288 @@
+"""Shared machinery of MADDPG and MATD3: decentralised actors, centralised critics.
+
+Networks (a :class:`NetworkSet`): ``actor/<agent>`` maps the agent's own observation to its
+action; ``<role>/<agent>`` for each role in ``CRITIC_ROLES`` maps all agents' observations (and,
+after the encoder, all agents' critic-form actions) to the agent's Q-value. Each has a target copy
+and an Adam optimiser. Subclasses choose the target actions, the bootstrap value and when actors
+update (:meth:`_target_action`, :meth:`_next_q`, :meth:`_actor_update_due`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms import evolution
+from distmarl.algorithms.base import AgentObs, Algorithm, Batch
+from distmarl.algorithms.batch import CleanBatch, clean_batch, masked_mean, masked_mse, td_target
+from distmarl.algorithms.hparams import check_hyperparameter, check_hyperparameters
+from distmarl.algorithms.netset import NetworkSet
+from distmarl.algorithms.noise import NOISE_HP, ActionNoise, make_noise
+from distmarl.algorithms.spaces import make_codec, obs_dim, obs_tensor
+from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch, resolve_net_config
+
+STATE_FORMAT = 1
+
+
+class OffPolicyMultiAgent(Algorithm):
+    """Base of MADDPG / MATD3 (see the module docstring); not used on its own."""
+
+    name: ClassVar[str] = "OffPolicyMultiAgent"
+    DEFAULT_HP: ClassVar[dict[str, Any]] = {}
+    CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic",)
+
+    def __init__(
+        self,
+        observation_spaces: Mapping[str, spaces.Space],
+        action_spaces: Mapping[str, spaces.Space],
+        net_config: Mapping[str, Any] | None,
+        hp: Mapping[str, Any] | None = None,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+    ) -> None:
+        self.agents = list(observation_spaces)
+        if set(self.agents) != set(action_spaces):
+            raise ValueError(f"observation spaces for {self.agents} but action spaces for "
+                             f"{list(action_spaces)}")
+        self.observation_spaces = dict(observation_spaces)
+        self.action_spaces = {a: action_spaces[a] for a in self.agents}
+        self.net_config = copy.deepcopy(dict(net_config or {}))
+        self.device = torch.device(device)
+        self.hp = check_hyperparameters(self.DEFAULT_HP, hp, self.name)
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen = torch.Generator(device=self.device)
+        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
+        self.nets = NetworkSet()
+        self._build_networks(resolve_net_config(self.net_config, self.agents))
+        self._noise: dict[str, ActionNoise] = {}
+        self.learn_steps = 0
+
+    def _build_networks(self, configs: Mapping[str, Any]) -> None:
+        gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
+        joint_obs = sum(obs_dim(s) for s in self.observation_spaces.values())
+        joint_act = sum(c.dim for c in self.codecs.values())
+        for a in self.agents:
+            arch = make_arch(obs_dim(self.observation_spaces[a]), self.codecs[a].dim, configs[a])
+            self.nets.add(f"actor/{a}", EvolvableNetwork.build(arch, gen, self.device),
+                          self.hp["lr_actor"])
+        for role in self.CRITIC_ROLES:
+            for a in self.agents:
+                arch = make_arch(joint_obs, 1, configs[a], extra_dim=joint_act)
+                self.nets.add(f"{role}/{a}", EvolvableNetwork.build(arch, gen, self.device),
+                              self.hp["lr_critic"])
+
+    # -- acting ----------------------------------------------------------------------------
+
+    def actor(self, agent: str) -> EvolvableNetwork:
+        """The online actor of ``agent``."""
+        return self.nets.online[f"actor/{agent}"]
+
+    @torch.no_grad()
+    def act(self, obs: AgentObs, explore: bool = True) -> dict[str, np.ndarray]:
+        """See :meth:`Algorithm.act`; agents missing from ``obs`` get no action."""
+        actions: dict[str, np.ndarray] = {}
+        for a in self.agents:
+            if a not in obs:
+                continue
+            x = obs_tensor(obs[a], self.observation_spaces[a], self.device)
+            codec = self.codecs[a]
+            noise = self._noise_for(a, x.shape[0]).sample() if explore and codec.uses_noise else None
+            actions[a] = codec.act(self.actor(a)(x), explore, noise, self._torch_gen)
+        return actions
+
+    def _noise_for(self, agent: str, num_envs: int) -> ActionNoise:
+        noise = self._noise.get(agent)
+        if noise is None or noise.num_envs != num_envs:
+            noise = make_noise(self.hp, num_envs, self.codecs[agent].dim, self._rng)
+            self._noise[agent] = noise
+        return noise
+
+    def reset_noise(self, mask: np.ndarray) -> None:
+        """Restart the noise of the sub-envs where ``mask`` is True."""
+        for noise in self._noise.values():
+            noise.reset(mask)
+
+    # -- learning --------------------------------------------------------------------------
+
+    def learn(self, batch: Batch) -> dict[str, float]:
+        """Update every critic, then (when due) every actor and all targets; see the subclasses."""
+        b = clean_batch(batch, self.observation_spaces, self.codecs, self.device)
+        joint_obs, joint_act = b.joint_obs(), torch.cat(list(b.action.values()), dim=-1)
+        with torch.no_grad():
+            next_obs = b.joint_next_obs()
+            next_act = torch.cat([self._target_action(a, b.next_obs[a]) for a in self.agents], -1)
+        losses: dict[str, torch.Tensor] = {}
+        for a in self.agents:
+            with torch.no_grad():
+                y = td_target(b.reward[a], b.terminated[a], self._next_q(a, next_obs, next_act),
+                              self.hp["gamma"])
+            for role in self.CRITIC_ROLES:
+                losses[f"loss/{role}/{a}"] = self._update_critic(
+                    f"{role}/{a}", joint_obs, joint_act, y, b.active[a])
+        if self._actor_update_due():
+            for a in self.agents:
+                losses[f"loss/actor/{a}"] = self._update_actor(a, b, joint_obs)
+            self.nets.soft_update(list(self.nets.online), self.hp["tau"])
+        self.learn_steps += 1
+        return {k: float(v) for k, v in losses.items()}
+
+    def _target_action(self, agent: str, next_obs: torch.Tensor) -> torch.Tensor:
+        """Critic-form action of the target actor ``(B, act_dim)``."""
+        out = self.nets.target[f"actor/{agent}"](next_obs)
+        return self.codecs[agent].target(out, self._torch_gen)
+
+    def _next_q(self, agent: str, next_obs: torch.Tensor, next_act: torch.Tensor) -> torch.Tensor:
+        """Bootstrap value ``Q'(s', a')`` of ``agent`` ``(B, 1)``."""
+        return self.nets.target[f"critic/{agent}"](next_obs, next_act)
+
+    def _actor_update_due(self) -> bool:
+        return True
+
+    def _update_critic(self, name: str, obs: torch.Tensor, act: torch.Tensor, y: torch.Tensor,
+                       active: torch.Tensor) -> torch.Tensor:
+        loss = masked_mse(self.nets.online[name](obs, act), y, active)
+        self._step(name, loss)
+        return loss.detach()
+
+    def _update_actor(self, agent: str, b: CleanBatch, joint_obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic policy gradient through the agent's first critic, other actions fixed."""
+        own = self.codecs[agent].policy(self.actor(agent)(b.obs[agent]), self._torch_gen)
+        actions = torch.cat([own if a == agent else b.action[a] for a in self.agents], dim=-1)
+        critic = self.nets.online[f"critic/{agent}"]
+        with _frozen(critic):
+            loss = -masked_mean(critic(joint_obs, actions), b.active[agent])
+        self._step(f"actor/{agent}", loss)
+        return loss.detach()
+
+    def _step(self, name: str, loss: torch.Tensor) -> None:
+        opt = self.nets.optim[name]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    # -- weights and state -----------------------------------------------------------------
+
+    def get_weights(self) -> dict[str, Any]:
+        """Actors' architectures and weights (numpy copies) and the exploration hyperparameters."""
+        params: dict[str, np.ndarray] = {}
+        for a in self.agents:
+            for k, v in self.actor(a).state_dict().items():
+                params[f"actor/{a}/{k}"] = v.detach().cpu().numpy().copy()
+        return {"arch": {"actors": {a: self.actor(a).arch.to_dict() for a in self.agents}},
+                "params": params, "hp": {k: self.hp[k] for k in NOISE_HP}}
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load actors from :meth:`get_weights`. An actor whose architecture differs is rebuilt
+        with a fresh target and optimiser (this is for acting; learners copy via load_state_dict)."""
+        for a in self.agents:
+            name, arch = f"actor/{a}", weights["arch"]["actors"][a]
+            prefix = f"{name}/"
+            params = {k[len(prefix):]: torch.from_numpy(np.array(v))  # own a writable copy
+                      for k, v in weights["params"].items() if k.startswith(prefix)}
+            if self.actor(a).arch.to_dict() == arch:
+                self.actor(a).load_state_dict(params)
+                continue
+            net = EvolvableNetwork.build(NetworkArch.from_dict(arch),
+                                         torch.Generator().manual_seed(0), self.device)
+            net.load_state_dict(params)
+            self.nets.add(name, net, self.hp["lr_actor"])  # target: a copy of the loaded actor
+        for k, v in weights.get("hp", {}).items():
+            if self.hp[k] != v:
+                self.set_hyperparameter(k, v)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, targets, optimisers, hyperparameters, counters, RNG and noise states."""
+        return {
+            "algorithm": self.name,
+            "format": STATE_FORMAT,
+            "agents": list(self.agents),
+            "hp": dict(self.hp),
+            "networks": self.nets.state_dict(),
+            "learn_steps": self.learn_steps,
+            "rng": {"numpy": copy.deepcopy(self._rng.bit_generator.state),
+                    "torch": self._torch_gen.get_state(), "torch_device": self.device.type},
+            "noise": {a: {"num_envs": n.num_envs, **n.state_dict()} for a, n in self._noise.items()},
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load :meth:`state_dict` output (possibly from another member, or another device)."""
+        if state["algorithm"] != self.name or list(state["agents"]) != self.agents:
+            raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
+                             f"fit {self.name} for agents {self.agents}")
+        self.nets.load_state_dict(state["networks"], self.device)
+        self.hp = check_hyperparameters(self.DEFAULT_HP, state["hp"], self.name)
+        self.learn_steps = int(state["learn_steps"])
+        self._rng.bit_generator.state = copy.deepcopy(state["rng"]["numpy"])
+        if state["rng"]["torch_device"] == self.device.type:
+            self._torch_gen.set_state(state["rng"]["torch"].clone())
+        else:  # generator states are device-specific; draw a new seed reproducibly instead
+            self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self._noise = {}
+        for a, s in state["noise"].items():
+            self._noise_for(a, int(s["num_envs"])).load_state_dict(s)
+
+    def clone(self) -> OffPolicyMultiAgent:
+        """An independent copy with the same state (tensors are copied, never shared)."""
+        new = type(self)(self.observation_spaces, self.action_spaces, self.net_config, self.hp,
+                         self.device, seed=0)
+        new.load_state_dict(self.state_dict())
+        return new
+
+    def reseed(self, seed: int | None) -> None:
+        """New random streams (noise, Gumbel samples, target smoothing). load_state_dict restores
+        the source's streams for exact reproduction; a member that copied another may call this
+        so the two do not draw the same numbers from then on."""
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self._noise = {}
+
+    # -- hyperparameters and evolution -----------------------------------------------------
+
+    def set_hyperparameter(self, name: str, value: Any) -> None:
+        """Change ``hp[name]``. A learning rate goes straight into the optimisers' param groups;
+        Adam's moment estimates are kept: they are running averages of the gradient and its
+        square, which do not depend on the rate, so the next step is simply scaled by the new
+        rate. Resetting them would discard the curvature scale and restart bias correction.
+        Noise settings restart the noise processes."""
+        value = check_hyperparameter(self.DEFAULT_HP, name, value, self.name)
+        self.hp[name] = value
+        if name == "lr_actor":
+            self.nets.set_lr(self.nets.names("actor"), value)
+        elif name == "lr_critic":
+            self.nets.set_lr([n for r in self.CRITIC_ROLES for n in self.nets.names(r)], value)
+        elif name in NOISE_HP:
+            self._noise = {}
+
+    def mutate_architecture(self, kind: str, rng: np.random.Generator,
+                            preserve_output: bool = True) -> dict[str, Any]:
+        """See :func:`distmarl.algorithms.evolution.mutate_architecture`."""
+        return evolution.mutate_architecture(self.nets, kind, rng, preserve_output,
+                                             reference=f"actor/{self.agents[0]}")
+
+    def mutate_activation(self, rng: np.random.Generator,
+                          choices: Sequence[str] | None = None) -> dict[str, Any]:
+        """See :func:`distmarl.algorithms.evolution.mutate_activation`."""
+        return evolution.mutate_activation(self.nets, rng, f"actor/{self.agents[0]}", choices)
+
+    def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
+        """See :func:`distmarl.algorithms.evolution.mutate_parameters` (actors only)."""
+        return evolution.mutate_parameters(self.nets, self.nets.names("actor"), mutation_sd, rng)
+
+
+@contextmanager
+def _frozen(net: torch.nn.Module) -> Iterator[None]:
+    """No parameter gradients for ``net`` inside (inputs still get theirs)."""
+    flags = [p.requires_grad for p in net.parameters()]
+    net.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in zip(net.parameters(), flags):
+            p.requires_grad_(flag)

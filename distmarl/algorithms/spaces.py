@@ -1,0 +1,160 @@
+"""Observation and action spaces <-> network tensors.
+
+Observations: Box -> flattened float32 ``(B, prod(shape))``; Discrete(n) -> one-hot ``(B, n)``.
+NaN is a placeholder for a dead/inactive agent and becomes 0 (a Discrete placeholder becomes an
+all-zero row).
+
+Actions have three forms:
+- env form, what :meth:`ActionCodec.act` returns: Box -> float32 ``(N, *shape)`` within bounds;
+  Discrete -> int64 ``(N,)``;
+- network output: Box -> ``(B, dim)`` pre-tanh; Discrete -> ``(B, n)`` logits;
+- critic form, what centralised critics read: Box -> ``(B, dim)`` scaled to [-1, 1] (0 is the
+  middle of the range); Discrete -> one-hot ``(B, n)``. Stored actions are mapped into it by
+  :meth:`ActionCodec.encode`; placeholders (NaN, out-of-range indices) become zeros.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces
+
+
+def obs_dim(space: spaces.Space) -> int:
+    """Width of the flattened observation."""
+    if isinstance(space, spaces.Box):
+        return int(np.prod(space.shape))
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    raise TypeError(f"unsupported observation space {space}; use Box or Discrete")
+
+
+def obs_tensor(x: Any, space: spaces.Space, device: torch.device) -> torch.Tensor:
+    """An observation batch ``(B, *shape)`` (array or tensor) -> ``(B, obs_dim)`` float32, NaN -> 0."""
+    t = torch.as_tensor(x, device=device)
+    if isinstance(space, spaces.Discrete):
+        return _one_hot(t.reshape(-1), int(space.n), int(space.start))
+    return torch.nan_to_num(t.reshape(t.shape[0], -1).float(), nan=0.0)
+
+
+def _one_hot(idx: torch.Tensor, n: int, start: int = 0) -> torch.Tensor:
+    """Indices ``(B,)`` (int, or float with NaN placeholders) -> one-hot ``(B, n)``; invalid -> 0."""
+    if idx.is_floating_point():
+        valid = torch.isfinite(idx)
+        idx = torch.where(valid, idx, torch.zeros_like(idx)).round().long()
+    else:
+        valid = torch.ones_like(idx, dtype=torch.bool)
+    idx = idx.long() - start
+    valid = valid & (idx >= 0) & (idx < n)
+    onehot = F.one_hot(torch.where(valid, idx, torch.zeros_like(idx)), n).float()
+    return onehot * valid.unsqueeze(-1).float()
+
+
+def gumbel(shape: torch.Size, generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    """Standard Gumbel noise drawn from ``generator``."""
+    u = torch.rand(shape, generator=generator, device=device)
+    exponential = -torch.log(u.clamp_min(1e-20))  # Exp(1), > 0
+    return -torch.log(exponential.clamp_min(1e-20))
+
+
+class ActionCodec(ABC):
+    """Converts between one agent's action space and its networks (see the module docstring)."""
+
+    #: width of the actor output and of this agent's slice of the critic's action input
+    dim: int
+    #: whether exploration adds a noise process (Box) or samples the policy (Discrete)
+    uses_noise: bool
+
+    @abstractmethod
+    def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
+            generator: torch.Generator) -> np.ndarray:
+        """Network output ``(N, dim)`` -> env actions (numpy, env form)."""
+
+    @abstractmethod
+    def policy(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """Differentiable critic-form action for the actor loss."""
+
+    @abstractmethod
+    def target(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """Critic-form action of a target actor (no gradient needed)."""
+
+    @abstractmethod
+    def encode(self, stored: torch.Tensor) -> torch.Tensor:
+        """Stored actions ``(B, *)`` -> critic form ``(B, dim)``."""
+
+
+class BoxCodec(ActionCodec):
+    """Box actions: ``tanh`` output scaled to ``[low, high]``; exploration noise in env units
+    (as AgileRL adds it), then clipped to the bounds."""
+
+    uses_noise = True
+
+    def __init__(self, space: spaces.Box, device: torch.device) -> None:
+        low, high = space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel()
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
+            raise ValueError(f"Box action spaces need finite bounds with high > low, got {space}")
+        self.shape = space.shape
+        self.dim = int(low.size)
+        self.low_np, self.high_np = low, high
+        self.mid = torch.as_tensor((high + low) / 2, device=device)
+        self.half = torch.as_tensor((high - low) / 2, device=device)
+
+    def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
+            generator: torch.Generator) -> np.ndarray:
+        a = (self.mid + self.half * torch.tanh(out)).cpu().numpy()
+        if explore and noise is not None:
+            a = np.clip(a + noise, self.low_np, self.high_np)
+        return a.astype(np.float32, copy=False).reshape(a.shape[0], *self.shape)
+
+    def policy(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return torch.tanh(out)
+
+    def target(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return torch.tanh(out)
+
+    def encode(self, stored: torch.Tensor) -> torch.Tensor:
+        a = stored.reshape(stored.shape[0], -1).float()
+        u = (a - self.mid) / self.half
+        return torch.nan_to_num(u, nan=0.0).clamp(-1.0, 1.0)
+
+
+class DiscreteCodec(ActionCodec):
+    """Discrete actions via Gumbel-softmax: exploring samples the categorical policy (Gumbel-max),
+    acting greedily takes the arg-max; the actor loss uses the straight-through estimator (a hard
+    one-hot forward, the soft sample's gradient), which matches the one-hot actions in replay."""
+
+    uses_noise = False
+
+    def __init__(self, space: spaces.Discrete, device: torch.device) -> None:
+        self.dim = int(space.n)
+        self.start = int(space.start)
+
+    def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
+            generator: torch.Generator) -> np.ndarray:
+        logits = out + gumbel(out.shape, generator, out.device) if explore else out
+        return (logits.argmax(dim=-1) + self.start).cpu().numpy().astype(np.int64)
+
+    def policy(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        soft = torch.softmax(out + gumbel(out.shape, generator, out.device), dim=-1)
+        hard = F.one_hot(soft.argmax(dim=-1), self.dim).to(soft.dtype)
+        return hard - soft.detach() + soft
+
+    def target(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        sample = (out + gumbel(out.shape, generator, out.device)).argmax(dim=-1)
+        return F.one_hot(sample, self.dim).float()
+
+    def encode(self, stored: torch.Tensor) -> torch.Tensor:
+        return _one_hot(stored.reshape(-1), self.dim, self.start)
+
+
+def make_codec(space: spaces.Space, device: torch.device) -> ActionCodec:
+    """The codec for ``space`` (Box or Discrete)."""
+    if isinstance(space, spaces.Box):
+        return BoxCodec(space, device)
+    if isinstance(space, spaces.Discrete):
+        return DiscreteCodec(space, device)
+    raise TypeError(f"unsupported action space {space}; use Box or Discrete")

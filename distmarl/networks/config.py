@@ -1,0 +1,167 @@
+"""``net_config`` in AgileRL's form, resolved to one complete config per agent.
+
+A config for one network::
+
+    {"latent_dim": 32,
+     "encoder_config": {"hidden_size": [64], "activation": "ReLU", "min_hidden_layers": 1,
+                        "max_hidden_layers": 3, "min_mlp_nodes": 16, "max_mlp_nodes": 500,
+                        "layer_norm": False, "output_vanish": True},
+     "head_config": {...same keys...}}
+
+It comes in three forms (AgileRL's):
+
+1. one config for every agent: the dict above;
+2. one per group: ``{"bob": {...}, "fred": {...}}`` for agents ``bob_0, bob_1, fred_0`` (an agent's
+   group is its name before the last ``_<int>``; an agent without such a suffix is its own group);
+3. one per agent: ``{"bob_0": {...}, "bob_1": {...}}``.
+
+Groups and agents may be mixed as long as each agent is covered exactly once. Unknown keys, config
+keys mixed with agent/group keys, an agent covered twice or not at all: :class:`NetConfigError`,
+whose message lists the env's agents and groups.
+
+One deliberate difference from AgileRL: ``layer_norm`` defaults to False (AgileRL: True), because
+LayerNorm renormalises a layer when it grows, so no added layer or node could preserve outputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from distmarl.networks.mlp import ACTIVATIONS
+
+#: A complete per-agent config: ``latent_dim`` plus full ``encoder_config`` / ``head_config``.
+AgentNetConfig = dict[str, Any]
+
+NET_CONFIG_KEYS: tuple[str, ...] = ("latent_dim", "encoder_config", "head_config")
+DEFAULT_LATENT_DIM = 32
+DEFAULT_MLP_CONFIG: dict[str, Any] = {
+    "hidden_size": [64],
+    "activation": "ReLU",
+    "min_hidden_layers": 1,
+    "max_hidden_layers": 3,
+    "min_mlp_nodes": 16,
+    "max_mlp_nodes": 500,
+    "layer_norm": False,
+    "output_vanish": True,
+}
+_GROUP_SUFFIX = re.compile(r"^(.+)_\d+$")
+
+
+class NetConfigError(ValueError):
+    """A ``net_config`` that does not fit the env's agents, or an invalid value in it."""
+
+
+def group_id(agent: str) -> str:
+    """``"bob_0"`` -> ``"bob"``; ``"adversary"`` -> ``"adversary"``."""
+    m = _GROUP_SUFFIX.match(agent)
+    return m.group(1) if m else agent
+
+
+def agent_groups(agents: Sequence[str]) -> dict[str, list[str]]:
+    """Group id -> its agents, in the agents' order."""
+    groups: dict[str, list[str]] = {}
+    for a in agents:
+        groups.setdefault(group_id(a), []).append(a)
+    return groups
+
+
+def resolve_net_config(
+    net_config: Mapping[str, Any] | None, agents: Sequence[str]
+) -> dict[str, AgentNetConfig]:
+    """One complete, validated config per agent (a fresh copy each; defaults filled in)."""
+    agents = list(agents)
+    raw = dict(net_config or {})
+    config_keys = [k for k in raw if k in NET_CONFIG_KEYS]
+    other_keys = [k for k in raw if k not in NET_CONFIG_KEYS]
+    if not other_keys:
+        return {a: complete_net_config(raw, "net_config") for a in agents}
+    if config_keys:
+        raise NetConfigError(_explain(
+            f"net_config mixes network keys {config_keys} with agent/group keys {other_keys}; "
+            "use either one config for all agents or one per agent/group", agents))
+    return {a: complete_net_config(raw[k], f"net_config[{k!r}]")
+            for a, k in _keys_per_agent(raw, agents).items()}
+
+
+def _keys_per_agent(raw: Mapping[str, Any], agents: list[str]) -> dict[str, str]:
+    """Agent -> the key of ``raw`` that configures it (exactly one)."""
+    groups = agent_groups(agents)
+    unknown = [k for k in raw if k not in agents and k not in groups]
+    if unknown:
+        raise NetConfigError(_explain(f"net_config keys {unknown} match no agent or group", agents))
+    chosen: dict[str, str] = {}
+    for a in agents:
+        keys = sorted({k for k in (a, group_id(a)) if k in raw})
+        if len(keys) > 1:
+            raise NetConfigError(_explain(
+                f"agent {a!r} is configured twice (by {keys}); keep one of them", agents))
+        if not keys:
+            raise NetConfigError(_explain(
+                f"net_config has no entry for agent {a!r} (nor its group {group_id(a)!r})", agents))
+        chosen[a] = keys[0]
+    return chosen
+
+
+def _explain(message: str, agents: list[str]) -> str:
+    return f"{message}. The env's agents: {agents}; groups: {list(agent_groups(agents))}."
+
+
+def complete_net_config(cfg: Any, where: str) -> AgentNetConfig:
+    """Validate one network config and fill in defaults."""
+    if not isinstance(cfg, Mapping):
+        raise NetConfigError(f"{where} must be a dict, got {type(cfg).__name__}")
+    unknown = sorted(set(cfg) - set(NET_CONFIG_KEYS))
+    if unknown:
+        raise NetConfigError(f"{where}: unknown keys {unknown}; allowed: {list(NET_CONFIG_KEYS)}")
+    latent = cfg.get("latent_dim", DEFAULT_LATENT_DIM)
+    if not isinstance(latent, int) or isinstance(latent, bool) or latent <= 0:
+        raise NetConfigError(f"{where}['latent_dim'] must be a positive int, got {latent!r}")
+    return {
+        "latent_dim": latent,
+        "encoder_config": complete_mlp_config(cfg.get("encoder_config"), f"{where}['encoder_config']"),
+        "head_config": complete_mlp_config(cfg.get("head_config"), f"{where}['head_config']"),
+    }
+
+
+def complete_mlp_config(cfg: Any, where: str) -> dict[str, Any]:
+    """Validate an ``encoder_config`` / ``head_config`` and fill in defaults."""
+    if cfg is None:
+        cfg = {}
+    if not isinstance(cfg, Mapping):
+        raise NetConfigError(f"{where} must be a dict, got {type(cfg).__name__}")
+    unknown = sorted(set(cfg) - set(DEFAULT_MLP_CONFIG))
+    if unknown:
+        raise NetConfigError(f"{where}: unknown keys {unknown}; allowed: {list(DEFAULT_MLP_CONFIG)}")
+    out = {**copy.deepcopy(DEFAULT_MLP_CONFIG), **copy.deepcopy(dict(cfg))}
+    out["hidden_size"] = _int_list(out["hidden_size"], f"{where}['hidden_size']")
+    for key in ("min_hidden_layers", "max_hidden_layers", "min_mlp_nodes", "max_mlp_nodes"):
+        if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
+            raise NetConfigError(f"{where}['{key}'] must be an int >= 1, got {out[key]!r}")
+    if out["activation"] not in ACTIVATIONS:
+        raise NetConfigError(f"{where}['activation']={out['activation']!r}; choose from {list(ACTIVATIONS)}")
+    _check_bounds(out, where)
+    return out
+
+
+def _int_list(value: Any, where: str) -> list[int]:
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise NetConfigError(f"{where} must be a list of ints, got {value!r}")
+    return list(value)
+
+
+def _check_bounds(cfg: dict[str, Any], where: str) -> None:
+    hidden = cfg["hidden_size"]
+    lo_l, hi_l, lo_n, hi_n = (cfg["min_hidden_layers"], cfg["max_hidden_layers"],
+                              cfg["min_mlp_nodes"], cfg["max_mlp_nodes"])
+    if lo_l > hi_l or lo_n > hi_n:
+        raise NetConfigError(f"{where}: min bounds exceed max bounds ({cfg})")
+    if not lo_l <= len(hidden) <= hi_l:
+        raise NetConfigError(
+            f"{where}['hidden_size']={hidden} has {len(hidden)} layers, outside [{lo_l}, {hi_l}]")
+    if any(not lo_n <= h <= hi_n for h in hidden):
+        raise NetConfigError(f"{where}['hidden_size']={hidden} has sizes outside [{lo_n}, {hi_n}]")

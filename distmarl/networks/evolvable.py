@@ -1,0 +1,167 @@
+"""Encoder + head network (AgileRL's ``EvolvableNetwork`` layout) with part-wise mutations.
+
+::
+
+    x (B, in_dim) --encoder MLP--> latent (B, latent_dim) --[concat extra (B, extra_dim)]-->
+      --head MLP--> (B, out_dim)
+
+Actors use no ``extra``; centralised critics pass all agents' actions as ``extra``, so actions
+enter after the observation encoder (as AgileRL's ``ContinuousQNetwork`` does). Mutations target
+one part (``"encoder"`` or ``"head"``); the latent size never changes, so the other part keeps
+every weight.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from distmarl.networks import mutation as mut
+from distmarl.networks.config import AgentNetConfig
+from distmarl.networks.mlp import EvolvableMLP, MLPSpec
+
+PARTS: tuple[str, ...] = ("encoder", "head")
+
+
+@dataclass(frozen=True)
+class NetworkArch:
+    """Plain description of an :class:`EvolvableNetwork`."""
+
+    encoder: MLPSpec
+    head: MLPSpec
+    extra_dim: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {"encoder": self.encoder.to_dict(), "head": self.head.to_dict(),
+                "extra_dim": self.extra_dim}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NetworkArch:
+        """Inverse of :meth:`to_dict`."""
+        return cls(MLPSpec.from_dict(d["encoder"]), MLPSpec.from_dict(d["head"]),
+                   int(d["extra_dim"]))
+
+
+def make_arch(in_dim: int, out_dim: int, config: AgentNetConfig, extra_dim: int = 0) -> NetworkArch:
+    """The architecture for one network from an agent's resolved ``net_config``.
+
+    The encoder's output (the latent) goes through the encoder's activation; the head's output is
+    raw (the algorithm applies tanh / softmax) and starts small (``output_vanish``, default on).
+    """
+    enc, head = config["encoder_config"], config["head_config"]
+    latent = int(config["latent_dim"])
+    encoder = MLPSpec(in_dim=in_dim, out_dim=latent, activate_output=True,
+                      **{**_mlp_kwargs(enc), "output_vanish": False})
+    head_spec = MLPSpec(in_dim=latent + extra_dim, out_dim=out_dim, activate_output=False,
+                        **_mlp_kwargs(head))
+    return NetworkArch(encoder, head_spec, extra_dim)
+
+
+def _mlp_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
+    keys = ("activation", "layer_norm", "output_vanish", "min_hidden_layers",
+            "max_hidden_layers", "min_mlp_nodes", "max_mlp_nodes")
+    return {"hidden_size": tuple(cfg["hidden_size"]), **{k: cfg[k] for k in keys}}
+
+
+class EvolvableNetwork(nn.Module):
+    """An encoder MLP and a head MLP; every mutation returns a new network (self unchanged)."""
+
+    def __init__(self, encoder: EvolvableMLP, head: EvolvableMLP, extra_dim: int = 0) -> None:
+        super().__init__()
+        if head.spec.in_dim != encoder.spec.out_dim + extra_dim:
+            raise ValueError("head input must be latent_dim + extra_dim")
+        self.encoder = encoder
+        self.head = head
+        self.extra_dim = extra_dim
+
+    @classmethod
+    def build(
+        cls,
+        arch: NetworkArch,
+        generator: torch.Generator | None = None,
+        device: str | torch.device = "cpu",
+    ) -> EvolvableNetwork:
+        """A freshly initialised network (encoder drawn first, then head, from ``generator``)."""
+        encoder = EvolvableMLP(arch.encoder, generator, device)
+        head = EvolvableMLP(arch.head, generator, device)
+        return cls(encoder, head, arch.extra_dim)
+
+    def forward(self, x: torch.Tensor, extra: torch.Tensor | None = None) -> torch.Tensor:
+        """``x (B, in_dim)``, ``extra (B, extra_dim)`` or None -> ``(B, out_dim)``."""
+        z = self.encoder(x)
+        if self.extra_dim:
+            if extra is None:
+                raise ValueError(f"this network needs an extra input of width {self.extra_dim}")
+            z = torch.cat([z, extra], dim=-1)
+        return self.head(z)
+
+    @property
+    def arch(self) -> NetworkArch:
+        """The current architecture."""
+        return NetworkArch(self.encoder.spec, self.head.spec, self.extra_dim)
+
+    @property
+    def activation(self) -> str:
+        """The (shared) hidden activation."""
+        return self.encoder.spec.activation
+
+    def part(self, name: str) -> EvolvableMLP:
+        """``"encoder"`` or ``"head"``."""
+        if name not in PARTS:
+            raise ValueError(f"unknown part {name!r}; choose from {list(PARTS)}")
+        return getattr(self, name)
+
+    # -- mutations (each returns mut.Mutated with this class as ``net``) -------------------
+
+    def add_layer(
+        self, part: str, generator: torch.Generator | None, preserve_output: bool = True
+    ) -> mut.Mutated:
+        """Append a hidden layer to ``part`` (see :func:`mutation.add_layer`)."""
+        return self._with_part(part, mut.add_layer(self.part(part), generator, preserve_output))
+
+    def remove_layer(self, part: str) -> mut.Mutated:
+        """Drop the last hidden layer of ``part``."""
+        return self._with_part(part, mut.remove_layer(self.part(part)))
+
+    def add_nodes(
+        self,
+        part: str,
+        layer: int,
+        num_nodes: int,
+        generator: torch.Generator | None,
+        preserve_output: bool = True,
+    ) -> mut.Mutated:
+        """Widen hidden layer ``layer`` of ``part``."""
+        result = mut.add_nodes(self.part(part), layer, num_nodes, generator, preserve_output)
+        return self._with_part(part, result)
+
+    def remove_nodes(self, part: str, layer: int, num_nodes: int) -> mut.Mutated:
+        """Narrow hidden layer ``layer`` of ``part``."""
+        return self._with_part(part, mut.remove_nodes(self.part(part), layer, num_nodes))
+
+    def change_activation(self, activation: str) -> mut.Mutated:
+        """Both parts switch to ``activation``; every weight is kept."""
+        enc = mut.change_activation(self.encoder, activation)
+        head = mut.change_activation(self.head, activation)
+        source = {**_prefixed("encoder", enc.source), **_prefixed("head", head.source)}
+        info = {**enc.info, "part": "both",
+                "hidden_size": {"encoder": enc.info["hidden_size"], "head": head.info["hidden_size"]}}
+        return mut.Mutated(EvolvableNetwork(enc.net, head.net, self.extra_dim), source, info)
+
+    def _with_part(self, part: str, result: mut.Mutated) -> mut.Mutated:
+        """Put a mutated part back next to a copy of the untouched other part (no shared tensors)."""
+        other = "head" if part == "encoder" else "encoder"
+        parts = {part: result.net, other: copy.deepcopy(self.part(other))}
+        net = EvolvableNetwork(parts["encoder"], parts["head"], self.extra_dim)
+        keep = {n: n for n, _ in net.part(other).named_parameters(prefix=other)}
+        source = {**_prefixed(part, result.source), **keep}
+        return mut.Mutated(net, source, {**result.info, "part": part})
+
+
+def _prefixed(prefix: str, source: dict[str, str | None]) -> dict[str, str | None]:
+    return {f"{prefix}.{k}": (f"{prefix}.{v}" if v is not None else None) for k, v in source.items()}

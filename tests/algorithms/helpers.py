@@ -1,0 +1,58 @@
+"""Hand-built spaces (mpe2 simple_speaker_listener_v4 shapes) and fixed batches for the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms import MADDPG, MATD3
+from distmarl.algorithms.off_policy import OffPolicyMultiAgent
+
+AGENTS = ["speaker_0", "listener_0"]
+OBS = {"speaker_0": spaces.Box(-np.inf, np.inf, (3,), np.float32),
+       "listener_0": spaces.Box(-np.inf, np.inf, (11,), np.float32)}
+BOX_ACT = {"speaker_0": spaces.Box(0.0, 1.0, (3,), np.float32),
+           "listener_0": spaces.Box(0.0, 1.0, (5,), np.float32)}
+DISCRETE_ACT = {"speaker_0": spaces.Discrete(3), "listener_0": spaces.Discrete(5)}
+MIXED_ACT = {"speaker_0": spaces.Box(-2.0, 2.0, (3,), np.float32), "listener_0": spaces.Discrete(5)}
+ACTION_SETS = {"box": BOX_ACT, "discrete": DISCRETE_ACT, "mixed": MIXED_ACT}
+NET = {"latent_dim": 16, "encoder_config": {"hidden_size": [32]}, "head_config": {"hidden_size": [32]}}
+ALGOS = {"MADDPG": MADDPG, "MATD3": MATD3}
+
+
+def make(algo: str = "MADDPG", actions: str = "box", seed: int = 0, **hp) -> OffPolicyMultiAgent:
+    return ALGOS[algo](OBS, ACTION_SETS[actions], NET, hp=hp or None, seed=seed)
+
+
+def observations(num_envs: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {a: rng.standard_normal((num_envs, *s.shape)).astype(np.float32) for a, s in OBS.items()}
+
+
+def batch(action_spaces: dict, size: int = 64, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
+    """A fixed batch in OFF_POLICY_FIELDS form: every row active, nothing terminated."""
+    g = torch.Generator().manual_seed(seed)
+    out: dict[str, dict[str, torch.Tensor]] = {f: {} for f in (
+        "obs", "action", "reward", "next_obs", "terminated", "truncated", "active")}
+    for a, s in OBS.items():
+        out["obs"][a] = torch.randn(size, *s.shape, generator=g)
+        out["next_obs"][a] = torch.randn(size, *s.shape, generator=g)
+        out["reward"][a] = torch.randn(size, 1, generator=g)
+        out["terminated"][a] = torch.zeros(size, 1)
+        out["truncated"][a] = torch.zeros(size, 1)
+        out["active"][a] = torch.ones(size, 1)
+        space = action_spaces[a]
+        if isinstance(space, spaces.Discrete):
+            out["action"][a] = torch.randint(0, int(space.n), (size, 1), generator=g)
+        else:
+            low, high = torch.as_tensor(space.low), torch.as_tensor(space.high)
+            out["action"][a] = low + (high - low) * torch.rand(size, *space.shape, generator=g)
+    return out
+
+
+def params(algo: OffPolicyMultiAgent, which: str = "online") -> dict[str, torch.Tensor]:
+    """Every parameter of every (online or target) network, cloned, by ``<net>/<param>``."""
+    nets = getattr(algo.nets, which)
+    return {f"{n}/{k}": v.detach().clone() for n, net in nets.items()
+            for k, v in net.named_parameters()}

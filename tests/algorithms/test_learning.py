@@ -1,0 +1,194 @@
+"""learn(): the critic loss falls, targets are right by hand, inactive rows change nothing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from distmarl.algorithms.batch import clean_batch, masked_mean, masked_mse, td_target
+from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
+
+
+def critic_loss(agent, b: dict, name: str, gen_state: torch.Tensor) -> float:
+    """The loss ``learn`` would report for critic ``name`` on ``b``, without updating anything,
+    with the agent's sampling generator at ``gen_state`` (Gumbel samples for discrete targets)."""
+    role, a = name.split("/")
+    agent._torch_gen.set_state(gen_state)
+    c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
+    with torch.no_grad():
+        next_act = torch.cat([agent._target_action(x, c.next_obs[x]) for x in AGENTS], -1)
+        y = td_target(c.reward[a], c.terminated[a], agent._next_q(a, c.joint_next_obs(), next_act),
+                      agent.hp["gamma"])
+        q = agent.nets.online[name](c.joint_obs(), torch.cat(list(c.action.values()), -1))
+        return float(masked_mse(q, y, c.active[a]))
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+@pytest.mark.parametrize("actions", ["box", "discrete", "mixed"])
+def test_a_learn_step_lowers_the_critic_loss_on_a_fixed_batch(algo: str, actions: str) -> None:
+    agent = make(algo, actions)
+    b = batch(ACTION_SETS[actions], seed=1)
+    names = [n for n in agent.nets.online if not n.startswith("actor")]
+    state = agent._torch_gen.get_state()
+    before = {n: critic_loss(agent, b, n, state) for n in names}
+    agent._torch_gen.set_state(state)
+    metrics = agent.learn(b)
+    for n in names:
+        role, a = n.split("/")
+        assert metrics[f"loss/{role}/{a}"] == pytest.approx(before[n], rel=1e-6)
+        after = critic_loss(agent, b, n, state)
+        assert after < before[n] - 1e-3, (n, before[n], after)
+    first = {k: v for k, v in metrics.items() if "critic" in k}
+    for _ in range(30):
+        metrics = agent.learn(b)
+    assert all(metrics[k] < 0.25 * v for k, v in first.items()), (first, metrics)
+
+
+def constant_q(agent, role: str, value: float, target: bool) -> None:
+    """Make a critic output ``value`` everywhere: zero last-layer weights, bias = value."""
+    for a in AGENTS:
+        net = (agent.nets.target if target else agent.nets.online)[f"{role}/{a}"]
+        with torch.no_grad():
+            net.head.linears[-1].weight.zero_()
+            net.head.linears[-1].bias.fill_(value)
+
+
+def td_batch() -> dict:
+    b = batch(ACTION_SETS["box"], size=4, seed=2)
+    for a in AGENTS:
+        b["reward"][a] = torch.tensor([[1.0], [2.0], [3.0], [100.0]])
+        b["terminated"][a] = torch.tensor([[0.0], [1.0], [0.0], [0.0]])
+        b["truncated"][a] = torch.tensor([[0.0], [0.0], [1.0], [0.0]])
+        b["active"][a] = torch.tensor([[1.0], [1.0], [1.0], [0.0]])
+    return b
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_termination_stops_bootstrapping_and_truncation_does_not(algo: str) -> None:
+    agent = make(algo, "box", gamma=0.5)
+    constant_q(agent, "critic", 0.0, target=False)
+    constant_q(agent, "critic", 4.0, target=True)
+    if algo == "MATD3":  # the twin's target is higher: min() picks 4
+        constant_q(agent, "critic_2", 0.0, target=False)
+        constant_q(agent, "critic_2", 6.0, target=True)
+    metrics = agent.learn(td_batch())
+    # y = r + 0.5 * (1 - terminated) * 4 = [3, 2, 5] on the active rows; Q = 0
+    expected = (3.0**2 + 2.0**2 + 5.0**2) / 3
+    for a in AGENTS:
+        assert metrics[f"loss/critic/{a}"] == pytest.approx(expected, rel=1e-6)
+        if algo == "MATD3":
+            assert metrics[f"loss/critic_2/{a}"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_td_target_and_masked_losses_by_hand() -> None:
+    r = torch.tensor([[1.0], [2.0], [3.0]])
+    term = torch.tensor([[0.0], [1.0], [0.0]])
+    nq = torch.tensor([[10.0], [10.0], [-2.0]])
+    assert td_target(r, term, nq, 0.9).flatten().tolist() == pytest.approx([10.0, 2.0, 1.2])
+    x = torch.tensor([[1.0], [float("nan")], [3.0]])
+    mask = torch.tensor([[1.0], [0.0], [1.0]])
+    assert float(masked_mean(x, mask)) == 2.0
+    assert float(masked_mean(x, torch.zeros(3, 1))) == 0.0
+    assert float(masked_mse(x, torch.zeros(3, 1), mask)) == 5.0
+
+
+def _poison(b: dict, rows: slice, agents: list[str]) -> dict:
+    """NaN / huge garbage in ``rows`` of ``agents``, which are marked inactive there."""
+    b = {f: {a: v.clone() for a, v in d.items()} for f, d in b.items()}
+    for a in agents:
+        for f in ("obs", "next_obs", "action", "reward"):
+            b[f][a][rows] = float("nan")
+        b["terminated"][a][rows] = 1.0
+        b["active"][a][rows] = 0.0
+    return b
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_rows_inactive_for_all_agents_change_nothing(algo: str) -> None:
+    clean = batch(ACTION_SETS["box"], size=48, seed=3)
+    padded = {f: {a: torch.cat([v, v[:16]]) for a, v in d.items()} for f, d in clean.items()}
+    padded = _poison(padded, slice(48, 64), AGENTS)
+    hp = {"policy_noise": 0.0} if algo == "MATD3" else {}  # smoothing noise draws depend on B
+    one = make(algo, "box", **hp)
+    two = one.clone()
+    for _ in range(2):
+        m1, m2 = one.learn(clean), two.learn(padded)
+        assert m1 == pytest.approx(m2, rel=1e-6)
+    p1, p2 = params(one), params(two)
+    assert all(torch.allclose(p1[k], p2[k], rtol=0, atol=1e-6) for k in p1)
+    assert all(torch.isfinite(v).all() for v in p2.values())
+
+
+def test_nan_placeholders_of_an_inactive_agent_act_as_zeros() -> None:
+    b = batch(ACTION_SETS["box"], size=32, seed=4)
+    poisoned = _poison(b, slice(0, 8), ["listener_0"])
+    zeroed = {f: {a: v.clone() for a, v in d.items()} for f, d in poisoned.items()}
+    for f in ("obs", "next_obs", "reward"):
+        zeroed[f]["listener_0"][:8] = 0.0
+    zeroed["action"]["listener_0"][:8] = 0.5  # the middle of [0, 1]: 0 in critic form
+    zeroed["terminated"]["listener_0"][:8] = 0.0
+    one = make("MADDPG", "box")
+    two = one.clone()
+    m1, m2 = one.learn(poisoned), two.learn(zeroed)
+    assert all(torch.isfinite(torch.tensor(v)) for v in m1.values())
+    assert m1 == pytest.approx(m2, rel=1e-6)
+    p1, p2 = params(one), params(two)
+    assert all(torch.equal(p1[k], p2[k]) for k in p1)
+
+
+def test_masked_rows_get_zero_critic_gradient() -> None:
+    agent = make("MADDPG", "box")
+    b = _poison(batch(ACTION_SETS["box"], size=8, seed=5), slice(0, 4), ["speaker_0"])
+    c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
+    obs = c.joint_obs().requires_grad_(True)
+    q = agent.nets.online["critic/speaker_0"](obs, torch.cat(list(c.action.values()), -1))
+    masked_mse(q, torch.ones_like(q), c.active["speaker_0"]).backward()
+    assert torch.count_nonzero(obs.grad[:4]) == 0 and torch.count_nonzero(obs.grad[4:]) > 0
+
+
+def test_matd3_updates_actors_and_targets_every_policy_freq_steps() -> None:
+    agent = make("MATD3", "box", policy_freq=3)
+    b = batch(ACTION_SETS["box"], seed=6)
+    actors0, targets0 = params(agent), params(agent, "target")
+    keys = [k for k in agent.learn(b)]  # step 0: due
+    assert "loss/actor/speaker_0" in keys
+    actors1, targets1 = params(agent), params(agent, "target")
+    for _ in range(2):  # steps 1, 2: critics only
+        assert not any(k.startswith("loss/actor") for k in agent.learn(b))
+    actors3, targets3 = params(agent), params(agent, "target")
+    actor_keys = [k for k in actors0 if k.startswith("actor/")]
+    assert all(not torch.equal(actors0[k], actors1[k]) for k in actor_keys if k.endswith("bias"))
+    assert all(torch.equal(actors1[k], actors3[k]) for k in actor_keys)
+    assert all(torch.equal(targets1[k], targets3[k]) for k in targets1)
+    assert any(not torch.equal(targets0[k], targets1[k]) for k in targets0)
+    assert "loss/actor/speaker_0" in agent.learn(b) and agent.learn_steps == 4
+
+
+def test_matd3_target_smoothing_is_clipped_and_stays_in_range() -> None:
+    agent = make("MATD3", "box", policy_noise=10.0, noise_clip=0.3)
+    x = torch.zeros(256, 3)
+    plain = torch.tanh(agent.nets.target["actor/speaker_0"](x))
+    smoothed = agent._target_action("speaker_0", x)
+    diff = smoothed - plain
+    assert diff.abs().max() <= 0.3 + 1e-6 and diff.abs().max() > 0.29
+    assert smoothed.min() >= -1.0 and smoothed.max() <= 1.0
+
+
+def test_soft_update_moves_targets_by_tau() -> None:
+    agent = make("MADDPG", "box", tau=0.25)
+    online0, target0 = params(agent), params(agent, "target")
+    assert all(torch.equal(online0[k], target0[k]) for k in online0)
+    agent.learn(batch(ACTION_SETS["box"], seed=7))
+    online1, target1 = params(agent), params(agent, "target")
+    for k in online1:
+        torch.testing.assert_close(target1[k], 0.75 * target0[k] + 0.25 * online1[k])
+
+
+def test_missing_fields_and_agents_are_named() -> None:
+    agent = make("MADDPG", "box")
+    b = batch(ACTION_SETS["box"], size=4)
+    with pytest.raises(KeyError, match=r"lacks fields \['truncated'\]"):
+        agent.learn({k: v for k, v in b.items() if k != "truncated"})
+    b["reward"] = {"speaker_0": b["reward"]["speaker_0"]}
+    with pytest.raises(KeyError, match=r"batch\['reward'\] lacks agents \['listener_0'\]"):
+        agent.learn(b)
