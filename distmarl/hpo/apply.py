@@ -18,11 +18,11 @@ def apply_mutation(algo: Any, plan: MutationPlan) -> dict[str, Any]:
     if plan.kind == "none":
         return {"kind": "none"}
     if plan.kind == "architecture":
-        return {"kind": plan.kind, **algo.mutate_architecture(plan.detail["method"], rng)}
+        return {**algo.mutate_architecture(plan.detail["method"], rng), "kind": plan.kind}
     if plan.kind == "parameters":
-        return {"kind": plan.kind, **algo.mutate_parameters(plan.detail["mutation_sd"], rng)}
+        return {**algo.mutate_parameters(plan.detail["mutation_sd"], rng), "kind": plan.kind}
     if plan.kind == "activation":
-        return {"kind": plan.kind, **algo.mutate_activation(rng, plan.detail.get("choices"))}
+        return {**algo.mutate_activation(rng, plan.detail.get("choices")), "kind": plan.kind}
     if plan.kind == "rl_hp":
         name, value = plan.detail["hp"], plan.detail["new"]
         algo.set_hyperparameter(name, value)
