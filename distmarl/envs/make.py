@@ -1,0 +1,187 @@
+"""Env specs -> PettingZoo parallel envs.
+
+A spec is ``"package.module:attr"``. ``attr`` may be an env module (``"mpe2:simple_spread_v3"``,
+``"pettingzoo.sisl:pursuit_v5"``), whose ``parallel_env`` (else ``env``) is called, or any
+callable returning an env (``"my_pkg.envs:make_arena"``). Without ``:attr`` the module itself
+must be an env module. Keyword arguments pass through to the env (``continuous_actions=True``,
+``max_cycles=25``). An AEC env is converted: ``aec_to_parallel`` when its metadata says it is
+parallelizable, else ``turn_based_aec_to_parallel`` (one agent acts per step).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from pettingzoo.utils.conversions import aec_to_parallel, turn_based_aec_to_parallel
+from pettingzoo.utils.env import AECEnv, ParallelEnv
+
+from distmarl.envs.errors import EnvSpecError, MissingPackageError
+
+#: pip command per package (or PettingZoo env family) that holds envs, for error messages.
+PIP_NAMES: dict[str, str] = {
+    "mpe2": "mpe2",
+    "magent2": "magent2",
+    "pettingzoo": "pettingzoo",
+    "pettingzoo.atari": "'pettingzoo[atari]'",
+    "pettingzoo.butterfly": "'pettingzoo[butterfly]'",
+    "pettingzoo.classic": "'pettingzoo[classic]'",
+    "pettingzoo.sisl": "'pettingzoo[sisl]'",
+}
+#: Modules that moved out of PettingZoo, with their new home.
+MOVED: dict[str, str] = {"pettingzoo.mpe": "mpe2", "pettingzoo.magent": "magent2"}
+
+
+def make_env(spec: str | Callable[..., Any], **kwargs: Any) -> ParallelEnv:
+    """Build the parallel env named by ``spec`` (or returned by the callable ``spec``)."""
+    factory = resolve(spec) if isinstance(spec, str) else spec
+    try:
+        env = factory(**kwargs)
+    except ImportError as exc:
+        raise _import_error(str(spec), exc) from exc
+    return to_parallel(env, str(spec))
+
+
+class EnvFactory:
+    """Picklable zero-argument factory ``make_env(spec, **kwargs)``, for ``VectorParallelEnv``."""
+
+    def __init__(self, spec: str, **kwargs: Any) -> None:
+        self.spec = spec
+        self.kwargs = kwargs
+
+    def __call__(self) -> ParallelEnv:
+        return make_env(self.spec, **self.kwargs)
+
+    def __repr__(self) -> str:
+        args = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
+        return f"EnvFactory({self.spec!r}{args})"
+
+
+def make_vector_env(
+    spec: str,
+    num_envs: int,
+    *,
+    mode: str = "async",
+    seed: int | None = None,
+    num_workers: int | None = None,
+    nonfinite: str = "raise",
+    **env_kwargs: Any,
+) -> Any:
+    """``VectorParallelEnv`` of ``num_envs`` copies of ``make_env(spec, **env_kwargs)``."""
+    from distmarl.envs.vector import VectorParallelEnv
+
+    resolve(spec)  # fail here, with a clear message, rather than in every worker
+    return VectorParallelEnv(
+        [EnvFactory(spec, **env_kwargs)] * num_envs,
+        mode=mode,  # type: ignore[arg-type]
+        seed=seed,
+        num_workers=num_workers,
+        nonfinite=nonfinite,  # type: ignore[arg-type]
+    )
+
+
+def to_parallel(env: Any, spec: str = "") -> ParallelEnv:
+    """``env`` as a parallel env: returned as is, or converted from AEC where PettingZoo can."""
+    if isinstance(env, ParallelEnv):
+        return env
+    if isinstance(env, AECEnv):
+        if env.metadata.get("is_parallelizable", False):
+            return aec_to_parallel(env)
+        return turn_based_aec_to_parallel(env)
+    if all(
+        hasattr(env, name) for name in ("possible_agents", "reset", "step", "action_space")
+    ) and (not hasattr(env, "agent_selection")):
+        return env  # duck-typed parallel env
+    raise EnvSpecError(
+        f"env spec {spec!r} produced {type(env).__name__}, which is neither a PettingZoo "
+        "ParallelEnv nor an AECEnv that can be converted to one"
+    )
+
+
+def resolve(spec: str) -> Callable[..., Any]:
+    """The env factory a spec names (see the module docstring); errors say what is wrong."""
+    if not isinstance(spec, str) or not spec.strip(":"):
+        raise EnvSpecError(f"env spec must be 'package.module:attr', got {spec!r}")
+    module_name, _, attr = spec.partition(":")
+    module = _import(module_name, spec)
+    target: Any = module
+    if attr:
+        target = _attribute(module, attr, spec)
+    if isinstance(target, ModuleType) or not callable(target):  # env modules, look-alikes
+        for name in ("parallel_env", "env"):
+            if callable(getattr(target, name, None)):
+                return getattr(target, name)
+        if isinstance(target, ModuleType):
+            raise EnvSpecError(
+                f"env spec {spec!r}: module {target.__name__!r} has neither parallel_env nor env"
+            )
+        raise EnvSpecError(
+            f"env spec {spec!r}: {attr!r} is a {type(target).__name__}, not callable"
+        )
+    return target
+
+
+def _import(name: str, spec: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise _import_error(spec, exc, name) from exc
+
+
+def _attribute(module: ModuleType, attr: str, spec: str) -> Any:
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        pass
+    except ImportError as exc:  # lazily imported env modules (e.g. pettingzoo.atari)
+        raise _import_error(spec, exc, f"{module.__name__}.{attr}") from exc
+    if hasattr(module, "__path__"):  # a package: the attribute may be a submodule
+        try:
+            return importlib.import_module(f"{module.__name__}.{attr}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{module.__name__}.{attr}":
+                raise _import_error(spec, exc, f"{module.__name__}.{attr}") from exc
+        except ImportError as exc:
+            raise _import_error(spec, exc, f"{module.__name__}.{attr}") from exc
+    names = [n for n in dir(module) if not n.startswith("_")]
+    if hasattr(module, "__path__"):
+        names += [m.name for m in pkgutil.iter_modules(module.__path__)]
+    close = difflib.get_close_matches(attr, names, n=3)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise EnvSpecError(f"env spec {spec!r}: module {module.__name__!r} has no {attr!r}{hint}")
+
+
+def _import_error(spec: str, exc: ImportError, wanted: str = "") -> Exception:
+    """Turn an import failure into an unknown-module or missing-package error with a pip hint."""
+    wanted = wanted or spec.partition(":")[0]
+    for old, new in MOVED.items():
+        if wanted == old or wanted.startswith(old + "."):
+            return MissingPackageError(
+                f"env spec {spec!r}: {old} has moved to the {new!r} package: "
+                f"pip install {new}, then use '{new}:<env name>' ({exc})"
+            )
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    if missing and (wanted == missing or wanted.startswith(missing + ".")):
+        top = missing.split(".")[0]
+        if top not in PIP_NAMES:
+            return EnvSpecError(
+                f"env spec {spec!r}: no module named {missing!r} (check the spelling, or "
+                "pip install the package that provides it)"
+            )
+        return MissingPackageError(
+            f"env spec {spec!r} needs {top!r}, which is not installed: pip install {PIP_NAMES[top]}"
+        )
+    if missing:  # the env module imports something that is not installed
+        family = next(
+            (k for k in sorted(PIP_NAMES, key=len, reverse=True) if wanted.startswith(k)), None
+        )
+        pip = PIP_NAMES[family] if family else missing.split(".")[0]
+        return MissingPackageError(
+            f"env spec {spec!r}: importing {wanted!r} needs {missing!r}, which is not "
+            f"installed: pip install {pip}"
+        )
+    return EnvSpecError(f"env spec {spec!r}: {type(exc).__name__}: {exc}")
