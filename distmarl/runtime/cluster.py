@@ -24,13 +24,20 @@ def local_system_config() -> dict[str, Any]:
 def init_ray(address: str | None = None, *, num_cpus: int | None = None,
              num_gpus: int | None = None, dashboard: bool = True,
              resources: dict[str, float] | None = None, **kwargs: Any) -> dict[str, Any]:
-    """Join the cluster at ``address``, or start a local Ray sized to this machine.
+    """Join the cluster at ``address`` (or ``$RAY_ADDRESS``), or start a local Ray sized to this
+    machine.
 
     A local Ray listens on 127.0.0.1 only (head, object manager and dashboard). Returns
     ``ray.init``'s context as a plain dict (address, dashboard URL).
     """
     if ray.is_initialized():
         return {"address": ray.get_runtime_context().gcs_address}
+    # Inside a Ray job (and after `ray start`) RAY_ADDRESS names the cluster: join it, since
+    # ray.init refuses num_cpus there. An http:// value (the job server) is left to ray.init,
+    # whose error says what to do.
+    env_address = os.environ.get("RAY_ADDRESS", "")
+    if not address and env_address and not env_address.startswith(("http://", "https://")):
+        address = env_address
     if address:
         ctx = ray.init(address=address, **kwargs)
     else:

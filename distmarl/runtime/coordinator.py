@@ -246,6 +246,8 @@ class Coordinator:
             "run_dir": str(self.run_dir),
             "mlflow": self.tracker.run_ids() if getattr(self, "tracker", None) else {},
             "checkpoint": getattr(self, "last_checkpoint", None),
+            "elite_model_uri": getattr(self, "elite_model_uri", None),
+            "resumed_from": getattr(self, "resumed_from", None),
         }
 
     def handles(self) -> dict[str, Any]:

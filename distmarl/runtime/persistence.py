@@ -187,8 +187,16 @@ def finish(coord: Coordinator, failed: bool = False) -> None:
             tracker.log_metrics(metrics(coord), member_step(coord))
             checkpoint(coord)
             write_artifacts(coord)
+            tracker.flush()
+            log_elite_model(coord)
     finally:
         tracker.finish("FAILED" if failed else "FINISHED")
+
+
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__.split("+")[0]
 
 
 def write_artifacts(coord: Coordinator) -> None:
@@ -202,3 +210,37 @@ def write_artifacts(coord: Coordinator) -> None:
              plot_family_tree(coord.lineage.to_json(), out / "family_tree.png")]
     for f in files:
         coord.tracker.log_artifact(f)
+    if getattr(coord, "last_checkpoint", None):
+        coord.tracker.log_artifact(Path(coord.last_checkpoint), "checkpoint")
+
+
+def log_elite_model(coord: Coordinator) -> str | None:
+    """The best member (by latest fitness) through ``mlflow.pytorch.log_model`` on the parent
+    run; returns the model URI. Best effort: a failure is logged, not raised."""
+    tracker = coord.tracker
+    if not hasattr(tracker, "parent_id") or tracker.parent_id is None:
+        return None
+    latest = [m.fitness[-1] if m.fitness else float("-inf") for m in coord.members]
+    elite = max(range(len(latest)), key=lambda i: latest[i])
+    try:
+        import mlflow
+
+        from distmarl.factory import make_algorithm
+        from distmarl.tracking.policy_model import PolicyModel
+
+        algo = make_algorithm(coord.cfg.algorithm, coord.spaces, seed=coord.cfg.seed)
+        algo.load_state_dict(ray.get(coord.learners[elite].get_state.remote())["algo"])
+        mlflow.set_tracking_uri(tracker.uri)
+        with mlflow.start_run(run_id=tracker.parent_id):
+            # "pickle": the policy acts through numpy (act), which pt2's graph tracing cannot
+            # follow. Load it only from a tracking server you trust; checkpoints are the safe path.
+            info = mlflow.pytorch.log_model(
+                PolicyModel(algo), name="elite_policy", serialization_format="pickle",
+                pip_requirements=[f"distmarl=={distmarl.__version__}", "numpy",
+                                  f"torch=={torch_version()}"])
+            mlflow.set_tag("distmarl.elite_member", str(elite))
+        coord.elite_model_uri = info.model_uri
+        return info.model_uri
+    except Exception as err:  # noqa: BLE001 - tracking must not fail the run
+        log.warning("could not log the elite model to MLflow: %s", err)
+        return None

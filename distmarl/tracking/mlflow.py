@@ -73,6 +73,7 @@ class MlflowTracker:
         self._metrics: deque[tuple[str, str, float, int, int]] = deque()
         self._artifacts: deque[tuple[str, str, str | None]] = deque()
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._warned = False
         self.dropped = 0
         self.failures = 0
@@ -151,7 +152,12 @@ class MlflowTracker:
             self._artifacts.append((self.run_for(member), str(path), artifact_path))
 
     def flush(self) -> bool:
-        """Write everything queued; True when the queue is empty afterwards."""
+        """Write everything queued; True when the queue is empty afterwards. One flush at a
+        time (the background thread and an explicit call may race)."""
+        with self._flush_lock:
+            return self._flush()
+
+    def _flush(self) -> bool:
         from mlflow.entities import Metric
 
         while True:
@@ -176,7 +182,10 @@ class MlflowTracker:
                     return True
                 run_id, path, artifact_path = self._artifacts[0]
             try:
-                self.client.log_artifact(run_id, path, artifact_path)
+                if Path(path).is_dir():
+                    self.client.log_artifacts(run_id, path, artifact_path)
+                else:
+                    self.client.log_artifact(run_id, path, artifact_path)
             except Exception as err:  # noqa: BLE001
                 self._failed(err)
                 return False

@@ -1,0 +1,137 @@
+"""A tiny training run tracked in MLflow: the default local store, and a real `mlflow server`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distmarl.config import load_config
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    mlflow = Path(sys.executable).with_name("mlflow")
+    proc = subprocess.Popen(
+        [str(mlflow), "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
+         "--artifacts-destination", str(tmp / "server-artifacts"), "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=open(tmp / "mlflow-server.log", "w"),
+        start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    import urllib.request
+
+    for _ in range(240):
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=1) as r:
+                if r.status == 200:
+                    return proc, uri
+        except OSError:
+            time.sleep(0.25)
+    stop_server(proc)
+    raise RuntimeError(f"mlflow server did not start: {(tmp / 'mlflow-server.log').read_text()[-2000:]}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_tiny(tmp: Path, sets: list[str]) -> dict:
+    from distmarl.runtime.trainer import train
+
+    cfg = load_config(TINY, [f"tracking.directory={tmp}", "training.max_steps=400",
+                             "tracking.experiment_name=tiny-exp", *sets])
+    return train(cfg, run_dir=tmp / "run", show_progress=False)
+
+
+def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    ids = summary["mlflow"]
+    exp = client.get_experiment_by_name("tiny-exp")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1 + population
+    parent = client.get_run(ids["parent"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["population.size"] == str(population)
+    assert parent.data.params["algorithm.name"] == "MADDPG"
+    assert parent.data.tags["algorithm"] == "MADDPG" and "distmarl.version" in parent.data.tags
+    best = client.get_metric_history(ids["parent"], "population/best_fitness")
+    assert best and best[-1].value == pytest.approx(summary["best_fitness"])
+    steps = [m.step for m in client.get_metric_history(ids["parent"], "population/env_steps")]
+    assert steps == sorted(steps) and steps[-1] > 0
+    for member, run_id in enumerate(ids["members"]):
+        child = client.get_run(run_id)
+        assert child.data.tags["mlflow.parentRunId"] == ids["parent"]
+        assert child.data.params["batch_size"] == "32" and "lr_actor" in child.data.params
+        fitness = client.get_metric_history(run_id, "fitness")
+        assert [f.value for f in fitness][-1] == pytest.approx(summary["members"][member]["fitness"][-1])
+        assert client.get_metric_history(run_id, "env_steps")[-1].value == summary["members"][member]["env_steps"]
+        assert client.get_metric_history(run_id, "loss/critic/speaker_0")
+    names = {a.path for a in client.list_artifacts(ids["parent"])}
+    assert {"config.yaml", "lineage.json", "fitness.png", "family_tree.png", "checkpoint"} <= names
+    lineage = json.loads(Path(client.download_artifacts(ids["parent"], "lineage.json")).read_text())
+    assert len(lineage["individuals"]) >= population
+
+
+def check_elite_model_acts(summary: dict, uri: str) -> None:
+    import mlflow
+
+    from distmarl.envs import make_vector_env
+
+    mlflow.set_tracking_uri(uri)
+    assert summary["elite_model_uri"]
+    model = mlflow.pytorch.load_model(summary["elite_model_uri"])
+    venv = make_vector_env("mpe2:simple_speaker_listener_v4", 2, mode="sync", seed=0,
+                           continuous_actions=True, max_cycles=25)
+    obs, _ = venv.reset(seed=0)
+    total = 0.0
+    for _ in range(25):
+        actions = model(obs)
+        assert actions["listener_0"].shape == (2, 5)
+        obs, rew, *_ = venv.step(actions)
+        total += float(sum(r.sum() for r in rew.values()))
+    venv.close()
+    assert np.isfinite(total)
+
+
+def test_default_local_store(ray_local, tmp_path) -> None:
+    summary = run_tiny(tmp_path, [])
+    uri = summary["mlflow"]["uri"]
+    assert uri.startswith("sqlite:///") and str(tmp_path / "run") in uri
+    check_tracked_run(uri, summary)
+    check_elite_model_acts(summary, uri)
+
+
+def test_real_mlflow_server(ray_local, tmp_path) -> None:
+    proc, uri = start_mlflow_server(tmp_path)
+    try:
+        summary = run_tiny(tmp_path, [f"tracking.mlflow_uri={uri}"])
+        check_tracked_run(uri, summary)
+        check_elite_model_acts(summary, uri)
+    finally:
+        stop_server(proc)
