@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from distmarl.buffers import MultiAgentReplayBuffer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from distmarl.buffers import MultiAgentReplayBuffer  # noqa: E402
 
 AGENTS = ["speaker_0", "listener_0"]
 FIELDS = ["obs", "action", "reward", "next_obs", "done"]
@@ -112,9 +116,7 @@ def _add_rates(rows: int, seconds: float) -> dict[str, float]:
         f"distmarl add rows/s ({rows}-row batches)": rate(
             lambda: buf.save_to_memory(*step, is_vectorised=True), seconds) * rows,
     }
-    for name, fn in third_party_adders(step).items():
-        out[f"{name} add rows/s ({rows}-row batches)"] = rate(fn, seconds / 2) * rows
-    return out
+    return out | third_party_rates(rows, seconds)
 
 
 def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, float]:
@@ -172,31 +174,25 @@ def bench_memory(capacity: int = 1_000_000) -> dict[str, float]:
     }
 
 
-def third_party_adders(step: tuple[dict[str, np.ndarray], ...]) -> dict[str, Callable[[], Any]]:
-    """AgileRL's and RLlib's buffers, where the `bench` extra installed them."""
-    out: dict[str, Callable[[], Any]] = {}
+def third_party_rates(rows: int, seconds: float) -> dict[str, float]:
+    """AgileRL's and RLlib's buffers' add rows/s (benchmarks/baselines), where the `bench` extra
+    installed them; each times the library's own packaging of the rows plus its add()."""
+    out: dict[str, float] = {}
     try:
-        from agilerl.components.multi_agent_replay_buffer import (
-            MultiAgentReplayBuffer as AgileBuffer,
+        from benchmarks.baselines.agilerl_runner import (
+            agilerl_available,
+            run_agilerl_buffer_add,
+            run_rllib_buffer_add,
         )
-
-        agile = AgileBuffer(1_000_000, FIELDS, AGENTS)
-        out["agilerl"] = lambda: agile.save_to_memory(*step, is_vectorised=True)
-    except Exception as err:  # noqa: BLE001 - optional baseline, any import problem skips it
-        print(f"  (AgileRL baseline skipped: {type(err).__name__}: {err})")
+    except ImportError as err:
+        print(f"  (baselines skipped: {err})")
+        return out
+    if agilerl_available():
+        out[f"agilerl add rows/s ({rows}-row batches)"] = run_agilerl_buffer_add(rows, seconds)
     try:
-        from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
-        from ray.rllib.utils.replay_buffers import MultiAgentMixInReplayBuffer
-
-        rllib = MultiAgentMixInReplayBuffer(capacity=1_000_000, replay_ratio=0.5)
-        n = len(step[0][AGENTS[0]])
-        policy_batches = {
-            a: SampleBatch({f: step[i][a] for i, f in enumerate(FIELDS)}) for a in AGENTS
-        }
-        batch = MultiAgentBatch(policy_batches, env_steps=n)
-        out["rllib"] = lambda: rllib.add(batch)
-    except Exception as err:  # noqa: BLE001
-        print(f"  (RLlib baseline skipped: {type(err).__name__}: {err})")
+        out[f"rllib add rows/s ({rows}-row batches)"] = run_rllib_buffer_add(rows, seconds)
+    except ImportError as err:
+        print(f"  (RLlib baseline skipped: {err})")
     return out
 
 
@@ -264,10 +260,11 @@ def report(results: dict[str, float]) -> None:
     print(f"{'figure':<68} {'value':>14}  ratio")
     for key, value in results.items():
         ratio = ""
-        if key.startswith(("distmarl", "agilerl", "rllib")) and "/s" in key:
-            base = "plain " + key.split(" ", 1)[1]
-            if base in results:
-                ratio = f"{value / results[base]:.2f}x plain"
+        if key.startswith("distmarl") and "/s" in key:
+            rest = key.split(" ", 1)[1]
+            ratios = [f"{value / results[f'{b} {rest}']:.2f}x {b}"
+                      for b in ("plain", "agilerl", "rllib") if f"{b} {rest}" in results]
+            ratio = ", ".join(ratios)
         print(f"{key:<68} {value:>14,.1f}  {ratio}")
 
 
