@@ -1,12 +1,13 @@
-"""``distmarl`` command line: train, evaluate, config show, buffer-info."""
+"""``distmarl`` command line: train, evaluate, submit, jobs, config show, buffer-info."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from distmarl import __version__
 
@@ -68,6 +69,98 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _job_client(address: str) -> Any:
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(address)
+
+
+def _talk_to_cluster(address: str, action: Callable[[], int]) -> int:
+    """Run ``action``; a job server that cannot be reached, refuses the token or answers an
+    error (an unknown job id) exits 4 with Ray's message."""
+    from ray.exceptions import AuthenticationError
+
+    from distmarl import jobs
+
+    try:
+        return int(action())
+    except (ConnectionError, AuthenticationError, RuntimeError) as err:
+        print(f"distmarl: Ray job server {address}: {err}", file=sys.stderr)
+        return jobs.EXIT_UNREACHABLE
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from distmarl import jobs
+
+    request = jobs.prepare_submission(  # config errors exit 2 here, before any connection
+        args.config, args.set or [], working_dir=args.working_dir,
+        runtime_env_file=args.runtime_env, mlflow_uri=args.mlflow_uri,
+        forward_mlflow_env=not args.no_mlflow_env, submission_id=args.submission_id)
+    address = args.address or jobs.default_address()
+    return _talk_to_cluster(address, lambda: jobs.run_submit(
+        lambda: _job_client(address), request, address=address, wait=not args.no_wait))
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from distmarl import jobs
+
+    address = args.address or jobs.default_address()
+
+    def action() -> int:
+        client = _job_client(address)
+        if args.jobs_command == "list":
+            return jobs.list_jobs(client)
+        if args.jobs_command == "status":
+            return jobs.job_status(client, args.job_id, as_json=args.json)
+        if args.jobs_command == "logs":
+            return jobs.job_logs(client, args.job_id, follow_logs=args.follow)
+        return jobs.stop_job(client, args.job_id, wait=args.wait)
+
+    return _talk_to_cluster(address, action)
+
+
+def _add_submit_parsers(sub: Any) -> None:
+    address_help = ("Ray job server (the dashboard), e.g. http://HOST:8265 (default: "
+                    "$RAY_API_SERVER_ADDRESS, $RAY_ADDRESS or http://127.0.0.1:8265)")
+    sm = sub.add_parser(
+        "submit", help="run `distmarl train CONFIG` on a Ray cluster as a Ray job",
+        description="Validate CONFIG here, ship it with the job, run `distmarl train` on the "
+                    "cluster and follow its logs. Exits 0 when the job SUCCEEDED, 1 when it "
+                    "FAILED, 3 when it was STOPPED, 2 on a config error, 4 when the job server "
+                    "cannot be reached. MLflow URI and credentials (MLFLOW_TRACKING_URI, "
+                    "_USERNAME, _PASSWORD, _TOKEN) reach the job only as runtime_env env_vars.")
+    sm.add_argument("config", help="experiment YAML")
+    sm.add_argument("--address", help=address_help)
+    sm.add_argument("--working-dir", metavar="DIR",
+                    help="upload DIR with the job (the config is added to it)")
+    sm.add_argument("--runtime-env", metavar="FILE", help="runtime_env YAML (e.g. deploy/runtime_env.yaml)")
+    sm.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value")
+    sm.add_argument("--mlflow-uri", help="MLflow tracking URI for the job (sent as MLFLOW_TRACKING_URI)")
+    sm.add_argument("--no-mlflow-env", action="store_true",
+                    help="do not forward this shell's MLFLOW_TRACKING_* variables")
+    sm.add_argument("--submission-id", help="job id (default: distmarl-<name>-<time>-<random>)")
+    sm.add_argument("--no-wait", action="store_true", help="return once submitted")
+    sm.set_defaults(func=_submit)
+
+    jb = sub.add_parser("jobs", help="list, inspect, follow or stop Ray jobs")
+    jb_sub = jb.add_subparsers(dest="jobs_command", required=True)
+    ls = jb_sub.add_parser("list", help="every job of the cluster")
+    ls.add_argument("--address", help=address_help)
+    st = jb_sub.add_parser("status", help="a job's status and message (credentials masked)")
+    st.add_argument("job_id", metavar="ID")
+    st.add_argument("--address", help=address_help)
+    st.add_argument("--json", action="store_true", help="print JSON")
+    lg = jb_sub.add_parser("logs", help="a job's logs")
+    lg.add_argument("job_id", metavar="ID")
+    lg.add_argument("--address", help=address_help)
+    lg.add_argument("--follow", "-f", action="store_true", help="follow until the job ends")
+    sp = jb_sub.add_parser("stop", help="stop a job")
+    sp.add_argument("job_id", metavar="ID")
+    sp.add_argument("--address", help=address_help)
+    sp.add_argument("--wait", action="store_true", help="wait until it has stopped")
+    jb.set_defaults(func=_jobs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="distmarl", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"distmarl {__version__}")
@@ -103,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--member", type=int, help="member slot (default: the best by fitness)")
     ev.add_argument("--seed", type=int, default=0)
     ev.set_defaults(func=_evaluate)
+
+    _add_submit_parsers(sub)
     return parser
 
 

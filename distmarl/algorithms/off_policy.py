@@ -36,6 +36,7 @@ class OffPolicyMultiAgent(Algorithm):
     name: ClassVar[str] = "OffPolicyMultiAgent"
     DEFAULT_HP: ClassVar[dict[str, Any]] = {}
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic",)
+    on_policy: ClassVar[bool] = False
 
     def __init__(
         self,

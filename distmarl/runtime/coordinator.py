@@ -245,6 +245,7 @@ class Coordinator:
             "events": self.events,
             "run_dir": str(self.run_dir),
             "mlflow": self.tracker.run_ids() if getattr(self, "tracker", None) else {},
+            "tracking": self.tracker.status() if getattr(self, "tracker", None) else {},
             "checkpoint": getattr(self, "last_checkpoint", None),
             "elite_model_uri": getattr(self, "elite_model_uri", None),
             "resumed_from": getattr(self, "resumed_from", None),

@@ -32,6 +32,7 @@ def evaluate_members(coord: Coordinator, slots: Sequence[int]) -> dict[int, floa
     for slot, scores in zip(slots, ray.get(refs)):
         fitness[slot] = float(np.mean(scores))
         coord.members[slot].fitness.append(fitness[slot])
+        coord.members[slot].evaluated_at = coord.members[slot].boundary
         coord.lineage.record_fitness(slot, fitness[slot])
     return fitness
 

@@ -33,6 +33,7 @@ class MemberState:
     train_seconds: float = 0.0
     collect_seconds: float = 0.0
     refused_chunks: int = 0
+    evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
 
     @property
     def learn_step(self) -> float:
@@ -52,13 +53,14 @@ class MemberState:
         return {"slot": self.slot, "boundary": self.boundary, "hp": dict(self.hp),
                 "env_steps": self.env_steps, "owed": self.owed, "updates": self.updates,
                 "fitness": list(self.fitness), "scores": list(self.scores),
-                "episodes": self.episodes}
+                "episodes": self.episodes, "evaluated_at": self.evaluated_at}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> MemberState:
         m = MemberState(slot=d["slot"], boundary=d["boundary"], hp=dict(d["hp"]),
                         env_steps=d["env_steps"], owed=d["owed"], updates=d["updates"],
-                        fitness=list(d["fitness"]), episodes=d["episodes"])
+                        fitness=list(d["fitness"]), episodes=d["episodes"],
+                        evaluated_at=d.get("evaluated_at", -1))
         m.scheduled_steps = m.env_steps
         m.scores.extend(d["scores"])
         return m

@@ -162,6 +162,10 @@ def restore(coord: Coordinator, path: str) -> None:
     if ckpt.buffer_state is not None:
         ray.get(coord.buffer.load_state_dict.remote(ckpt.buffer_state))
     coord.members = [MemberState.from_json(m) for m in meta["members"]]
+    evo, max_steps = coord.cfg.evolution.evo_steps, coord.cfg.training.max_steps
+    for m in coord.members:  # a generation finished at the boundary: go on to the next one
+        if m.evaluated_at == m.boundary and m.boundary < max_steps:
+            m.boundary = min(m.boundary + evo, max_steps)
     coord.generation = int(meta["generation"])
     coord.evolutions = int(meta.get("evolutions", 0))
     coord.total_env_steps = int(meta["total_env_steps"])
@@ -190,7 +194,11 @@ def finish(coord: Coordinator, failed: bool = False) -> None:
             tracker.flush()
             log_elite_model(coord)
     finally:
-        tracker.finish("FAILED" if failed else "FINISHED")
+        if hasattr(tracker, "spill"):
+            tracker.finish("FAILED" if failed else "FINISHED",
+                           spill=coord.run_dir / "mlflow-unsent.jsonl")
+        else:
+            tracker.finish("FAILED" if failed else "FINISHED")
 
 
 def torch_version() -> str:

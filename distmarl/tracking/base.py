@@ -57,3 +57,6 @@ class NullTracker:
 
     def run_ids(self) -> dict[str, Any]:
         return {}
+
+    def status(self) -> dict[str, Any]:
+        return {}

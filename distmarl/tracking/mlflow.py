@@ -200,6 +200,24 @@ class MlflowTracker:
             log.warning("MLflow at %s is not answering (%s); training goes on, metrics are kept "
                         "and retried", self.uri, self.last_error)
 
+    def spill(self, path: Path) -> int:
+        """Write the queued metrics as JSON lines (run_id, key, value, timestamp, step)."""
+        import json
+
+        with self._lock:
+            rows = list(self._metrics)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as f:
+            for run_id, key, value, ts, step in rows:
+                f.write(json.dumps({"run_id": run_id, "key": key, "value": value,
+                                    "timestamp": ts, "step": step}) + "\n")
+        log.warning("MLflow still unreachable: %d metrics written to %s", len(rows), path)
+        return len(rows)
+
+    def status(self) -> dict[str, Any]:
+        return {"failures": self.failures, "pending": self.pending(), "dropped": self.dropped,
+                "last_error": self.last_error}
+
     def pending(self) -> int:
         with self._lock:
             return len(self._metrics) + len(self._artifacts)
@@ -208,14 +226,18 @@ class MlflowTracker:
         while not self._stop.wait(self._interval):
             self.flush()
 
-    def finish(self, status: str = "FINISHED", timeout_s: float = 30.0) -> None:
-        """Stop the background thread, flush (retrying until ``timeout_s``), close the runs."""
+    def finish(self, status: str = "FINISHED", timeout_s: float = 10.0,
+               spill: Path | None = None) -> None:
+        """Stop the background thread, flush (retrying until ``timeout_s``), close the runs.
+        Metrics still unwritten then go to ``spill`` (JSON lines) so that none is lost."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self._interval + 10)
         deadline = time.monotonic() + timeout_s
         while not self.flush() and time.monotonic() < deadline:
             time.sleep(0.5)
+        if spill is not None and self.pending():
+            self.spill(spill)
         try:
             for run_id in [*self.member_ids, self.parent_id]:
                 if run_id is not None:

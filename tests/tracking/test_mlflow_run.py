@@ -52,11 +52,17 @@ def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 
 def stop_server(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
+    """Stop the server and its workers (its process group); safe to call twice."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=20)
+            break
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def run_tiny(tmp: Path, sets: list[str]) -> dict:

@@ -1,0 +1,381 @@
+"""Shared machinery of IPPO and MAPPO: PPO with one policy and one value network per agent group.
+
+Agents named ``<group>_<idx>`` with the same spaces share parameters (AgileRL's homogeneous
+agents; :mod:`distmarl.algorithms.sharing`): ``policy/<group>`` maps an agent's own observation
+to its action distribution (:mod:`distmarl.algorithms.policy_heads`; Box policies also have a
+learned ``log_std/<group>`` vector), ``value/<group>`` maps the critic input of one agent
+(:meth:`OnPolicyMultiAgent._critic_inputs`: its own observation in IPPO, the joint one in MAPPO)
+to ``V``. A group's agents are stacked along the batch axis, so every agent's rows contribute
+to the one shared gradient.
+
+Usage (the single-process loop; the runtime does the same across processes)::
+
+    algo = IPPO(observation_spaces, action_spaces, net_config, hp, seed=0)
+    actions, extras = algo.act_with_info(obs)   # extras: log_prob, value per agent (num_envs,)
+    ...store a fragment of hp["learn_step"] vectorised steps (ON_POLICY_FIELDS)...
+    metrics = algo.learn(batch)                 # field -> agent -> tensor (T, E, ...)
+
+Learning from one fragment: advantages by GAE (:mod:`distmarl.algorithms.gae`; truncations and
+the fragment's end bootstrap from ``V(next_obs)``, terminations do not), then per group
+``update_epochs`` passes of shuffled minibatches of ``batch_size`` rows with the clipped
+objective (:mod:`distmarl.algorithms.ppo_loss`), advantages normalised per minibatch, gradient
+norms clipped per network, and an early stop when an epoch's mean approximate KL exceeds
+``target_kl``. One learning rate ``lr`` for every network (AgileRL's IPPO).
+
+Networks live in a :class:`NetworkSet` so the evolution hooks (:mod:`.evolution`) apply as for
+the off-policy learners; its target copies are not used by PPO.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms import evolution
+from distmarl.algorithms.base import AgentObs, Algorithm, Batch
+from distmarl.algorithms.gae import bootstrap_values, gae
+from distmarl.algorithms.netset import NetworkSet, make_adam
+from distmarl.algorithms.policy_heads import INIT_LOG_STD, PolicyHead, make_head, mask_tensor
+from distmarl.algorithms.ppo_batch import (
+    ON_POLICY_FIELDS,
+    AgentFragment,
+    clean_fragment,
+    obs_and_mask,
+    policy_obs_space,
+)
+from distmarl.algorithms.ppo_hparams import (
+    PPO_HP,
+    check_ppo_hyperparameter,
+    check_ppo_hyperparameters,
+)
+from distmarl.algorithms.ppo_update import GroupRows, ppo_update
+from distmarl.algorithms.sharing import group_net_configs, shared_groups
+from distmarl.algorithms.spaces import obs_dim
+from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
+
+__all__ = ["ON_POLICY_FIELDS", "OnPolicyMultiAgent"]
+
+STATE_FORMAT = 1
+Tensors = dict[str, torch.Tensor]
+
+
+class OnPolicyMultiAgent(Algorithm):
+    """Base of IPPO / MAPPO (see the module docstring); not used on its own."""
+
+    name: ClassVar[str] = "OnPolicyMultiAgent"
+    DEFAULT_HP: ClassVar[dict[str, Any]] = PPO_HP
+    on_policy: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        observation_spaces: Mapping[str, spaces.Space],
+        action_spaces: Mapping[str, spaces.Space],
+        net_config: Mapping[str, Any] | None,
+        hp: Mapping[str, Any] | None = None,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+    ) -> None:
+        self.agents = list(observation_spaces)
+        if set(self.agents) != set(action_spaces):
+            raise ValueError(f"observation spaces for {self.agents} but action spaces for "
+                             f"{list(action_spaces)}")
+        self.observation_spaces = dict(observation_spaces)
+        self.action_spaces = {a: action_spaces[a] for a in self.agents}
+        self.net_config = copy.deepcopy(dict(net_config or {}))
+        self.device = torch.device(device)
+        self.hp = check_ppo_hyperparameters(self.DEFAULT_HP, hp, self.name)
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen = torch.Generator(device=self.device)
+        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        #: group id -> its agents; every agent's group in ``group_of``
+        self.groups = shared_groups(self.agents, self.observation_spaces, self.action_spaces)
+        self.group_of = {a: g for g, members in self.groups.items() for a in members}
+        self.heads: dict[str, PolicyHead] = {
+            g: make_head(self.action_spaces[m[0]], self.device) for g, m in self.groups.items()}
+        self.obs_dims = {a: obs_dim(policy_obs_space(s)) for a, s in self.observation_spaces.items()}
+        self.nets = NetworkSet()
+        self.log_std: dict[str, torch.nn.Parameter] = {}
+        self.log_std_optim: dict[str, torch.optim.Adam] = {}
+        self._build_networks(group_net_configs(self.net_config, self.groups, self.name))
+        self.learn_steps = 0
+
+    def _build_networks(self, configs: Mapping[str, Any]) -> None:
+        gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
+        lr = self.hp["lr"]
+        for g, members in self.groups.items():
+            head = self.heads[g]
+            policy = make_arch(self.obs_dims[members[0]], head.dim, configs[g])
+            value = make_arch(self._critic_dim(g), 1, configs[g])
+            self.nets.add(f"policy/{g}", EvolvableNetwork.build(policy, gen, self.device), lr)
+            self.nets.add(f"value/{g}", EvolvableNetwork.build(value, gen, self.device), lr)
+            if head.has_log_std:
+                p = torch.nn.Parameter(torch.full((head.dim,), INIT_LOG_STD, device=self.device))
+                self.log_std[g] = p
+                self.log_std_optim[g] = make_adam([p], lr=lr)
+
+    # -- what the value network reads (MAPPO overrides) --------------------------------------
+
+    def _critic_dim(self, group: str) -> int:
+        """Width of ``value/<group>``'s input."""
+        return self.obs_dims[self.groups[group][0]]
+
+    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+        """Value inputs ``(..., critic_dim)`` of the group's agents, from every agent's network
+        observation ``(..., obs_dim)``. IPPO: each agent's own observation."""
+        return [obs[a] for a in self.groups[group]]
+
+    # -- acting ----------------------------------------------------------------------------
+
+    def policy_net(self, group: str) -> EvolvableNetwork:
+        """The policy network shared by ``group``'s agents."""
+        return self.nets.online[f"policy/{group}"]
+
+    def value_net(self, group: str) -> EvolvableNetwork:
+        """The value network shared by ``group``'s agents."""
+        return self.nets.online[f"value/{group}"]
+
+    def act(self, obs: AgentObs, explore: bool = True,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        """See :meth:`Algorithm.act`: explore samples the policy, otherwise the mean (Box,
+        clipped to the bounds) / arg-max (Discrete) action. Masks come from dict observations
+        (``{"observation", "action_mask"}``) or ``action_mask[agent]`` ``(num_envs, n)``;
+        agents missing from ``obs`` get no action."""
+        return self._act(obs, explore, action_mask, with_info=False)[0]
+
+    def act_with_info(self, obs: AgentObs, explore: bool = True,
+                      action_mask: Mapping[str, Any] | None = None
+                      ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+        """Actions (as :meth:`act`) and ``{"log_prob": {agent: float32 (num_envs,)}, "value":
+        {agent: float32 (num_envs,)}}``: the behaviour policy's log-probability of the returned
+        action and its value estimate ``V(obs)``, to be stored with the transition."""
+        return self._act(obs, explore, action_mask, with_info=True)
+
+    @torch.no_grad()
+    def _act(self, obs: AgentObs, explore: bool, action_mask: Mapping[str, Any] | None,
+             with_info: bool) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+        x: Tensors = {}
+        masks: dict[str, torch.Tensor | None] = {}
+        for a in self.agents:
+            if a in obs:
+                x[a], masks[a] = obs_and_mask(obs[a], self.observation_spaces[a], self.device)
+                if action_mask is not None and action_mask.get(a) is not None:
+                    masks[a] = mask_tensor(action_mask[a], self.device)
+        actions: dict[str, np.ndarray] = {}
+        extras: dict[str, dict[str, np.ndarray]] = {"log_prob": {}, "value": {}}
+        for g, members in self.groups.items():
+            present = [a for a in members if a in x]
+            if not present:
+                continue
+            n, head = x[present[0]].shape[0], self.heads[g]
+            out = self.policy_net(g)(torch.cat([x[a] for a in present]))
+            mask = _stacked_masks([masks[a] for a in present], n, head.dim, self.device)
+            action, log_prob = head.sample(out, self.log_std.get(g), mask, explore,
+                                           self._torch_gen)
+            for i, a in enumerate(present):
+                actions[a] = head.to_env(action[i * n:(i + 1) * n])
+                extras["log_prob"][a] = _numpy(log_prob[i * n:(i + 1) * n])
+            if with_info:
+                full = {a: x.get(a, torch.zeros(n, self.obs_dims[a], device=self.device))
+                        for a in self.agents}
+                inputs = dict(zip(members, self._critic_inputs(g, full)))
+                values = self.value_net(g)(torch.cat([inputs[a] for a in present])).squeeze(-1)
+                for i, a in enumerate(present):
+                    extras["value"][a] = _numpy(values[i * n:(i + 1) * n])
+        return actions, (extras if with_info else {})
+
+    # -- learning --------------------------------------------------------------------------
+
+    def learn(self, batch: Batch) -> dict[str, float]:
+        """PPO on one time-major fragment (``ON_POLICY_FIELDS``, each ``(T, E, ...)``); see the
+        module docstring. Metrics per group: ``loss/policy/<g>``, ``loss/value/<g>``,
+        ``entropy/<g>``, ``approx_kl/<g>``, ``clip_fraction/<g>``, ``epochs/<g>``; and
+        ``approx_kl``, the mean over groups."""
+        frag = clean_fragment(batch, self.observation_spaces,
+                              {a: self.heads[g] for a, g in self.group_of.items()}, self.device)
+        advantage, target = self._advantages(frag)
+        metrics: dict[str, float] = {}
+        for g in self.groups:
+            metrics.update(self._update_group(g, self._group_rows(g, frag, advantage, target)))
+        metrics["approx_kl"] = float(np.mean([metrics[f"approx_kl/{g}"] for g in self.groups]))
+        self.learn_steps += 1
+        return metrics
+
+    @torch.no_grad()
+    def _advantages(self, frag: Mapping[str, AgentFragment]) -> tuple[Tensors, Tensors]:
+        """GAE advantages and value targets per agent ``(T, E)``."""
+        advantage: Tensors = {}
+        target: Tensors = {}
+        next_obs = {a: f.next_obs for a, f in frag.items()}
+        for g, members in self.groups.items():
+            for a, c in zip(members, self._critic_inputs(g, next_obs)):
+                f = frag[a]
+                t, e = f.reward.shape
+                v_next = self.value_net(g)(c.reshape(t * e, -1)).reshape(t, e)
+                next_value = bootstrap_values(f.value, v_next, f.terminated, f.truncated)
+                next_active = torch.cat([f.active[1:], torch.ones_like(f.active[:1])]).float()
+                advantage[a], target[a] = gae(f.reward, f.value, next_value, f.terminated,
+                                              f.truncated, self.hp["gamma"],
+                                              self.hp["gae_lambda"], next_active)
+        return advantage, target
+
+    def _group_rows(self, group: str, frag: Mapping[str, AgentFragment], advantage: Tensors,
+                    target: Tensors) -> GroupRows:
+        members = self.groups[group]
+        critic = self._critic_inputs(group, {a: f.obs for a, f in frag.items()})
+        n, dim = frag[members[0]].reward.numel(), self.heads[group].dim
+
+        def rows(x: torch.Tensor) -> torch.Tensor:  # (T, E, ...) -> (T * E, ...)
+            return x.reshape(n, *x.shape[2:])
+
+        def cat(xs: Sequence[torch.Tensor]) -> torch.Tensor:
+            return torch.cat([rows(x) for x in xs])
+
+        masks = [None if frag[a].mask is None else rows(frag[a].mask) for a in members]
+        return GroupRows(
+            obs=cat([frag[a].obs for a in members]),
+            critic_obs=cat(critic),
+            mask=_stacked_masks(masks, n, dim, self.device),
+            action=cat([frag[a].action for a in members]),
+            log_prob=cat([frag[a].log_prob for a in members]),
+            advantage=cat([advantage[a] for a in members]),
+            value_target=cat([target[a] for a in members]),
+            active=cat([frag[a].active for a in members]),
+        )
+
+    def _update_group(self, group: str, rows: GroupRows) -> dict[str, float]:
+        optims = [self.nets.optim[f"policy/{group}"], self.nets.optim[f"value/{group}"]]
+        if group in self.log_std_optim:
+            optims.append(self.log_std_optim[group])
+        out = ppo_update(self.policy_net(group), self.value_net(group), self.heads[group],
+                         self.log_std.get(group), optims, rows, self.hp, self._torch_gen)
+        names = {"policy": "loss/policy", "value": "loss/value"}
+        return {f"{names.get(k, k)}/{group}": v for k, v in out.items()}
+
+    # -- weights and state -----------------------------------------------------------------
+
+    def get_weights(self) -> dict[str, Any]:
+        """Every network's architecture and weights (numpy copies): acting needs the policies
+        and log-stds, the recorded ``value`` the value networks."""
+        params: dict[str, np.ndarray] = {}
+        for name, net in self.nets.online.items():
+            for k, v in net.state_dict().items():
+                params[f"{name}/{k}"] = v.detach().cpu().numpy().copy()
+        for g, p in self.log_std.items():
+            params[f"log_std/{g}"] = p.detach().cpu().numpy().copy()
+        return {"arch": self.nets.arch(), "params": params, "hp": {}}
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load :meth:`get_weights` output; a network whose architecture differs is rebuilt
+        (with a fresh optimiser: this is for acting; learners copy via load_state_dict)."""
+        for name, arch in weights["arch"].items():
+            prefix = f"{name}/"
+            params = {k[len(prefix):]: torch.from_numpy(np.array(v))  # own a writable copy
+                      for k, v in weights["params"].items() if k.startswith(prefix)}
+            if self.nets.online[name].arch.to_dict() == arch:
+                self.nets.online[name].load_state_dict(params)
+                continue
+            net = EvolvableNetwork.build(NetworkArch.from_dict(arch),
+                                         torch.Generator().manual_seed(0), self.device)
+            net.load_state_dict(params)
+            self.nets.add(name, net, self.hp["lr"])
+        with torch.no_grad():
+            for g, p in self.log_std.items():
+                p.copy_(torch.as_tensor(np.array(weights["params"][f"log_std/{g}"])))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, optimisers, log-stds, hyperparameters, counters and RNG states."""
+        return {
+            "algorithm": self.name,
+            "format": STATE_FORMAT,
+            "agents": list(self.agents),
+            "hp": dict(self.hp),
+            "networks": self.nets.state_dict(),
+            "log_std": {g: p.detach().clone() for g, p in self.log_std.items()},
+            "log_std_optim": {g: copy.deepcopy(o.state_dict())
+                              for g, o in self.log_std_optim.items()},
+            "learn_steps": self.learn_steps,
+            "rng": {"numpy": copy.deepcopy(self._rng.bit_generator.state),
+                    "torch": self._torch_gen.get_state(), "torch_device": self.device.type},
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load :meth:`state_dict` output (possibly from another member, or another device),
+        rebuilding networks whose architecture differs."""
+        if state["algorithm"] != self.name or list(state["agents"]) != self.agents:
+            raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
+                             f"fit {self.name} for agents {self.agents}")
+        self.nets.load_state_dict(state["networks"], self.device)
+        with torch.no_grad():
+            for g, p in self.log_std.items():
+                p.copy_(state["log_std"][g])
+        for g, opt in self.log_std_optim.items():
+            opt.load_state_dict(copy.deepcopy(state["log_std_optim"][g]))
+        self.hp = check_ppo_hyperparameters(self.DEFAULT_HP, state["hp"], self.name)
+        self.learn_steps = int(state["learn_steps"])
+        self._rng.bit_generator.state = copy.deepcopy(state["rng"]["numpy"])
+        if state["rng"]["torch_device"] == self.device.type:
+            self._torch_gen.set_state(state["rng"]["torch"].clone())
+        else:  # generator states are device-specific; draw a new seed reproducibly instead
+            self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+
+    def clone(self) -> OnPolicyMultiAgent:
+        """An independent copy with the same state (tensors are copied, never shared)."""
+        new = type(self)(self.observation_spaces, self.action_spaces, self.net_config, self.hp,
+                         self.device, seed=0)
+        new.load_state_dict(self.state_dict())
+        return new
+
+    def reseed(self, seed: int | None) -> None:
+        """New random streams (sampling, minibatch order); see ``OffPolicyMultiAgent.reseed``."""
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+
+    # -- hyperparameters and evolution -----------------------------------------------------
+
+    def set_hyperparameter(self, name: str, value: Any) -> None:
+        """Change ``hp[name]``; ``lr`` goes straight into every optimiser's param groups, Adam's
+        moment estimates kept (see ``OffPolicyMultiAgent.set_hyperparameter`` for why)."""
+        value = check_ppo_hyperparameter(self.DEFAULT_HP, name, value, self.name)
+        self.hp[name] = value
+        if name == "lr":
+            self.nets.set_lr(list(self.nets.online), value)
+            for opt in self.log_std_optim.values():
+                for group in opt.param_groups:
+                    group["lr"] = value
+
+    def mutate_architecture(self, kind: str, rng: np.random.Generator,
+                            preserve_output: bool = True) -> dict[str, Any]:
+        """See :func:`distmarl.algorithms.evolution.mutate_architecture` (policy and value
+        networks of every group; log-stds are untouched)."""
+        return evolution.mutate_architecture(self.nets, kind, rng, preserve_output,
+                                             reference=self._reference())
+
+    def mutate_activation(self, rng: np.random.Generator,
+                          choices: Sequence[str] | None = None) -> dict[str, Any]:
+        """See :func:`distmarl.algorithms.evolution.mutate_activation`."""
+        return evolution.mutate_activation(self.nets, rng, self._reference(), choices)
+
+    def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
+        """See :func:`distmarl.algorithms.evolution.mutate_parameters` (policies only)."""
+        return evolution.mutate_parameters(self.nets, self.nets.names("policy"), mutation_sd, rng)
+
+    def _reference(self) -> str:
+        return f"policy/{next(iter(self.groups))}"
+
+
+def _stacked_masks(masks: Sequence[torch.Tensor | None], n: int, dim: int,
+                   device: torch.device) -> torch.Tensor | None:
+    """Per-agent masks ``(n, dim)`` (None: all legal) stacked; None when no agent has one."""
+    if all(m is None for m in masks):
+        return None
+    ones = torch.ones(n, dim, dtype=torch.bool, device=device)
+    return torch.cat([ones if m is None else m for m in masks])
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.float().cpu().numpy().astype(np.float32, copy=False)

@@ -1,0 +1,162 @@
+"""Stochastic policies for PPO: a network output -> an action distribution, per action space.
+
+- Box: a diagonal Gaussian over *normalised* actions ``u`` (``a = mid + half * u``, so [-1, 1] is
+  the action range) with mean = the network output and a state-independent log-std (one learned
+  vector per policy, CleanRL's choice). Sampled ``u`` is clipped to [-1, 1] before it reaches the
+  env, and the log-probability is that of the *clipped* ``u``: stored actions are the clipped ones
+  (what the env got), so old and new log-probs are evaluated at the same point and the ratio is
+  consistent whoever stores the action. Log-probs and entropy are in normalised units (they differ
+  from env units by the constant ``sum(log half)``, which cancels in every ratio and gradient).
+- Discrete: a categorical over the logits; an action mask (bool ``(B, n)``, True = legal) sets
+  illegal logits to ``-1e8``. A row with no legal action is treated as unmasked.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms.spaces import gumbel
+
+#: initial log-std of Gaussian policies: std 0.5 of the half-range, ~2% of samples per side clip
+INIT_LOG_STD = math.log(0.5)
+LOG_STD_BOUNDS = (-5.0, 2.0)
+_MASKED_LOGIT = -1e8
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+class PolicyHead(ABC):
+    """One agent group's action space seen by PPO (see the module docstring)."""
+
+    #: width of the policy network's output
+    dim: int
+    #: whether the policy has a learned log-std vector of width ``dim``
+    has_log_std: bool
+
+    @abstractmethod
+    def sample(self, out: torch.Tensor, log_std: torch.Tensor | None, mask: torch.Tensor | None,
+               explore: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, dim)`` output -> (internal action, its log-prob ``(B,)``); not exploring: the
+        mean / arg-max action."""
+
+    @abstractmethod
+    def evaluate(self, out: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor,
+                 mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-prob of internal ``action`` and the entropy, both ``(B,)``, differentiable."""
+
+    @abstractmethod
+    def to_env(self, action: torch.Tensor) -> np.ndarray:
+        """Internal actions -> env form (Box float32 ``(B, *shape)``, Discrete int64 ``(B,)``)."""
+
+    @abstractmethod
+    def from_env(self, stored: torch.Tensor) -> torch.Tensor:
+        """Stored env-form actions ``(B, ...)`` -> internal form; NaN / out-of-range placeholders
+        (rows of inactive agents) become valid values so no NaN reaches a gradient."""
+
+
+class GaussianHead(PolicyHead):
+    """Box actions (internal form: normalised ``u`` float ``(B, dim)``)."""
+
+    has_log_std = True
+
+    def __init__(self, space: spaces.Box, device: torch.device) -> None:
+        low, high = space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel()
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
+            raise ValueError(f"Box action spaces need finite bounds with high > low, got {space}")
+        self.shape = space.shape
+        self.dim = int(low.size)
+        self.mid = torch.as_tensor((high + low) / 2, device=device)
+        self.half = torch.as_tensor((high - low) / 2, device=device)
+
+    def sample(self, out: torch.Tensor, log_std: torch.Tensor | None, mask: torch.Tensor | None,
+               explore: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        u = out
+        if explore:
+            std = _bounded(log_std).exp()
+            u = out + std * torch.randn(out.shape, generator=generator, device=out.device)
+        u = u.clamp(-1.0, 1.0)
+        return u, self.evaluate(out, log_std, u, mask)[0]
+
+    def evaluate(self, out: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor,
+                 mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        ls = _bounded(log_std).expand_as(out)
+        z = (action - out) / ls.exp()
+        log_prob = (-0.5 * z.pow(2) - ls - _HALF_LOG_2PI).sum(-1)
+        entropy = (0.5 + _HALF_LOG_2PI + ls).sum(-1)
+        return log_prob, entropy
+
+    def to_env(self, action: torch.Tensor) -> np.ndarray:
+        a = (self.mid + self.half * action).cpu().numpy().astype(np.float32, copy=False)
+        return a.reshape(a.shape[0], *self.shape)
+
+    def from_env(self, stored: torch.Tensor) -> torch.Tensor:
+        a = stored.reshape(stored.shape[0], -1).float()
+        return torch.nan_to_num((a - self.mid) / self.half, nan=0.0).clamp(-1.0, 1.0)
+
+
+class CategoricalHead(PolicyHead):
+    """Discrete actions (internal form: index ``0..n-1`` int64 ``(B,)``)."""
+
+    has_log_std = False
+
+    def __init__(self, space: spaces.Discrete, device: torch.device) -> None:
+        self.dim = int(space.n)
+        self.start = int(space.start)
+
+    def sample(self, out: torch.Tensor, log_std: torch.Tensor | None, mask: torch.Tensor | None,
+               explore: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = _masked(out, mask)
+        if explore:  # Gumbel-max: an exact categorical sample from our own generator
+            logits = logits + gumbel(logits.shape, generator, logits.device)
+        idx = logits.argmax(dim=-1)
+        return idx, self.evaluate(out, log_std, idx, mask)[0]
+
+    def evaluate(self, out: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor,
+                 mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        logp_all = torch.log_softmax(_masked(out, mask), dim=-1)
+        log_prob = logp_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return log_prob, entropy
+
+    def to_env(self, action: torch.Tensor) -> np.ndarray:
+        return (action + self.start).cpu().numpy().astype(np.int64)
+
+    def from_env(self, stored: torch.Tensor) -> torch.Tensor:
+        idx = stored.reshape(-1)
+        if idx.is_floating_point():
+            idx = torch.nan_to_num(idx, nan=float(self.start)).round()
+        return (idx.long() - self.start).clamp(0, self.dim - 1)
+
+
+def make_head(space: spaces.Space, device: torch.device) -> PolicyHead:
+    """The policy head for ``space`` (Box or Discrete)."""
+    if isinstance(space, spaces.Box):
+        return GaussianHead(space, device)
+    if isinstance(space, spaces.Discrete):
+        return CategoricalHead(space, device)
+    raise TypeError(f"unsupported action space {space}; use Box or Discrete")
+
+
+def mask_tensor(mask: object, device: torch.device) -> torch.Tensor:
+    """An action mask ``(B, n)`` (any numeric / bool array; NaN placeholders count as illegal)
+    -> bool; rows with no legal action become all-legal."""
+    m = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask, device=device)
+    m = m.reshape(m.shape[0], -1)
+    m = torch.nan_to_num(m.float(), nan=0.0) > 0.5
+    return m | ~m.any(dim=-1, keepdim=True)
+
+
+def _masked(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    if mask is None:
+        return logits
+    return torch.where(mask, logits, torch.full_like(logits, _MASKED_LOGIT))
+
+
+def _bounded(log_std: torch.Tensor | None) -> torch.Tensor:
+    if log_std is None:
+        raise ValueError("a Gaussian policy needs its log_std")
+    return log_std.clamp(*LOG_STD_BOUNDS)

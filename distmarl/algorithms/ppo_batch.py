@@ -1,0 +1,124 @@
+"""A time-major on-policy fragment -> clean per-agent tensors, and observations with action masks.
+
+Fields arrive as ``batch[field][agent]`` of shape ``(T, E, ...)`` (``T`` vectorised steps of
+``E`` sub-envs); scalar fields may be ``(T, E)`` or ``(T, E, 1)``. Observations are arrays, or
+PettingZoo-style dicts ``{"observation": (T, E, ...), "action_mask": (T, E, n)}``.
+
+Cleaning rules (NaN placeholders of inactive rows must never reach a loss or a gradient:
+``NaN * 0`` is NaN, and so is a masked row's gradient through ``exp`` or a NaN action):
+observations NaN -> 0; actions -> the policy head's internal form with placeholders made valid;
+reward / terminated / log_prob / value -> 0 on inactive rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms.policy_heads import PolicyHead, mask_tensor
+from distmarl.algorithms.spaces import obs_tensor
+
+#: The fields an on-policy member stores, in buffer order: the off-policy ones plus the behaviour
+#: policy's ``log_prob`` of the stored action and its ``value`` estimate ``V(obs)``, float32 each.
+ON_POLICY_FIELDS: tuple[str, ...] = (
+    "obs", "action", "reward", "next_obs", "terminated", "truncated", "active", "log_prob",
+    "value",
+)
+
+
+def policy_obs_space(space: spaces.Space) -> spaces.Space:
+    """The space the networks read: a PettingZoo ``Dict(observation=..., action_mask=...)``
+    observation contributes its ``"observation"`` part."""
+    if isinstance(space, spaces.Dict) and "observation" in space.spaces:
+        return space["observation"]
+    return space
+
+
+def obs_and_mask(x: Any, space: spaces.Space, device: torch.device
+                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Observations ``(B, ...)`` (array, tensor, or dict with ``"observation"`` and optionally
+    ``"action_mask"``) -> network input ``(B, obs_dim)`` and bool mask ``(B, n)`` or None."""
+    mask = None
+    if isinstance(x, Mapping):
+        if x.get("action_mask") is not None:
+            mask = mask_tensor(x["action_mask"], device)
+        x = x["observation"]
+    return obs_tensor(x, policy_obs_space(space), device), mask
+
+
+class AgentFragment(NamedTuple):
+    """One agent's clean fragment; ``(T, E, ...)`` each."""
+
+    obs: torch.Tensor  #: (T, E, obs_dim)
+    next_obs: torch.Tensor  #: (T, E, obs_dim), the true next observation
+    mask: torch.Tensor | None  #: (T, E, n) bool action mask, or None
+    action: torch.Tensor  #: (T, E, dim) float (Box, normalised) or (T, E) int64 (Discrete)
+    reward: torch.Tensor  #: (T, E) float32, 0 where inactive
+    terminated: torch.Tensor  #: (T, E) float32 0/1, 0 where inactive
+    truncated: torch.Tensor  #: (T, E) float32 0/1
+    active: torch.Tensor  #: (T, E) bool
+    log_prob: torch.Tensor  #: (T, E) behaviour log-prob, 0 where inactive
+    value: torch.Tensor  #: (T, E) behaviour V(obs), 0 where inactive
+
+
+def clean_fragment(batch: Mapping[str, Mapping[str, Any]],
+                   observation_spaces: Mapping[str, spaces.Space],
+                   heads: Mapping[str, PolicyHead], device: torch.device
+                   ) -> dict[str, AgentFragment]:
+    """Validate ``batch`` (fields, agents, ``(T, E)`` shapes) and apply the cleaning rules."""
+    missing = [f for f in ON_POLICY_FIELDS if f not in batch]
+    if missing:
+        raise KeyError(f"batch lacks fields {missing}; expected {list(ON_POLICY_FIELDS)}")
+    agents = list(observation_spaces)
+    for field in ON_POLICY_FIELDS:
+        absent = [a for a in agents if a not in batch[field]]
+        if absent:
+            raise KeyError(f"batch[{field!r}] lacks agents {absent}")
+    reward0 = torch.as_tensor(batch["reward"][agents[0]])
+    if reward0.dim() not in (2, 3) or (reward0.dim() == 3 and reward0.shape[2] != 1):
+        raise ValueError(f"on-policy fields must be time-major (T, E[, 1]); reward has shape "
+                         f"{tuple(reward0.shape)}")
+    t, e = int(reward0.shape[0]), int(reward0.shape[1])
+    return {a: _clean_agent(batch, a, observation_spaces[a], heads[a], t, e, device)
+            for a in agents}
+
+
+def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, space: spaces.Space,
+                 head: PolicyHead, t: int, e: int, device: torch.device) -> AgentFragment:
+    def flat(x: Any) -> Any:  # (T, E, ...) -> (T * E, ...)
+        if isinstance(x, Mapping):
+            return {k: flat(v) for k, v in x.items()}
+        x = torch.as_tensor(x, device=device)
+        if tuple(x.shape[:2]) != (t, e):
+            raise ValueError(f"agent {a!r}: expected leading shape ({t}, {e}), got "
+                             f"{tuple(x.shape)}")
+        return x.reshape(t * e, *x.shape[2:])
+
+    def col(field: str) -> torch.Tensor:
+        x = flat(batch[field][a])
+        return x.reshape(t, e).float()
+
+    active = torch.nan_to_num(col("active"), nan=0.0) > 0
+
+    def zeroed(x: torch.Tensor) -> torch.Tensor:
+        return torch.where(active, torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0),
+                           torch.zeros_like(x))
+
+    obs, mask = obs_and_mask(flat(batch["obs"][a]), space, device)
+    next_obs, _ = obs_and_mask(flat(batch["next_obs"][a]), space, device)
+    action = head.from_env(flat(batch["action"][a]))
+    return AgentFragment(
+        obs=obs.reshape(t, e, -1),
+        next_obs=next_obs.reshape(t, e, -1),
+        mask=None if mask is None else mask.reshape(t, e, -1),
+        action=action.reshape(t, e, *action.shape[1:]),
+        reward=zeroed(col("reward")),
+        terminated=zeroed((col("terminated") > 0).float()),
+        truncated=(col("truncated") > 0).float(),
+        active=active,
+        log_prob=zeroed(col("log_prob")),
+        value=zeroed(col("value")),
+    )

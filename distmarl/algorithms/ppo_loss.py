@@ -1,0 +1,62 @@
+"""PPO's clipped surrogate, value and entropy terms on one minibatch, inactive rows masked out.
+
+Every input is ``(B,)``; ``active`` is bool. Inactive rows are replaced by 0 with ``torch.where``
+*before* any ``exp``, square or product, so they contribute exactly nothing to the loss and to
+the gradient (a later product with 0 would still let ``inf`` / ``NaN`` through in the backward
+pass: ``0 * inf`` is NaN).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+
+class PPOTerms(NamedTuple):
+    """The minibatch loss and its parts (scalars; only ``loss`` carries a graph)."""
+
+    loss: torch.Tensor  #: policy + vf_coef * value - ent_coef * entropy
+    policy: torch.Tensor  #: clipped surrogate loss (to minimise)
+    value: torch.Tensor  #: 0.5 * mean squared error to the value targets
+    entropy: torch.Tensor  #: mean entropy
+    approx_kl: torch.Tensor  #: ``E[(r - 1) - log r]`` (Schulman's low-variance estimator)
+    clip_fraction: torch.Tensor  #: share of rows whose ratio left [1 - clip, 1 + clip]
+
+
+def _kept(x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    """``x`` on active rows, 0 elsewhere (the backward pass sends 0 to the masked rows)."""
+    return torch.where(active, x, torch.zeros_like(x))
+
+
+def masked_mean(x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    """Mean over the active rows (0 when none is active)."""
+    kept = torch.where(active, x, torch.zeros_like(x))
+    return kept.sum() / active.sum().clamp_min(1)
+
+
+def normalise(x: torch.Tensor, active: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``(x - mean) / (std + eps)`` over the active rows (inactive rows become 0)."""
+    mean = masked_mean(x, active)
+    var = masked_mean((x - mean) ** 2, active)
+    return torch.where(active, (x - mean) / (var.sqrt() + eps), torch.zeros_like(x))
+
+
+def ppo_terms(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor,
+              entropy: torch.Tensor, new_value: torch.Tensor, value_target: torch.Tensor,
+              active: torch.Tensor, clip_coef: float, ent_coef: float, vf_coef: float,
+              normalise_advantage: bool = True) -> PPOTerms:
+    """Clipped-objective PPO terms (CleanRL's, without value clipping)."""
+    log_ratio = _kept(new_log_prob - old_log_prob, active)
+    ratio = log_ratio.exp()
+    adv = normalise(advantage, active) if normalise_advantage else _kept(advantage, active)
+    surrogate = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef))
+    policy = masked_mean(surrogate, active)
+    value = 0.5 * masked_mean(_kept(new_value - value_target, active) ** 2, active)
+    ent = masked_mean(entropy, active)
+    with torch.no_grad():
+        approx_kl = masked_mean((ratio - 1) - log_ratio, active)
+        clipped = ((ratio - 1).abs() > clip_coef).float()
+        clip_fraction = masked_mean(clipped, active)
+    loss = policy + vf_coef * value - ent_coef * ent
+    return PPOTerms(loss, policy.detach(), value.detach(), ent.detach(), approx_kl, clip_fraction)

@@ -1,0 +1,138 @@
+"""Stop after the first generation, resume: counters go on, state comes back, one MLflow run.
+And a tracking server that goes away mid-run does not stop training."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from distmarl.checkpoint import load_checkpoint
+from distmarl.config import load_config
+from tests.tracking.test_mlflow_run import TINY, start_mlflow_server, stop_server
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def tensors(obj, path=""):
+    if isinstance(obj, torch.Tensor):
+        yield path, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from tensors(v, f"{path}/{k}")
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            yield from tensors(v, f"{path}/{i}")
+
+
+def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) -> None:
+    import ray
+
+    from distmarl.runtime.coordinator import Coordinator
+    from distmarl.runtime.trainer import train
+
+    sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp"]
+    first = train(load_config(TINY, [*sets, "training.max_steps=200"]), run_dir=tmp_path / "run",
+                  show_progress=False)
+    assert first["generations"] == 1
+    ckpt = load_checkpoint(tmp_path / "run" / "checkpoints")
+    assert ckpt.step == first["env_steps"]
+
+    # the restored parts equal what was saved
+    cfg = load_config(TINY, [*sets, "training.max_steps=400", "tracking.mlflow=false"])
+    coord = Coordinator(json.loads(cfg.model_dump_json()), str(tmp_path / "probe"),
+                        resume=str(tmp_path / "run" / "checkpoints"))
+    coord._setup()
+    try:
+        states = ray.get([lr.get_state.remote() for lr in coord.learners])
+        for saved, restored in zip(ckpt.members, states):
+            saved_t, restored_t = dict(tensors(saved["algo"]["networks"])), dict(tensors(restored["algo"]["networks"]))
+            assert saved_t.keys() == restored_t.keys()
+            assert all(torch.equal(saved_t[k], restored_t[k]) for k in saved_t)
+        buffer_state = ray.get(coord.buffer.state_dict.remote())
+        assert buffer_state["meta"]["counter"] == ckpt.buffer_state["meta"]["counter"] == first["env_steps"]
+        for name, col in ckpt.buffer_state["columns"].items():
+            np.testing.assert_array_equal(buffer_state["columns"][name], col, err_msg=name)
+        assert [m.env_steps for m in coord.members] == [m["env_steps"] for m in first["members"]]
+        assert coord.generation == 1
+    finally:
+        for actor in [coord.buffer, *coord.learners, *[w for ws in coord.workers for w in ws]]:
+            ray.kill(actor)
+
+    second = train(load_config(TINY, [*sets, "training.max_steps=400"]), resume=tmp_path / "run",
+                   show_progress=False)
+    assert second["resumed_from"].endswith(ckpt.path.name)
+    assert second["generations"] == 2
+    for before, after in zip(first["members"], second["members"]):
+        assert 400 <= after["env_steps"] < 400 + 64 and after["env_steps"] > before["env_steps"]
+        assert after["fitness"][:1] == before["fitness"] and len(after["fitness"]) == 2
+        assert after["updates"] > before["updates"]
+    assert second["env_steps"] == sum(m["env_steps"] for m in second["members"])
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(second["mlflow"]["uri"])
+    assert second["mlflow"]["parent"] == first["mlflow"]["parent"]
+    assert second["mlflow"]["members"] == first["mlflow"]["members"]
+    exp = client.get_experiment_by_name("resume-exp")
+    assert len(client.search_runs([exp.experiment_id])) == 3  # one parent, two members
+    history = client.get_metric_history(first["mlflow"]["members"][0], "env_steps")
+    steps = [h.step for h in history]
+    assert max(steps) >= 400 and min(steps) <= 200  # one run holds both halves
+
+
+def test_resume_of_a_corrupted_checkpoint_names_the_file(tmp_path, capsys) -> None:
+    from distmarl.checkpoint import save_checkpoint
+    from distmarl.cli import main
+
+    path = save_checkpoint(tmp_path / "run" / "checkpoints", 10, {"x": 1}, [{"w": torch.ones(3)}])
+    (path / "member-0.pt").write_bytes(b"garbage" * 10)
+    code = main(["evaluate", str(path)])
+    assert code == 2
+    assert "member-0.pt is truncated or changed" in capsys.readouterr().err
+
+
+def test_tracking_server_going_away_does_not_stop_training(ray_local, tmp_path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from distmarl.runtime.trainer import train
+
+    proc, uri = start_mlflow_server(tmp_path)
+    killed = threading.Event()
+
+    def kill_when_tracking_started() -> None:
+        client = MlflowClient(uri)
+        for _ in range(600):
+            try:
+                exp = client.get_experiment_by_name("down-exp")
+                if exp and len(client.search_runs([exp.experiment_id])) >= 3:  # parent + 2 members
+                    break
+            except Exception:  # noqa: BLE001 - server still starting
+                pass
+            time.sleep(0.2)
+        stop_server(proc)
+        killed.set()
+
+    killer = threading.Thread(target=kill_when_tracking_started, daemon=True)
+    killer.start()
+    try:
+        cfg = load_config(TINY, [f"tracking.directory={tmp_path}", f"tracking.mlflow_uri={uri}",
+                                 "tracking.experiment_name=down-exp", "training.max_steps=400",
+                                 "tracking.write_interval=50"])
+        summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    finally:
+        killer.join(timeout=5)
+        stop_server(proc)
+    assert killed.is_set()
+    assert summary["stop_reason"] == "max_steps"
+    assert all(m["env_steps"] >= 400 for m in summary["members"])
+    assert summary["tracking"]["failures"] > 0
+    unsent = Path(summary["run_dir"]) / "mlflow-unsent.jsonl"
+    lines = [json.loads(x) for x in unsent.read_text().splitlines()]
+    assert lines and {"run_id", "key", "value", "step"} <= set(lines[0])
+    assert Path(summary["checkpoint"]).exists()
