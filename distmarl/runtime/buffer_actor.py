@@ -12,6 +12,8 @@ needs no locks.
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -37,6 +39,7 @@ class BufferShell:
     def __init__(self, buffer_kwargs: dict[str, Any]) -> None:
         self.buffer = MultiAgentReplayBuffer(**buffer_kwargs)
         self.refused_chunks = 0
+        self._incarnation = uuid.uuid4().hex  # changes when Ray restarts the actor
 
     def add(self, chunk: TransitionChunk) -> AddResult:
         """Store a chunk of rows unless the rate limiter asks writers to wait."""
@@ -87,6 +90,12 @@ class BufferShell:
     def ping(self) -> bool:
         return True
 
+    def incarnation(self) -> str:
+        return self._incarnation
+
+    def pid(self) -> int:
+        return os.getpid()
+
 
 def _chunk_rows(chunk: TransitionChunk) -> int:
     for per_agent in chunk.data.values():
@@ -102,9 +111,11 @@ ReplayBufferActor = ray.remote(BufferShell)
 
 
 def make_buffer_actor(buffer_kwargs: dict[str, Any], *, name: str | None = None,
-                      num_cpus: float = 1.0, max_restarts: int = 0) -> Any:
+                      num_cpus: float = 1.0, max_restarts: int = 0,
+                      max_task_retries: int = 0) -> Any:
     """Start a :data:`ReplayBufferActor` holding ``MultiAgentReplayBuffer(**buffer_kwargs)``."""
-    opts: dict[str, Any] = {"num_cpus": num_cpus, "max_restarts": max_restarts}
+    opts: dict[str, Any] = {"num_cpus": num_cpus, "max_restarts": max_restarts,
+                            "max_task_retries": max_task_retries}
     if name is not None:
         opts["name"] = name
     return ReplayBufferActor.options(**opts).remote(buffer_kwargs)

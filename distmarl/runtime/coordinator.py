@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 import ray
+from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.config import ExperimentConfig
 from distmarl.factory import algorithm_class, buffer_kwargs, env_spaces
 from distmarl.hpo import HyperparameterConfig, Lineage, Mutations, RLParameter, TournamentSelection
 from distmarl.hpo.pbt import AsyncExploit
-from distmarl.runtime import evolution, persistence
+from distmarl.runtime import evolution, faults, persistence
 from distmarl.runtime.buffer_actor import make_buffer_actor
 from distmarl.runtime.learner_actor import LearnerActor
 from distmarl.runtime.members import DONE, RUN, WAIT, MemberState
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 MAX_UPDATES_PER_CALL = 32
 MAX_OWED_CALLS = 2  # a member's workers pause while its learner owes this many full calls
+STATE_SNAPSHOT_CALLS = 16  # train calls between snapshots of a learner's full state
 
 
 class Coordinator:
@@ -54,6 +56,9 @@ class Coordinator:
         self.fitness_history: list[list[float]] = []
         self.stop_reason = "running"
         self.members: list[MemberState] = []
+        self.faults = faults.FaultLog()
+        self.worker_pids: dict[tuple[int, int], int] = {}
+        self.snapshots = faults.Snapshots(self.cfg.buffer.snapshot_interval_s)
         self.rng = np.random.default_rng(self.cfg.seed)
         self._inflight: dict[Any, tuple[str, int, int]] = {}
         self._learner_busy: set[int] = set()
@@ -81,14 +86,15 @@ class Coordinator:
                                    m.mutate_elite)
         self.exploit = AsyncExploit(evo.bottom_frac, evo.top_frac)
         self.buffer = make_buffer_actor(buffer_kwargs(cfg, self.agents),
-                                        num_cpus=self.resources.buffer["num_cpus"])
+                                        num_cpus=self.resources.buffer["num_cpus"],
+                                        **faults.ACTOR_OPTIONS)
         self.learners = [
-            LearnerActor.options(**self.resources.learner).remote(
+            LearnerActor.options(**self.resources.learner, **faults.ACTOR_OPTIONS).remote(
                 slot, cfg.algorithm, self.spaces, self.buffer, seed=cfg.seed * 1009 + slot,
                 weight_sync_updates=cfg.training.weight_sync_updates)
             for slot in range(cfg.population.size)]
         self.workers = [
-            [RolloutWorkerActor.options(**self.resources.worker).remote(
+            [RolloutWorkerActor.options(**self.resources.worker, **faults.ACTOR_OPTIONS).remote(
                 slot, w, cfg.env, cfg.algorithm, self.spaces, self.buffer,
                 seed=cfg.seed * 7919 + slot * 101 + w)
              for w in range(cfg.population.workers_per_member)]
@@ -104,6 +110,11 @@ class Coordinator:
             evolution.pretrain_mutation(self)
         for m, (version, box) in zip(self.members, ray.get([lr.publish.remote() for lr in self.learners])):
             m.version, m.weights_box = version, box
+            faults.snapshot_learner(self, m.slot)
+        faults.check_buffer(self)  # remembers the buffer's incarnation
+        faults.check_learners(self)  # and the learners' incarnations
+        self.worker_pids = {(slot, w): info["pid"] for slot, ws in enumerate(self.workers)
+                            for w, info in enumerate(ray.get([x.info.remote() for x in ws]))}
         persistence.start_tracking(self)
 
     # ------------------------------------------------------------------ main loop
@@ -123,6 +134,7 @@ class Coordinator:
                         self._handle(ref)
                 self._advance_phases()
                 persistence.maybe_write(self)
+                self.snapshots.maybe_snapshot_buffer(self)
             self._drain()
             persistence.finish(self)
         except BaseException:
@@ -160,7 +172,13 @@ class Coordinator:
     def _handle(self, ref: Any) -> None:
         kind, slot, worker = self._inflight.pop(ref)
         m = self.members[slot]
-        result = ray.get(ref)
+        try:
+            result = ray.get(ref)
+        except (RayActorError, RayTaskError) as err:
+            self._worker_busy.discard((slot, worker))
+            self._learner_busy.discard(slot)
+            faults.on_failure(self, kind, slot, worker, err)
+            return
         if kind == "collect":
             self._worker_busy.discard((slot, worker))
             chunk = self.cfg.training.chunk_steps * self.cfg.env.num_envs
@@ -176,6 +194,11 @@ class Coordinator:
                 m.accrue(result.env_steps, self.cfg.training.learning_delay)
         elif kind == "train":
             self._learner_busy.discard(slot)
+            if result.incarnation != m.learner_incarnation:  # restarted between our calls
+                m.owed += m.requested
+                m.requested = 0
+                faults.check_learners(self, [slot])
+                return
             m.updates += result.updates
             m.owed += m.requested - result.updates  # a refused sample is owed again
             m.requested = 0
@@ -184,6 +207,9 @@ class Coordinator:
                 m.metrics = result.metrics
             if result.weights is not None:
                 m.version, m.weights_box = result.weights
+            m.train_calls += 1
+            if m.train_calls % STATE_SNAPSHOT_CALLS == 0:
+                faults.snapshot_learner(self, slot)
 
     def _member_idle(self, slot: int) -> bool:
         return slot not in self._learner_busy and not any(
@@ -243,6 +269,7 @@ class Coordinator:
                         for m in self.members],
             "copies": self.copy_log,
             "events": self.events,
+            "faults": self.faults.to_json(),
             "run_dir": str(self.run_dir),
             "mlflow": self.tracker.run_ids() if getattr(self, "tracker", None) else {},
             "tracking": self.tracker.status() if getattr(self, "tracker", None) else {},

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import ray
+from ray.exceptions import RayActorError
 
 from distmarl.hpo import MutationPlan
+from distmarl.runtime.faults import check_learners, get_with_retry, snapshot_learner
 from distmarl.runtime.members import DONE, RUN
 
 if TYPE_CHECKING:
@@ -18,18 +20,28 @@ if TYPE_CHECKING:
 
 
 def evaluate_members(coord: Coordinator, slots: Sequence[int]) -> dict[int, float]:
-    """Fresh weights, then evaluation episodes without exploration; appends to each fitness."""
-    published = ray.get([coord.learners[s].publish.remote() for s in slots])
+    """Fresh weights, then evaluation episodes without exploration; appends to each fitness.
+    A learner or worker that Ray restarted meanwhile is restored / asked again."""
+    check_learners(coord, list(slots))
+    published = [get_with_retry(coord.learners[s].publish.remote) for s in slots]
     evo = coord.cfg.evolution
-    refs = []
+    calls = []
     for slot, (version, box) in zip(slots, published):
         m = coord.members[slot]
         m.version, m.weights_box = version, box
         seed = int(coord.rng.integers(2**31))
-        refs.append(coord.workers[slot][0].evaluate.remote(version, box, evo.eval_episodes,
-                                                           evo.eval_steps, seed))
+        worker = coord.workers[slot][0]
+        calls.append(lambda w=worker, v=version, b=box, s=seed: w.evaluate.remote(
+            v, b, evo.eval_episodes, evo.eval_steps, s))
+    refs = [submit() for submit in calls]
+    results = []
+    for ref, submit in zip(refs, calls):
+        try:
+            results.append(ray.get(ref))
+        except RayActorError:
+            results.append(get_with_retry(submit))
     fitness = {}
-    for slot, scores in zip(slots, ray.get(refs)):
+    for slot, scores in zip(slots, results):
         fitness[slot] = float(np.mean(scores))
         coord.members[slot].fitness.append(fitness[slot])
         coord.members[slot].evaluated_at = coord.members[slot].boundary
@@ -63,6 +75,7 @@ def carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
     changed = sorted({slot for slot, _ in copies} | {p.slot for p in mutated})
     for slot, (version, box) in zip(changed, ray.get([learners[s].publish.remote() for s in changed])):
         coord.members[slot].version, coord.members[slot].weights_box = version, box
+        snapshot_learner(coord, slot)
 
 
 def _plain(change: dict) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,6 +33,7 @@ class TrainResult(NamedTuple):
     metrics: dict[str, float]  # means over this call's updates
     seconds: float
     weights: tuple[int, Any] | None  # (version, [ObjectRef]) when new weights were published
+    incarnation: str = ""  # changes when Ray restarts the learner (its state is then fresh)
 
 
 class LearnerShell:
@@ -55,6 +57,10 @@ class LearnerShell:
         self.updates = 0
         self.version = 0
         self._since_publish = 0
+        self._incarnation = uuid.uuid4().hex
+
+    def incarnation(self) -> str:
+        return self._incarnation
 
     # ------------------------------------------------------------------ learning
     def train(self, num_updates: int) -> TrainResult:
@@ -74,7 +80,7 @@ class LearnerShell:
         if n and self._since_publish >= self.weight_sync_updates:
             weights = self.publish()
         metrics = {k: v / n for k, v in sums.items()} if n else {}
-        return TrainResult(n, metrics, time.perf_counter() - start, weights)
+        return TrainResult(n, metrics, time.perf_counter() - start, weights, self._incarnation)
 
     def publish(self) -> tuple[int, list[Any]]:
         """Put the current actor weights in the object store; ``(version, [ref])``."""

@@ -34,6 +34,9 @@ class MemberState:
     collect_seconds: float = 0.0
     refused_chunks: int = 0
     evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
+    state_ref: Any = None  # the learner's last full state, owned by the coordinator
+    train_calls: int = 0
+    learner_incarnation: str | None = None
 
     @property
     def learn_step(self) -> float:

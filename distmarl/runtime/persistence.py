@@ -142,8 +142,12 @@ def coordinator_state(coord: Coordinator) -> dict[str, Any]:
 
 def checkpoint(coord: Coordinator) -> Path:
     """Every member's full state, the coordinator's state and the buffer, at this step."""
-    states = ray.get([lr.get_state.remote() for lr in coord.learners])
-    buffer_state = ray.get(coord.buffer.state_dict.remote())
+    from distmarl.runtime.faults import check_buffer, check_learners, get_with_retry
+
+    check_learners(coord)  # a learner Ray restarted is restored before its state is saved
+    check_buffer(coord)
+    states = [get_with_retry(lr.get_state.remote) for lr in coord.learners]
+    buffer_state = get_with_retry(coord.buffer.state_dict.remote)
     path = save_checkpoint(coord.run_dir / "checkpoints", coord.total_env_steps,
                            coordinator_state(coord), states, buffer_state,
                            keep_last=coord.cfg.tracking.keep_last)

@@ -1,0 +1,207 @@
+"""A real Ray cluster on this machine, run from subprocesses only (`ray start`), for job tests.
+
+Never `ray stop`: it kills every Ray on the machine, including the test session's own
+(`ray_local`) and other people's. Each node is started in its own session (setsid) with its own
+temp dir, and teardown kills exactly those processes: the node's session, anything whose command
+line or working directory is under the node's temp dir (job drivers run from a working dir
+unpacked there). Every port Ray would otherwise take at a fixed default (GCS 6379, dashboard
+8265, client server 10001, dashboard agent 52365) is a free one picked here; the dashboard and
+job server listen on 127.0.0.1 only. Token authentication is on, with a token file of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VENV_BIN = Path(sys.executable).parent
+RAY = VENV_BIN / "ray"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+def _proc_field(pid: int, name: str) -> str:
+    try:
+        if name == "cmdline":
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        if name == "cwd":
+            return os.readlink(f"/proc/{pid}/cwd")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        return {"state": fields[0], "sid": fields[3]}[name]
+    except (OSError, ValueError):
+        return ""
+
+
+@dataclass
+class Node:
+    temp_dir: Path
+    sid: int  # the session of the `ray start` that made the node: all its daemons share it
+    log: Path
+
+
+@dataclass
+class LocalRayCluster:
+    """``start_head()`` then optionally ``add_node()``; ``shutdown()`` always (a fixture does)."""
+
+    base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dmr", dir="/tmp")))
+    nodes: list[Node] = field(default_factory=list)
+    gcs_port: int = 0
+    dashboard_port: int = 0
+
+    def __post_init__(self) -> None:
+        # short paths: Ray's unix sockets live under the temp dir (108-byte limit)
+        self.token_file = self.base / "token"
+        self.token_file.write_text(secrets.token_hex(32))
+        self.token_file.chmod(0o600)
+
+    @property
+    def address(self) -> str:
+        """The job server (the dashboard)."""
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment of every process that talks to this cluster: the token, the venv's
+        `python` / `distmarl` first on PATH (job entrypoints run `python -m distmarl.cli`), no
+        stray addresses or MLflow settings from the outer shell."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("RAY_", "MLFLOW_")) and k != "VIRTUAL_ENV"}
+        env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", RAY_AUTH_MODE="token",
+                   RAY_AUTH_TOKEN_PATH=str(self.token_file), RAY_USAGE_STATS_ENABLED="0",
+                   RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1")
+        return env
+
+    def _start(self, args: list[str], name: str, timeout_s: float = 120) -> None:
+        temp_dir = self.base / name
+        temp_dir.mkdir()
+        log = self.base / f"{name}.log"
+        common = ["--temp-dir", str(temp_dir), "--disable-usage-stats",
+                  "--object-store-memory", str(200 * 1024 * 1024),
+                  "--dashboard-agent-listen-port", str(free_port()),
+                  "--dashboard-agent-grpc-port", str(free_port()),
+                  "--runtime-env-agent-port", str(free_port()),
+                  "--metrics-export-port", str(free_port())]
+        with open(log, "w") as fh:
+            proc = subprocess.Popen([str(RAY), "start", *args, *common], stdout=fh,
+                                    stderr=subprocess.STDOUT, env=self.env(), cwd=self.base,
+                                    start_new_session=True)
+        self.nodes.append(Node(temp_dir, proc.pid, log))
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = -1
+        if rc != 0:
+            raise RuntimeError(f"`ray start` ({name}) exited {rc}:\n{log.read_text()[-3000:]}")
+
+    def start_head(self, num_cpus: int) -> LocalRayCluster:
+        self.gcs_port, self.dashboard_port = free_port(), free_port()
+        self._start(["--head", "--port", str(self.gcs_port), "--num-cpus", str(num_cpus),
+                     "--dashboard-host", "127.0.0.1", "--dashboard-port", str(self.dashboard_port),
+                     "--ray-client-server-port", str(free_port())], "head")
+        self.wait_for_job_server()
+        return self
+
+    def add_node(self, num_cpus: int) -> LocalRayCluster:
+        self._start(["--address", f"127.0.0.1:{self.gcs_port}", "--num-cpus", str(num_cpus)],
+                    f"node{len(self.nodes)}")
+        self.wait_for_nodes(len(self.nodes))
+        return self
+
+    def wait_for_job_server(self, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                req = urllib.request.Request(
+                    f"{self.address}/api/version",
+                    headers={"Authorization": f"Bearer {self.token_file.read_text()}"})
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no job server at {self.address} after {timeout_s} s")
+            time.sleep(0.5)
+
+    def state(self, what: str) -> str:
+        """JSON from the state API (alive and dead entries), read in a subprocess."""
+        code = ("import dataclasses, json; from ray.util import state; "
+                f"rows = state.list_{what}(address={self.address!r}, detail=True, limit=10000, "
+                "raise_on_missing_output=False); "
+                "print(json.dumps([r if isinstance(r, dict) else dataclasses.asdict(r) for r in rows], "
+                "default=str))")
+        out = subprocess.run([sys.executable, "-c", code], env=self.env(), capture_output=True,
+                             text=True, timeout=60, check=True)
+        return out.stdout
+
+    def wait_for_nodes(self, n: int, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while sum(1 for node in json.loads(self.state("nodes")) if node["state"] == "ALIVE") < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fewer than {n} nodes alive after {timeout_s} s")
+            time.sleep(1)
+
+    # ------------------------------------------------------------------------------ teardown
+    def processes(self) -> list[int]:
+        """Live (not zombie) processes of this cluster, found as the module docstring says."""
+        sids = {str(n.sid) for n in self.nodes}
+        base = str(self.base)
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            pid = int(entry.name)
+            state = _proc_field(pid, "state")
+            if not state or state == "Z":
+                continue
+            if (_proc_field(pid, "sid") in sids or base in _proc_field(pid, "cmdline")
+                    or _proc_field(pid, "cwd").startswith(base)):
+                found.append(pid)
+        return found
+
+    def shutdown(self, grace_s: float = 4.0) -> list[int]:
+        """SIGTERM every process of the cluster, SIGKILL what is left after ``grace_s``; returns
+        the pids still alive afterwards (expected: none)."""
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            pids = self.processes()
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait
+            while pids and time.monotonic() < deadline:
+                time.sleep(0.2)
+                pids = self.processes()
+            if not pids:
+                break
+        left = self.processes()
+        if not left:
+            shutil.rmtree(self.base, ignore_errors=True)
+        return left
+
+    def logs(self) -> str:
+        """The tail of every node's `ray start` output and raylet log, for failure messages."""
+        parts = []
+        for node in self.nodes:
+            parts.append(node.log.read_text()[-1500:] if node.log.exists() else "")
+            for raylet in node.temp_dir.glob("session_*/logs/raylet.out"):
+                parts.append(raylet.read_text()[-1500:])
+        return "\n".join(parts)

@@ -1,0 +1,162 @@
+"""`distmarl submit` / `distmarl jobs` against a real two-node Ray cluster on this machine.
+
+One tiny training job is shared by the assertions on its outcome (a job costs ~30-70 s here,
+most of it process start-up); a job that fails and one that is stopped follow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.jobs.conftest import run_cli
+from tests.jobs.raycluster import ROOT
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+SECRET = "pw-d0-not-print-7f3a"
+SUMMARY = re.compile(r"^distmarl: max_steps after ([\d,]+) env steps .* run in (\S+)$", re.M)
+
+
+@pytest.fixture(scope="module")
+def tiny_job(cluster, tmp_path_factory):
+    """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, learners and
+    rollout workers asking 0.5 CPU each: the four fill the cluster's 2 CPUs, one CPU per node,
+    so they must spread across both nodes."""
+    tmp = tmp_path_factory.mktemp("tiny-job")
+    db = tmp / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
+                   "--set", f"tracking.mlflow_uri={uri}",
+                   "--set", "training.max_steps=400",
+                   "--set", "resources.num_cpus_per_learner=0.5",
+                   "--set", "resources.num_cpus_per_worker=0.5",
+                   "--submission-id", "tiny-job-test",
+                   env={"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": SECRET},
+                   timeout=300)
+    return {"proc": proc, "uri": uri, "db": db, "id": "tiny-job-test"}
+
+
+def test_submit_follows_the_job_to_success(tiny_job, cluster) -> None:
+    proc = tiny_job["proc"]
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:] + cluster.logs()
+    assert "distmarl: job tiny-job-test SUCCEEDED" in proc.stderr
+    # the followed logs end with the trainer's summary line: 2 members x 400 steps (+ a chunk)
+    steps, run_dir = SUMMARY.search(proc.stdout).groups()
+    assert 800 <= int(steps.replace(",", "")) < 800 + 2 * 2 * 8 * 2
+    # the run dir defaults under the job's working dir, unpacked inside the head's temp dir
+    assert "/runtime_resources/working_dir_files/" in run_dir
+    assert run_dir.startswith(str(cluster.base)) and Path(run_dir).parent.name == "runs"
+
+
+def test_job_status_and_logs_through_the_cli(tiny_job, cluster) -> None:
+    status = run_cli(cluster, "jobs", "status", "tiny-job-test", "--json", "--address", cluster.address)
+    assert status.returncode == 0, status.stderr
+    info = json.loads(status.stdout)
+    assert info["status"] == "SUCCEEDED"
+    assert info["entrypoint"] == "python -m distmarl.cli train _distmarl_job.yaml --quiet"
+    assert info["metadata"]["distmarl.name"] == "tiny"
+    assert info["runtime_env"]["env_vars"] == {"MLFLOW_TRACKING_URI": "<hidden>",
+                                               "MLFLOW_TRACKING_USERNAME": "<hidden>",
+                                               "MLFLOW_TRACKING_PASSWORD": "<hidden>"}
+    logs = run_cli(cluster, "jobs", "logs", "tiny-job-test", "--address", cluster.address)
+    assert logs.returncode == 0 and SUMMARY.search(logs.stdout), logs.stdout[-2000:]
+    listed = run_cli(cluster, "jobs", "list", "--address", cluster.address)
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("tiny-job-test"))
+    assert row.split()[1] == "SUCCEEDED"
+
+
+def test_mlflow_run_logged_through_the_env_var_only(tiny_job) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tiny_job["uri"])
+    runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert [p.info.run_name for p in parents] == ["tiny"]
+    assert sorted(c.info.run_name for c in children) == ["member-0", "member-1"]
+    parent = parents[0]
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["training.max_steps"] == "400"
+    # the URI reached the run as MLFLOW_TRACKING_URI, not through the config / params
+    assert parent.data.params["tracking.mlflow_uri"] == "None"
+    assert not any(tiny_job["uri"] in v or SECRET in v for v in parent.data.params.values())
+    assert "population/best_fitness" in parent.data.metrics
+
+
+def test_credentials_are_never_printed_or_shipped(tiny_job, cluster) -> None:
+    proc = tiny_job["proc"]
+    for text in (proc.stdout, proc.stderr):
+        assert SECRET not in text and tiny_job["uri"] not in text
+    assert "MLFLOW_TRACKING_PASSWORD from this shell's environment" in proc.stderr
+    status = run_cli(cluster, "jobs", "status", "tiny-job-test", "--address", cluster.address)
+    assert SECRET not in status.stdout and "<hidden>" in status.stdout
+    run_dir = Path(SUMMARY.search(proc.stdout).group(2))
+    shipped = (run_dir.parents[1] / "_distmarl_job.yaml").read_text()
+    assert "mlflow_uri: null" in shipped and tiny_job["uri"] not in shipped
+    assert "max_steps: 400" in shipped  # the --set overrides travel inside the file
+
+
+def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:
+    assert tiny_job["proc"].returncode == 0
+    job_id = json.loads(run_cli(cluster, "jobs", "status", "tiny-job-test", "--json",
+                                "--address", cluster.address).stdout)["job_id"]
+    nodes = {n["node_id"] for n in json.loads(cluster.state("nodes")) if n["state"] == "ALIVE"}
+    assert len(nodes) == 2
+    actors = [a for a in json.loads(cluster.state("actors")) if a["job_id"] == job_id]
+    by_class: dict[str, set[str]] = {}
+    for a in actors:
+        by_class.setdefault(a["class_name"], set()).add(a["node_id"])
+    assert set(by_class) >= {"Coordinator", "BufferShell", "LearnerShell", "RolloutShell"}
+    assert sum(1 for a in actors if a["class_name"] in ("LearnerShell", "RolloutShell")) == 4
+    assert by_class["LearnerShell"] | by_class["RolloutShell"] == nodes
+
+
+def test_job_that_fails_on_the_cluster_reports_failed(cluster) -> None:
+    """The env spec passes local validation (a string) but does not exist on the cluster."""
+    proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
+                   "--set", "env.spec=no_such_env_pkg_zz:env", "--set", "tracking.mlflow=false",
+                   "--submission-id", "bad-env-job", timeout=180)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("distmarl: job bad-env-job FAILED: Job entrypoint command failed "
+                           "with exit code 2"), last
+    assert "env.spec 'no_such_env_pkg_zz:env'" in last and "no_such_env_pkg_zz" in last
+    status = run_cli(cluster, "jobs", "status", "bad-env-job", "--json", "--address", cluster.address)
+    assert json.loads(status.stdout)["status"] == "FAILED"
+
+
+def test_stopping_a_followed_job_makes_submit_exit_3(cluster) -> None:
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "distmarl.cli", "submit", str(TINY), "--address", cluster.address,
+         "--set", "training.max_steps=1000000", "--set", "tracking.mlflow=false",
+         "--submission-id", "long-job"],
+        env=cluster.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while run_cli(cluster, "jobs", "status", "long-job", "--address", cluster.address).returncode:
+            assert time.monotonic() < deadline and submit.poll() is None, submit.communicate()
+            time.sleep(0.5)
+        stop = run_cli(cluster, "jobs", "stop", "long-job", "--wait", "--address", cluster.address)
+        assert stop.returncode == 0 and "now STOPPED" in stop.stdout, stop.stdout + stop.stderr
+        out, err = submit.communicate(timeout=60)
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+    assert submit.returncode == 3, err[-2000:]
+    assert "distmarl: job long-job STOPPED" in err.strip().splitlines()[-1]
+    again = run_cli(cluster, "jobs", "stop", "long-job", "--address", cluster.address)
+    assert again.returncode == 0 and "already STOPPED, nothing to stop" in again.stdout
+
+
+def test_unknown_job_id_exits_4(cluster) -> None:
+    proc = run_cli(cluster, "jobs", "status", "no-such-job", "--address", cluster.address)
+    assert proc.returncode == 4
+    assert "no-such-job" in proc.stderr and "does not exist" in proc.stderr
