@@ -13,6 +13,8 @@ new episode):
   https://github.com/DLR-RM/stable-baselines3/issues/633;
 - in both cases the lambda-recursion stops at row ``t``; it also stops where the agent is
   inactive at ``t + 1`` (``next_active``), so a placeholder row cannot leak into an advantage.
+  An agent inactive mid-episode (turn-taking) thus gets one-step advantages that bootstrap from
+  ``V(next_obs)``; rewards it receives while inactive are not credited to its last action.
 """
 
 from __future__ import annotations
@@ -21,17 +23,22 @@ import torch
 
 
 def bootstrap_values(value: torch.Tensor, value_of_next_obs: torch.Tensor,
-                     terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+                     terminated: torch.Tensor, truncated: torch.Tensor,
+                     next_active: torch.Tensor | None = None) -> torch.Tensor:
     """``V(next_obs_t)`` for every row ``(T, E)``.
 
     Inside an episode ``next_obs_t`` is ``obs_{t+1}``, whose value the behaviour policy already
-    recorded (``value[t + 1]``); where the episode ended at ``t`` (the next row is a reset one)
-    and at the fragment's last row, ``value_of_next_obs`` (the learner's value net on the true
-    next observation) is used instead. Terminated rows get a value too; :func:`gae` ignores it.
+    recorded (``value[t + 1]``); where the episode ended at ``t`` (the next row is a reset one),
+    where the agent is inactive at ``t + 1`` (its recorded value there is not one to trust, e.g.
+    a player waiting for its turn) and at the fragment's last row, ``value_of_next_obs`` (the
+    learner's value net on the true next observation) is used instead. Terminated rows get a
+    value too; :func:`gae` ignores it.
     """
-    ended = (terminated > 0) | (truncated > 0)
+    use_next_obs = (terminated > 0) | (truncated > 0)
+    if next_active is not None:
+        use_next_obs = use_next_obs | ~(next_active > 0)
     following = torch.cat([value[1:], value_of_next_obs[-1:]], dim=0)
-    return torch.where(ended, value_of_next_obs, following)
+    return torch.where(use_next_obs, value_of_next_obs, following)
 
 
 def gae(reward: torch.Tensor, value: torch.Tensor, next_value: torch.Tensor,

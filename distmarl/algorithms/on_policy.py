@@ -216,8 +216,9 @@ class OnPolicyMultiAgent(Algorithm):
                 f = frag[a]
                 t, e = f.reward.shape
                 v_next = self.value_net(g)(c.reshape(t * e, -1)).reshape(t, e)
-                next_value = bootstrap_values(f.value, v_next, f.terminated, f.truncated)
                 next_active = torch.cat([f.active[1:], torch.ones_like(f.active[:1])]).float()
+                next_value = bootstrap_values(f.value, v_next, f.terminated, f.truncated,
+                                              next_active)
                 advantage[a], target[a] = gae(f.reward, f.value, next_value, f.terminated,
                                               f.truncated, self.hp["gamma"],
                                               self.hp["gae_lambda"], next_active)

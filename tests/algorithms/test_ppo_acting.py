@@ -1,0 +1,106 @@
+"""IPPO / MAPPO acting: shapes, bounds, the recorded log-probs and values, action masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from distmarl.algorithms import IPPO, MAPPO
+from tests.algorithms.ppo_helpers import ACTION_SETS, AGENTS, NET, make, observations
+
+
+@pytest.mark.parametrize("algo", ["IPPO", "MAPPO"])
+@pytest.mark.parametrize("actions", ["box", "discrete", "mixed"])
+def test_action_shapes_dtypes_bounds_and_extras(algo: str, actions: str) -> None:
+    agent = make(algo, actions)
+    for explore in (True, False):
+        out, extras = agent.act_with_info(observations(7), explore=explore)
+        assert list(out) == AGENTS and set(extras) == {"log_prob", "value"}
+        for a, space in ACTION_SETS[actions].items():
+            if isinstance(space, spaces.Box):
+                assert out[a].shape == (7, *space.shape) and out[a].dtype == np.float32
+                assert np.all(out[a] >= space.low) and np.all(out[a] <= space.high)
+            else:
+                assert out[a].shape == (7,) and out[a].dtype == np.int64
+                assert np.all((out[a] >= space.start) & (out[a] < space.start + space.n))
+            for key in ("log_prob", "value"):
+                assert extras[key][a].shape == (7,) and extras[key][a].dtype == np.float32
+    assert list(agent.act(observations(2))) == AGENTS
+
+
+def test_exploring_samples_and_greedy_is_the_clipped_mean_or_argmax() -> None:
+    agent = make("IPPO", "mixed", seed=3)
+    obs = observations(256)
+    greedy = agent.act(obs, explore=False)
+    assert all(np.array_equal(greedy[a], agent.act(obs, explore=False)[a]) for a in AGENTS)
+    x = torch.as_tensor(obs["agent_0"])
+    with torch.no_grad():
+        mean = agent.policy_net("agent")(x).clamp(-1, 1).numpy()
+        logits = agent.policy_net("speaker")(torch.as_tensor(obs["speaker_0"])).numpy()
+    np.testing.assert_allclose(greedy["agent_0"], 0.5 + 0.5 * mean, atol=1e-6)
+    assert np.array_equal(greedy["speaker_0"], logits.argmax(-1) + 1)
+    sampled = agent.act(obs, explore=True)
+    spread = np.std(sampled["agent_0"] - greedy["agent_0"])
+    assert 0.1 < spread < 0.3  # std 0.5 of the half-range 0.5, a little clipped
+    assert len(set(sampled["speaker_0"].tolist())) == 3
+
+
+@pytest.mark.parametrize("actions", ["box", "discrete"])
+def test_recorded_log_prob_is_the_policys_log_prob_of_the_returned_action(actions: str) -> None:
+    agent = make("MAPPO", actions, seed=2)
+    obs = observations(64)
+    out, extras = agent.act_with_info(obs)
+    for g, members in agent.groups.items():
+        head = agent.heads[g]
+        for a in members:
+            with torch.no_grad():
+                logp, _ = head.evaluate(agent.policy_net(g)(torch.as_tensor(obs[a])),
+                                        agent.log_std.get(g), head.from_env(torch.as_tensor(out[a])),
+                                        None)
+            np.testing.assert_allclose(extras["log_prob"][a], logp.numpy(), atol=1e-5)
+
+
+def test_nan_observations_act_like_zeros_and_missing_agents_are_skipped() -> None:
+    agent = make("MAPPO", "mixed")
+    obs = observations(4)
+    obs["agent_1"][1] = np.nan
+    zeros = {a: v.copy() for a, v in obs.items()}
+    zeros["agent_1"][1] = 0.0
+    (got, eg), (want, ew) = agent.act_with_info(obs, False), agent.act_with_info(zeros, False)
+    assert all(np.array_equal(got[a], want[a]) for a in AGENTS)
+    assert all(np.array_equal(eg["value"][a], ew["value"][a]) for a in AGENTS)
+    only = agent.act_with_info({"speaker_0": obs["speaker_0"]})
+    assert list(only[0]) == ["speaker_0"] and list(only[1]["value"]) == ["speaker_0"]
+
+
+def masked_spaces() -> tuple[dict, dict]:
+    obs = {f"p_{i}": spaces.Dict({"observation": spaces.Box(0, 1, (3, 3, 2), np.int8),
+                                  "action_mask": spaces.Box(0, 1, (9,), np.int8)})
+           for i in range(2)}
+    return obs, {a: spaces.Discrete(9) for a in obs}
+
+
+@pytest.mark.parametrize("cls", [IPPO, MAPPO])
+def test_action_masks_from_dict_observations_and_from_the_caller(cls) -> None:
+    obs_spaces, act_spaces = masked_spaces()
+    agent = cls(obs_spaces, act_spaces, NET, seed=0)
+    assert agent.policy_net("p").arch.encoder.in_dim == 18
+    rng = np.random.default_rng(0)
+    n = 200
+    masks = {a: (rng.random((n, 9)) < 0.3).astype(np.int8) for a in obs_spaces}
+    masks["p_0"][0] = 0  # no legal action at all: treated as unmasked
+    none_legal = {a: m.sum(axis=1) == 0 for a, m in masks.items()}
+    obs = {a: {"observation": rng.integers(0, 2, (n, 3, 3, 2)).astype(np.int8),
+               "action_mask": masks[a]} for a in obs_spaces}
+    for explore in (True, False):
+        out, extras = agent.act_with_info(obs, explore=explore)
+        for a in obs_spaces:
+            legal = masks[a][np.arange(n), out[a]].astype(bool)
+            assert (legal | none_legal[a]).all() and legal[~none_legal[a]].all()
+            assert np.isfinite(extras["log_prob"][a]).all()
+    # the same masks given by the caller, for plain observations
+    plain = {a: o["observation"] for a, o in obs.items()}
+    out = agent.act(plain, explore=True, action_mask=masks)
+    assert (masks["p_1"][np.arange(n), out["p_1"]].astype(bool) | none_legal["p_1"]).all()

@@ -1,0 +1,88 @@
+"""GAE on a hand-computed fragment with a truncation and a termination in it, and the learner's
+bootstrap from the true next observation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from distmarl.algorithms.gae import bootstrap_values, gae
+from distmarl.algorithms.ppo_batch import clean_fragment
+from tests.algorithms.ppo_helpers import AGENTS, fragment, make
+
+GAMMA, LAMBDA = 0.9, 0.8  # gamma * lambda = 0.72
+
+
+def column(*values: float) -> torch.Tensor:
+    return torch.tensor(values).reshape(-1, 1)
+
+
+def test_gae_by_hand_with_a_truncation_and_a_termination() -> None:
+    # sub-env 0: rows 0..4; truncated at row 1 (time limit), terminated at row 2, row 4 ends
+    # the fragment. sub-env 1: one running episode, rewards 1, values 0.
+    reward = torch.cat([column(1, 2, 3, 4, 5), torch.ones(5, 1)], dim=1)
+    value = torch.cat([column(0.5, 1, 1.5, 2, 2.5), torch.zeros(5, 1)], dim=1)
+    v_next_obs = torch.cat([column(10, 20, 30, 40, 50), torch.zeros(5, 1)], dim=1)
+    terminated = torch.cat([column(0, 0, 1, 0, 0), torch.zeros(5, 1)], dim=1)
+    truncated = torch.cat([column(0, 1, 0, 0, 0), torch.zeros(5, 1)], dim=1)
+
+    next_value = bootstrap_values(value, v_next_obs, terminated, truncated)
+    # inside an episode V(obs_{t+1}) as recorded; after an end and at the fragment's end the
+    # value of the true next observation
+    assert next_value[:, 0].tolist() == [1.0, 20.0, 30.0, 2.5, 50.0]
+
+    adv, ret = gae(reward, value, next_value, terminated, truncated, GAMMA, LAMBDA)
+    # deltas, sub-env 0:
+    #   d0 = 1 + 0.9 * 1    - 0.5 = 1.4
+    #   d1 = 2 + 0.9 * 20   - 1   = 19     (truncated: bootstraps from the final obs)
+    #   d2 = 3 + 0          - 1.5 = 1.5    (terminated: no bootstrap)
+    #   d3 = 4 + 0.9 * 2.5  - 2   = 4.25
+    #   d4 = 5 + 0.9 * 50   - 2.5 = 47.5   (fragment end: bootstraps)
+    # advantages: A4 = 47.5; A3 = 4.25 + 0.72 * 47.5 = 38.45; A2 = 1.5 (episode ended);
+    #   A1 = 19 (episode ended); A0 = 1.4 + 0.72 * 19 = 15.08
+    expected0 = [15.08, 19.0, 1.5, 38.45, 47.5]
+    # sub-env 1: every delta is 1; A_t = 1 + 0.72 * A_{t+1}
+    expected1 = [2.88038656, 2.611648, 2.2384, 1.72, 1.0]
+    assert adv[:, 0].tolist() == pytest.approx(expected0, abs=1e-5)
+    assert adv[:, 1].tolist() == pytest.approx(expected1, abs=1e-6)
+    assert ret[:, 0].tolist() == pytest.approx([15.58, 20.0, 3.0, 40.45, 50.0], abs=1e-5)
+    assert torch.equal(ret[:, 1], adv[:, 1])
+
+
+def test_recursion_stops_before_an_inactive_row() -> None:
+    reward, value = torch.ones(3, 1), torch.zeros(3, 1)
+    zeros = torch.zeros(3, 1)
+    next_active = column(1, 0, 1)  # the agent is absent at row 2
+    adv, _ = gae(reward, value, zeros, zeros, zeros, 1.0, 1.0, next_active)
+    assert adv[:, 0].tolist() == [2.0, 1.0, 1.0]
+
+
+def test_learner_bootstraps_from_its_value_of_the_true_next_observation() -> None:
+    algo = make("MAPPO", "mixed", seed=3, gamma=0.9, gae_lambda=0.8)
+    batch = fragment(algo, t=10, e=2, seed=1)  # ends at rows 4 and 9: env 0 truncated, 1 terminated
+    heads = {a: algo.heads[algo.group_of[a]] for a in AGENTS}
+    frag = clean_fragment(batch, algo.observation_spaces, heads, algo.device)
+    adv, target = algo._advantages(frag)
+    a = "agent_1"
+    with torch.no_grad():
+        joint = {b: f.next_obs for b, f in frag.items()}
+        critic_in = algo._critic_inputs("agent", joint)[1]  # agent_1 is index 1 of its group
+        v_next = algo.value_net("agent")(critic_in.reshape(20, -1)).reshape(10, 2)
+    f = frag[a]
+    want, want_target = gae(f.reward, f.value, bootstrap_values(f.value, v_next, f.terminated,
+                                                                f.truncated),
+                            f.terminated, f.truncated, 0.9, 0.8)
+    assert torch.allclose(adv[a], want) and torch.allclose(target[a], want_target)
+    # row 4 of sub-env 0 is a truncation: its delta uses V(final obs), not V(obs[5])
+    d4 = f.reward[4, 0] + 0.9 * v_next[4, 0] - f.value[4, 0]
+    assert adv[a][4, 0].item() == pytest.approx(d4.item(), abs=1e-5)
+    # row 4 of sub-env 1 is a termination: no bootstrap at all
+    assert adv[a][4, 1].item() == pytest.approx((f.reward[4, 1] - f.value[4, 1]).item(), abs=1e-5)
+
+
+def test_an_inactive_next_row_bootstraps_from_the_next_observation() -> None:
+    value, v_next_obs = column(1, 2, 3), column(10, 20, 30)
+    zeros = torch.zeros(3, 1)
+    # next_active[t]: active at t + 1; the agent waits (is inactive) at row 2
+    got = bootstrap_values(value, v_next_obs, zeros, zeros, next_active=column(1, 0, 1))
+    assert got[:, 0].tolist() == [2.0, 20.0, 30.0]
