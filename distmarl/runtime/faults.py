@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
 if TYPE_CHECKING:
     from distmarl.runtime.coordinator import Coordinator
@@ -114,7 +114,8 @@ def on_failure(coord: Coordinator, kind: str, slot: int, worker: int, err: BaseE
     own_fault = isinstance(err, RayActorError) and not isinstance(err, RayTaskError)
     # a RayTaskError that is also a RayActorError: the call failed on an actor it called
     # (the buffer, dying or restarting); anything else is a real error and ends the run
-    downstream = isinstance(err, RayTaskError) and isinstance(err, RayActorError)
+    # or on weights whose owner (a learner that died) is gone
+    downstream = isinstance(err, RayTaskError) and isinstance(err, RayActorError | ObjectLostError)
     if not (own_fault or downstream or buffer_restarted):
         raise err
     if kind == "collect":
@@ -124,6 +125,7 @@ def on_failure(coord: Coordinator, kind: str, slot: int, worker: int, err: BaseE
         faults.lost_env_steps += chunk
         if own_fault:
             check_worker(coord, slot, worker)
+        check_learners(coord, [slot])  # a dead learner's weights die with it: republish
     elif kind == "train":
         m.owed += m.requested
         faults.lost_updates += m.requested
