@@ -245,6 +245,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short timings (smoke run)")
     parser.add_argument("--no-actor", action="store_true", help="skip the Ray actor part")
     args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)  # as distmarl's learners: tiny tensor ops, no thread-pool stalls
     seconds = 0.3 if args.quick else 2.0
     results: dict[str, float] = {}
     results |= bench_memory()  # first, while the process holds no other large arrays
