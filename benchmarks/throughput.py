@@ -94,16 +94,18 @@ def main() -> None:
         out["distmarl"] = run_distmarl(args.max_steps, target=args.time_to_target)
         if not args.skip_agilerl:
             out["agilerl"] = run_agilerl(args.max_steps, population, target=args.time_to_target)
-        report_target(out, args.time_to_target)
     else:
         out["distmarl"] = run_distmarl(args.steps)
         out["reference"] = run_reference(args.steps, population)
         if not args.skip_agilerl:
             out["agilerl"] = run_agilerl(args.steps, population)
         out["scaling"] = {w: run_distmarl(args.steps, workers=w) for w in args.workers}
-        report_throughput(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
+    if args.time_to_target is None:
+        report_throughput(out)
+    else:
+        report_target(out, args.time_to_target)
 
 
 def report_throughput(out: dict[str, Any]) -> None:
@@ -116,7 +118,8 @@ def report_throughput(out: dict[str, Any]) -> None:
             continue
         ups = r.get("updates_per_s")
         ratio = "" if name == "distmarl" else f"{ours / r['env_steps_per_s']:.2f}x"
-        print(f"{name:<44} {r['env_steps_per_s']:>12,.0f} {ups if ups is None else f'{ups:,.0f}':>10}  {ratio}")
+        shown = "n/a" if ups is None else f"{ups:,.0f}"
+        print(f"{name:<44} {r['env_steps_per_s']:>12,.0f} {shown:>10}  {ratio}")
     for w, r in out["scaling"].items():
         print(f"{f'distmarl, {w} rollout worker(s) per member':<44} {r['env_steps_per_s']:>12,.0f} "
               f"{r['updates_per_s']:>10,.0f}")

@@ -159,3 +159,20 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> N
     assert [i["resources"].get("GPU") for i in out["infos"]] == [0.25] * 4
     assert out["available"] == pytest.approx(0.0)
     assert all(i["device"] == "cpu" for i in out["infos"])  # no CUDA here: CPU, said once
+
+
+def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local, tmp_path) -> None:
+    from distmarl.runtime.trainer import train
+
+    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
+                               "evolution.mode=async", "evolution.tournament.size=2",
+                               "evolution.bottom_frac=0.34", "evolution.top_frac=0.34",
+                               "training.max_steps=600"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    assert summary["stop_reason"] == "max_steps"
+    assert all(m["env_steps"] >= 600 and len(m["fitness"]) == 3 for m in summary["members"])
+    for copy in summary["copies"]:  # the copier was the worst, its source the best, right then
+        assert copy["copy_checksum"] == copy["source_checksum"]
+    lineage = json.loads((Path(summary["run_dir"]) / "lineage.json").read_text())
+    copied = [i for i in lineage["individuals"] if i["parent_id"] is not None]
+    assert len(copied) == len(summary["copies"])
