@@ -82,13 +82,15 @@ def _plain(change: dict) -> dict:
     return {k: v for k, v in change.items() if isinstance(v, str | int | float | bool | list | dict)}
 
 
-def _finished(coord: Coordinator) -> bool:
-    """Set the stop reason when the target is reached or every member used its steps."""
+def _finished(coord: Coordinator, check_steps: bool = True) -> bool:
+    """Set the stop reason when the target is reached or (``check_steps``) every member used
+    its steps. Asynchronous mode checks steps per member instead: each has its last
+    evaluation before it is done."""
     target = coord.cfg.training.target
     best = coord.best_fitness()
     if target is not None and best is not None and best >= target:
         coord.stop_reason = "target"
-    elif all(m.env_steps >= coord.cfg.training.max_steps for m in coord.members):
+    elif check_steps and all(m.env_steps >= coord.cfg.training.max_steps for m in coord.members):
         coord.stop_reason = "max_steps"
     else:
         return False
@@ -126,7 +128,7 @@ def evolve_async(coord: Coordinator, slot: int) -> None:
     m = coord.members[slot]
     coord.evolutions = getattr(coord, "evolutions", 0) + 1
     coord.generation = coord.evolutions // len(coord.members)
-    if _finished(coord):
+    if _finished(coord, check_steps=False):
         return
     if m.env_steps >= coord.cfg.training.max_steps:
         m.phase = DONE

@@ -170,7 +170,7 @@ def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local
                                "training.max_steps=600"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     assert summary["stop_reason"] == "max_steps"
-    assert all(m["env_steps"] >= 600 and len(m["fitness"]) == 3 for m in summary["members"])
+    assert all(m["env_steps"] >= 600 and len(m["fitness"]) == 3 for m in summary["members"]), summary["members"]
     for copy in summary["copies"]:  # the copier was the worst, its source the best, right then
         assert copy["copy_checksum"] == copy["source_checksum"]
     lineage = json.loads((Path(summary["run_dir"]) / "lineage.json").read_text())
