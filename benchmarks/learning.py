@@ -1,0 +1,301 @@
+"""Does a member learn? Evaluation score against env steps on mpe2 speaker-listener (not a test).
+
+Each (algorithm, seed) job trains one member with the single-process reference trainer
+(``examples/single_process.py``; on-policy algorithms with ``examples/single_process_onpolicy.py``
+once it exists) on ``simple_speaker_listener_v4`` (continuous actions, 25-step episodes, score
+summed over agents), evaluating every ``--eval-every`` env steps on 8 episodes (one per sub-env of
+the 8-sub-env eval venv). Reported per job: the evaluation history, the final score (mean of the
+last 3 evaluations), the env steps at which the score first reached ``--target`` and the wall
+seconds; per algorithm: the mean final score over seeds and how many seeds reached the target. A
+uniform random policy is scored in the same run (~100 episodes, same scoring code).
+
+Jobs run as separate processes, at most ``--workers`` (2) at a time, each with one torch thread
+and ``os.nice(10)``.
+
+    .venv/bin/python benchmarks/learning.py --algos MADDPG MATD3 --seeds 0 1 2 \
+        --steps 300000 --eval-every 10000 --json out.json [--set algorithm.hp.batch_size=256]
+
+Target (issue 4): MADDPG and MATD3 both reach -30 within 300k env steps on at least 2 of 3 seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import math
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
+EXAMPLES = ROOT / "examples"
+#: trainer script per algorithm family; each defines ``train_member(cfg, steps, seed,
+#: eval_every, log)`` returning at least ``history`` as ``[(env_steps, mean eval score), ...]``.
+TRAINERS = {"off_policy": EXAMPLES / "single_process.py",
+            "on_policy": EXAMPLES / "single_process_onpolicy.py"}
+ON_POLICY = {"IPPO", "MAPPO"}
+TARGET = -30.0
+FINAL_EVALS = 3  # final score = mean of the last 3 evaluations
+#: The trained policies and the baselines are also scored on the same fixed ~100 episodes (the
+#: training-time evaluations use 8 episodes seeded by the step count, all runs alike, so one
+#: evaluation can land on easy episodes: at step 100,000 a standing-still policy scores -24).
+BASELINE_EPISODES = 100
+BASELINE_SEED = 12345
+MIN_SEEDS_AT_TARGET = 2
+
+
+def _load_module(path: Path) -> Any:
+    if not path.exists():
+        raise FileNotFoundError(f"trainer {path} does not exist (yet)")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def trainer_for(algo_name: str) -> Any:
+    """The ``train_member`` function of the reference trainer for ``algo_name``."""
+    family = "on_policy" if algo_name in ON_POLICY else "off_policy"
+    return _load_module(TRAINERS[family]).train_member
+
+
+def load(algo: str, config_path: str | Path | None = None, sets: Sequence[str] = ()) -> Any:
+    from distmarl.config import load_config
+
+    return load_config(config_path or CONFIG, [f"algorithm.name={algo}", *sets])
+
+
+def steps_to(history: Sequence[tuple[int, float]], target: float) -> int | None:
+    """Env steps of the first evaluation scoring ``target`` or more; None if none did."""
+    return next((int(s) for s, score in history if score >= target), None)
+
+
+def steps_to_smoothed(history: Sequence[tuple[int, float]], target: float,
+                      window: int = FINAL_EVALS) -> int | None:
+    """Env steps of the first evaluation where the mean of the last ``window`` evaluations
+    reaches ``target``; None if it never does."""
+    scores = [score for _, score in history]
+    return next((int(history[i][0]) for i in range(window - 1, len(history))
+                 if np.mean(scores[i - window + 1:i + 1]) >= target), None)
+
+
+def score_policy(cfg: Any, policy: Any, episodes: int = BASELINE_EPISODES,
+                 seed: int = BASELINE_SEED) -> dict[str, Any]:
+    """Mean score of ``policy`` (anything with ``act(obs, explore)``) over at least ``episodes``
+    episodes of fixed seeds, acting without exploration."""
+    from distmarl.factory import make_venv
+    from distmarl.rollout import evaluate
+
+    venv = make_venv(cfg.env, mode="sync", seed=seed)
+    try:
+        scores = evaluate(venv, policy, episodes=math.ceil(episodes / venv.num_envs), seed=seed)
+    finally:
+        venv.close()
+    return {"mean": float(np.mean(scores)), "std": float(np.std(scores)), "episodes": len(scores)}
+
+
+def final_score(history: Sequence[tuple[int, float]], last: int = FINAL_EVALS) -> float:
+    return float(np.mean([score for _, score in history[-last:]])) if history else math.nan
+
+
+def run_one(algo: str, seed: int, steps: int, eval_every: int,
+            config_path: str | Path | None = None, sets: Sequence[str] = (),
+            target: float = TARGET, log: bool = False) -> dict[str, Any]:
+    """Train one member of ``algo`` for ``steps`` env steps; figures as plain JSON-able data."""
+    import torch
+
+    torch.set_num_threads(1)
+    cfg = load(algo, config_path, sets)
+    train_member = trainer_for(cfg.algorithm.name)
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(_Prefixed(f"{algo} seed {seed}: ")) if log \
+            else contextlib.nullcontext():
+        result = train_member(cfg, steps, seed, eval_every, log)
+    wall = time.perf_counter() - start
+    history = [(int(s), float(score)) for s, score in result["history"]]
+    final_eval = score_policy(cfg, result["algo"]) if "algo" in result else None
+    return {"algo": cfg.algorithm.name, "seed": seed, "steps": int(result["env_steps"]),
+            "sets": list(sets), "updates": int(result.get("updates", 0)),
+            "history": history, "final_score": final_score(history),
+            "final_eval": final_eval,
+            "steps_to_target": steps_to(history, target),
+            "steps_to_target_smoothed": steps_to_smoothed(history, target), "target": target,
+            "wall_seconds": wall}
+
+
+class _Prefixed:
+    """A stdout that starts each line with ``prefix`` (jobs running side by side log to one
+    terminal)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix, self.out, self.at_line_start = prefix, sys.__stdout__, True
+
+    def write(self, text: str) -> int:
+        for piece in text.splitlines(keepends=True):
+            if self.at_line_start:
+                self.out.write(self.prefix)
+            self.out.write(piece)
+            self.at_line_start = piece.endswith("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+class RandomPolicy:
+    """Uniform random actions from each agent's action space; quacks like an algorithm for
+    :func:`distmarl.rollout.evaluate`."""
+
+    def __init__(self, action_spaces: dict[str, Any], seed: int) -> None:
+        self.action_spaces = action_spaces
+        for i, space in enumerate(action_spaces.values()):
+            space.seed(seed + i)
+
+    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> dict[str, np.ndarray]:
+        return {a: np.stack([self.action_spaces[a].sample() for _ in range(len(o))])
+                for a, o in obs.items()}
+
+
+class StillPolicy:
+    """The all-zero action where the action spaces allow it (in mpe2: no force, nobody moves)."""
+
+    def __init__(self, action_spaces: dict[str, Any]) -> None:
+        self.action_spaces = action_spaces
+
+    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> dict[str, np.ndarray]:
+        return {a: np.zeros((len(o), *self.action_spaces[a].shape), self.action_spaces[a].dtype)
+                for a, o in obs.items()}
+
+
+def baseline_scores(config_path: str | Path | None = None,
+                    episodes: int = BASELINE_EPISODES) -> dict[str, dict[str, Any]]:
+    """Scores of a uniform random policy and (where zero is a valid action) of standing still,
+    on the same episodes as the trained policies' final evaluation."""
+    from gymnasium import spaces as gym_spaces
+
+    from distmarl.factory import env_spaces
+
+    cfg = load("MADDPG", config_path)
+    act_spaces = env_spaces(cfg.env)[1]
+    out = {"random": score_policy(cfg, RandomPolicy(act_spaces, BASELINE_SEED), episodes)}
+    if all(isinstance(sp, gym_spaces.Box) and sp.contains(np.zeros(sp.shape, sp.dtype))
+           for sp in act_spaces.values()):
+        out["still"] = score_policy(cfg, StillPolicy(act_spaces), episodes)
+    return out
+
+
+def _worker_init() -> None:
+    os.nice(10)  # other people share this machine
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _fmt_steps(s: int | None) -> str:
+    return "never" if s is None else str(s)
+
+
+def summarise(results: list[dict[str, Any]], target: float = TARGET) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for algo in dict.fromkeys(r["algo"] for r in results):
+        rs = [r for r in results if r["algo"] == algo]
+        reached = sum(r["steps_to_target"] is not None for r in rs)
+        smoothed = sum(r.get("steps_to_target_smoothed") is not None for r in rs)
+        evals = [r["final_eval"]["mean"] for r in rs if r.get("final_eval")]
+        out[algo] = {"seeds": len(rs), "mean_final_score": float(np.mean([r["final_score"] for r in rs])),
+                     "mean_final_eval": float(np.mean(evals)) if evals else None,
+                     "seeds_reaching_target": reached, "seeds_reaching_target_smoothed": smoothed,
+                     "target": target, "target_met": reached >= min(MIN_SEEDS_AT_TARGET, len(rs))}
+    return out
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def print_report(results: list[dict[str, Any]], summary: dict[str, dict[str, Any]],
+                 baselines: dict[str, dict[str, Any]], steps: int) -> None:
+    t = f"{TARGET:.0f}"
+    n_ep = next((r["final_eval"]["episodes"] for r in results if r.get("final_eval")), 0)
+    print(f"\n{'algorithm':<10} {'seed':>4} {'final score':>12} {'steps to ' + t:>12} {'wall s':>8}"
+          f"   | {'final, ' + str(n_ep) + ' ep':>14} {'steps to ' + t + ' (3-eval mean)':>26}")
+    for r in sorted(results, key=lambda r: (r["algo"], r["seed"])):
+        fe = r.get("final_eval")
+        print(f"{r['algo']:<10} {r['seed']:>4} {r['final_score']:>12.1f} "
+              f"{_fmt_steps(r['steps_to_target']):>12} {r['wall_seconds']:>8.0f}   | "
+              f"{_fmt(fe and fe['mean']):>14} {_fmt_steps(r.get('steps_to_target_smoothed')):>26}")
+    print()
+    for algo, s in summary.items():
+        n = s["seeds"]
+        print(f"{algo:<10} mean final score {s['mean_final_score']:7.1f} over {n} seeds "
+              f"(fixed-episode eval: {_fmt(s['mean_final_eval'])}); "
+              f"reached {s['target']:.0f} on {s['seeds_reaching_target']}/{n} seeds within "
+              f"{steps} env steps (target: >= {min(MIN_SEEDS_AT_TARGET, n)}) -> "
+              f"{'MET' if s['target_met'] else 'MISSED'}; 3-eval mean reached it on "
+              f"{s['seeds_reaching_target_smoothed']}/{n}")
+    for name, b in baselines.items():
+        print(f"{name} policy: {b['mean']:.1f} (std {b['std']:.1f}, {b['episodes']} episodes)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", nargs="+", default=["MADDPG", "MATD3"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=300_000)
+    parser.add_argument("--eval-every", type=int, default=10_000)
+    parser.add_argument("--config", default=None, help=f"default {CONFIG.relative_to(ROOT)}")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for every job (repeatable)")
+    parser.add_argument("--workers", type=int, default=2, help="jobs at a time")
+    parser.add_argument("--json", default=None, help="write results here")
+    parser.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
+    args = parser.parse_args()
+
+    os.nice(10)
+    start = time.perf_counter()
+    baselines = baseline_scores(args.config)
+    for name, b in baselines.items():
+        print(f"{name} policy: {b['mean']:.1f} over {b['episodes']} episodes", flush=True)
+    jobs = [(a, s) for a in args.algos for s in args.seeds]
+    results: list[dict[str, Any]] = []
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=args.workers, mp_context=ctx,
+                             initializer=_worker_init) as pool:
+        futures = {pool.submit(run_one, a, s, args.steps, args.eval_every, args.config,
+                               tuple(args.set), TARGET, not args.quiet): (a, s)
+                   for a, s in jobs}
+        for fut in as_completed(futures):
+            r = fut.result()
+            results.append(r)
+            evals = " ".join(f"{score:.0f}" for _, score in r["history"])
+            print(f"[{time.perf_counter() - start:6.0f} s] {r['algo']} seed {r['seed']}: final "
+                  f"{r['final_score']:.1f}, steps to {TARGET:.0f} {_fmt_steps(r['steps_to_target'])}, "
+                  f"{r['wall_seconds']:.0f} s; fixed-episode eval "
+                  f"{_fmt(r['final_eval'] and r['final_eval']['mean'])}; evals: {evals}", flush=True)
+    summary = summarise(results)
+    print_report(results, summary, baselines, args.steps)
+    total = time.perf_counter() - start
+    print(f"total wall time {total:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"steps": args.steps, "eval_every": args.eval_every, "sets": args.set,
+             "config": str(args.config or CONFIG), "baselines": baselines, "summary": summary,
+             "results": sorted(results, key=lambda r: (r["algo"], r["seed"])),
+             "wall_seconds": total}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
