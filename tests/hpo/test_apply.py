@@ -40,11 +40,6 @@ def same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
-
-
 def test_none_changes_nothing_bit_for_bit() -> None:
     algo = make(seed=1)
     before = algo.state_dict()
