@@ -175,8 +175,10 @@ class Coordinator:
         try:
             result = ray.get(ref)
         except (RayActorError, RayTaskError) as err:
-            self._worker_busy.discard((slot, worker))
-            self._learner_busy.discard(slot)
+            if kind == "collect":
+                self._worker_busy.discard((slot, worker))
+            else:
+                self._learner_busy.discard(slot)
             faults.on_failure(self, kind, slot, worker, err)
             return
         if kind == "collect":
