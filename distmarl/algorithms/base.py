@@ -22,8 +22,9 @@ numpy arrays (weights) or tensors (state). Every random choice of a mutation com
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,28 @@ class Algorithm(ABC):
     device: torch.device
     #: current hyperparameters (plain numbers / bools); change them with set_hyperparameter
     hp: dict[str, Any]
+    #: every hyperparameter the algorithm has, with its default
+    DEFAULT_HP: dict[str, Any]
+
+    def _init_common(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
+                     net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None,
+                     device: str | torch.device, seed: int | None,
+                     check_hp: Callable[..., dict[str, Any]]) -> None:
+        """What every algorithm's constructor sets first: agents (in observation-space order),
+        their spaces, the net_config, device, hyperparameters (``check_hp(DEFAULT_HP, hp,
+        name)``) and the seeded numpy and torch generators."""
+        self.agents = list(observation_spaces)
+        if set(self.agents) != set(action_spaces):
+            raise ValueError(f"observation spaces for {self.agents} but action spaces for "
+                             f"{list(action_spaces)}")
+        self.observation_spaces = dict(observation_spaces)
+        self.action_spaces = {a: action_spaces[a] for a in self.agents}
+        self.net_config = copy.deepcopy(dict(net_config or {}))
+        self.device = torch.device(device)
+        self.hp = check_hp(self.DEFAULT_HP, hp, self.name)
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen = torch.Generator(device=self.device)
+        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
 
     @abstractmethod
     def act(self, obs: AgentObs, explore: bool = True) -> dict[str, np.ndarray]:

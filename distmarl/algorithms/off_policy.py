@@ -47,18 +47,8 @@ class OffPolicyMultiAgent(Algorithm):
         device: str | torch.device = "cpu",
         seed: int | None = None,
     ) -> None:
-        self.agents = list(observation_spaces)
-        if set(self.agents) != set(action_spaces):
-            raise ValueError(f"observation spaces for {self.agents} but action spaces for "
-                             f"{list(action_spaces)}")
-        self.observation_spaces = dict(observation_spaces)
-        self.action_spaces = {a: action_spaces[a] for a in self.agents}
-        self.net_config = copy.deepcopy(dict(net_config or {}))
-        self.device = torch.device(device)
-        self.hp = check_hyperparameters(self.DEFAULT_HP, hp, self.name)
-        self._rng = np.random.default_rng(seed)
-        self._torch_gen = torch.Generator(device=self.device)
-        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed,
+                          check_hp=check_hyperparameters)
         self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
         self.nets = NetworkSet()
         self._build_networks(resolve_net_config(self.net_config, self.agents))

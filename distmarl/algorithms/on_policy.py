@@ -80,18 +80,8 @@ class OnPolicyMultiAgent(Algorithm):
         device: str | torch.device = "cpu",
         seed: int | None = None,
     ) -> None:
-        self.agents = list(observation_spaces)
-        if set(self.agents) != set(action_spaces):
-            raise ValueError(f"observation spaces for {self.agents} but action spaces for "
-                             f"{list(action_spaces)}")
-        self.observation_spaces = dict(observation_spaces)
-        self.action_spaces = {a: action_spaces[a] for a in self.agents}
-        self.net_config = copy.deepcopy(dict(net_config or {}))
-        self.device = torch.device(device)
-        self.hp = check_ppo_hyperparameters(self.DEFAULT_HP, hp, self.name)
-        self._rng = np.random.default_rng(seed)
-        self._torch_gen = torch.Generator(device=self.device)
-        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed,
+                          check_hp=check_ppo_hyperparameters)
         #: group id -> its agents; every agent's group in ``group_of``
         self.groups = shared_groups(self.agents, self.observation_spaces, self.action_spaces)
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
