@@ -20,7 +20,7 @@ import torch
 
 from distmarl.algorithms.on_policy import ON_POLICY_FIELDS
 from distmarl.envs import apply_env_defined_actions, true_next_obs
-from distmarl.rollout import Rollout, _stack_time_major
+from distmarl.rollout import EpisodeScores, Rollout, _stack_time_major
 
 
 class OnPolicyCollector:
@@ -40,8 +40,7 @@ class OnPolicyCollector:
         self.agents = list(venv.possible_agents)
         obs, self.infos = venv.reset(seed=seed)
         self.obs = _with_info_masks(obs, self.infos)
-        self.scores = np.zeros(venv.num_envs)
-        self.lengths = np.zeros(venv.num_envs, dtype=np.int64)
+        self.episodes = EpisodeScores(venv.num_envs)
         self.total_steps = 0
 
     def collect(self, num_steps: int) -> Rollout:
@@ -65,14 +64,7 @@ class OnPolicyCollector:
                           extras["log_prob"][a], extras["value"][a])
                 for name, value in zip(ON_POLICY_FIELDS, values):
                     rows[name][a].append(value)
-            self.scores += sum(np.asarray(rew[a], dtype=np.float64) for a in self.agents)
-            self.lengths += 1
-            ended = infos["_final_obs"]
-            if ended.any():
-                scores.extend(self.scores[ended].tolist())
-                lengths.extend(self.lengths[ended].tolist())
-                self.scores[ended] = 0.0
-                self.lengths[ended] = 0
+            self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
             self.obs, self.infos = _with_info_masks(obs, infos), infos
         self.total_steps += num_steps * self.venv.num_envs
         data = {f: {a: _stack_time_major(v) for a, v in per.items()} for f, per in rows.items()}

@@ -28,6 +28,25 @@ class Rollout:
     episode_lengths: list[int] = field(default_factory=list)
 
 
+class EpisodeScores:
+    """Running score (rewards summed over agents) and length of each sub-env's episode; an
+    ended episode's figures go to ``scores`` / ``lengths`` and the counters restart."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.running = np.zeros(num_envs)
+        self.steps = np.zeros(num_envs, dtype=np.int64)
+
+    def step(self, rew: Any, agents: list[str], ended: np.ndarray, scores: list[float],
+             lengths: list[int]) -> None:
+        self.running += sum(np.asarray(rew[a], dtype=np.float64) for a in agents)
+        self.steps += 1
+        if ended.any():
+            scores.extend(self.running[ended].tolist())
+            lengths.extend(self.steps[ended].tolist())
+            self.running[ended] = 0.0
+            self.steps[ended] = 0
+
+
 class Collector:
     """Steps ``venv`` with ``algo``'s exploring policy and returns whole chunks of transitions.
 
@@ -39,8 +58,7 @@ class Collector:
         self.venv, self.algo = venv, algo
         self.agents = list(venv.possible_agents)
         self.obs, self.infos = venv.reset(seed=seed)
-        self.scores = np.zeros(venv.num_envs)
-        self.lengths = np.zeros(venv.num_envs, dtype=np.int64)
+        self.episodes = EpisodeScores(venv.num_envs)
         self.total_steps = 0
 
     def collect(self, num_steps: int) -> Rollout:
@@ -58,14 +76,9 @@ class Collector:
                 for name, value in zip(OFF_POLICY_FIELDS, (self.obs[a], actions[a], rew[a], nxt[a],
                                                            term[a], trunc[a], active[a])):
                     rows[name][a].append(value)
-            self.scores += sum(np.asarray(rew[a], dtype=np.float64) for a in self.agents)
-            self.lengths += 1
             ended = infos["_final_obs"]
+            self.episodes.step(rew, self.agents, ended, scores, lengths)
             if ended.any():
-                scores.extend(self.scores[ended].tolist())
-                lengths.extend(self.lengths[ended].tolist())
-                self.scores[ended] = 0.0
-                self.lengths[ended] = 0
                 self.algo.reset_noise(ended)
             self.obs, self.infos = obs, infos
         self.total_steps += num_steps * self.venv.num_envs
