@@ -199,6 +199,7 @@ def third_party_rates(rows: int, seconds: float) -> dict[str, float]:
 def bench_actor(seconds: float) -> dict[str, float]:
     import ray
 
+    from distmarl.buffers.wire import unpack_batches
     from distmarl.runtime.buffer_actor import make_buffer_actor
     from distmarl.runtime.cluster import init_ray
     from distmarl.types import TransitionChunk
@@ -215,27 +216,32 @@ def bench_actor(seconds: float) -> dict[str, float]:
         def __init__(self, name: str) -> None:
             self.name = name
 
-        def run(self, seconds: float, per_call: int) -> float:
-            refs, done_batches, start = [], 0, time.perf_counter()
+        def run(self, seconds: float, method: str, per_call: int) -> float:
+            """Batches/s, keeping one request queued behind the one in service (a learner
+            prefetches its next batch while it trains on the last)."""
+            call = getattr(buffer, method)
+            args = (1024, self.name) if per_call == 1 else (1024, self.name, per_call)
+            refs, done_batches, start = [call.remote(*args)], 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
-                while len(refs) < 2:  # keep one request queued behind the one in service
-                    if per_call == 1:
-                        refs.append(buffer.sample.remote(1024, self.name))
-                    else:
-                        refs.append(buffer.sample_many.remote(1024, self.name, per_call))
-                ready, refs = ray.wait(refs, num_returns=1)
-                got = ray.get(ready[0])
-                done_batches += 1 if per_call == 1 else len(got)
+                refs.append(call.remote(*args))
+                got = ray.get(refs.pop(0))
+                if method.endswith("_packed"):
+                    got = unpack_batches(got)
+                done_batches += len(got) if isinstance(got, list) else 1
+            ray.get(refs)
             return done_batches / (time.perf_counter() - start)
 
     out = {}
-    for per_call in (1, 4):
+    cases = {"actor sample(1024) calls/s, 4 readers": ("sample", 1),
+             "actor sample_packed(1024) calls/s, 4 readers": ("sample_packed", 1),
+             "actor batches of 1024/s, 4 readers, sample_many_packed 4 per call":
+                 ("sample_many_packed", 4)}
+    for key, (method, per_call) in cases.items():
         readers = [Reader.remote(f"reader-{i}") for i in range(4)]
-        ray.get([r.run.remote(0.5, per_call) for r in readers])
-        total = sum(ray.get([r.run.remote(seconds, per_call) for r in readers]))
-        key = ("actor sample(1024) calls/s, 4 readers" if per_call == 1
-               else "actor batches of 1024/s, 4 readers, 4 batches per call")
-        out[key] = total
+        ray.get([r.run.remote(0.5, method, per_call) for r in readers])
+        out[key] = sum(ray.get([r.run.remote(seconds, method, per_call) for r in readers]))
+        for r in readers:
+            ray.kill(r)
     ray.shutdown()
     return out
 

@@ -1,11 +1,22 @@
-"""Building a run's parts from their own config sections (no Ray)."""
+"""Building a run's parts from their own config sections (no Ray).
+
+The algorithm's family decides the data path: off-policy members (``on_policy = False``:
+MADDPG, MATD3) store ``OFF_POLICY_FIELDS`` and replay them; on-policy members (IPPO, MAPPO)
+store ``ON_POLICY_FIELDS`` in whole rollout fragments that their own learner reads once
+(:mod:`distmarl.runtime.fragments`), so for them the buffer has no ``learning_starts`` and no
+rate limit.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from distmarl.config import AlgorithmConfig, EnvConfig, ExperimentConfig
-from distmarl.types import OFF_POLICY_FIELDS
+from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS
+
+#: A buffer holds at least this many times the fragments an on-policy population can have
+#: waiting at once (see :func:`check_on_policy_buffer`).
+FRAGMENT_CAPACITY_MARGIN = 2
 
 
 def algorithm_class(name: str) -> type:
@@ -45,10 +56,57 @@ def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = No
                            seed=seed, nonfinite=cfg.nonfinite, **cfg.kwargs)
 
 
-def buffer_kwargs(cfg: ExperimentConfig, agents: list[str]) -> dict[str, Any]:
+def is_on_policy(name: str) -> bool:
+    """Whether algorithm ``name`` learns on-policy (from whole fragments of its own rollouts)."""
+    return bool(getattr(algorithm_class(name), "on_policy", False))
+
+
+def buffer_fields(name: str) -> tuple[str, ...]:
+    """The transition fields that members of algorithm ``name`` store, in buffer order."""
+    return ON_POLICY_FIELDS if is_on_policy(name) else OFF_POLICY_FIELDS
+
+
+def initial_learn_step(cfg: ExperimentConfig) -> int:
+    """The configured ``learn_step`` (``algorithm.hp``, else the algorithm's default)."""
+    defaults = algorithm_class(cfg.algorithm.name).DEFAULT_HP
+    return int(cfg.algorithm.hp.get("learn_step", defaults["learn_step"]))
+
+
+def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
+    """ValueError (naming the field) when the buffer config cannot carry an on-policy
+    population's fragments: a rate limit (each row is read exactly once, so a
+    ``samples_per_insert`` limit would stall writers or readers), or a ``capacity`` below
+    :data:`FRAGMENT_CAPACITY_MARGIN` times the rows that can wait unread (per member, one
+    fragment per worker plus one, of the largest ``learn_step`` mutation may reach)."""
+    if not is_on_policy(cfg.algorithm.name):
+        return
     b = cfg.buffer
-    return {"memory_size": b.capacity, "field_names": list(OFF_POLICY_FIELDS), "agent_ids": agents,
-            "replay_ratio": b.replay_ratio, "learning_starts": b.learning_starts,
+    if b.samples_per_insert is not None:
+        raise ValueError(f"buffer.samples_per_insert must be null for the on-policy algorithm "
+                         f"{cfg.algorithm.name} (each row is read exactly once), got "
+                         f"{b.samples_per_insert}")
+    steps = initial_learn_step(cfg)
+    searched = cfg.evolution.hp_config.get("learn_step")
+    if searched is not None:
+        steps = max(steps, int(searched.max))
+    waiting = cfg.population.size * (cfg.population.workers_per_member + 1)
+    needed = FRAGMENT_CAPACITY_MARGIN * waiting * steps * cfg.env.num_envs
+    if b.capacity < needed:
+        raise ValueError(f"buffer.capacity {b.capacity} is too small for {cfg.algorithm.name}: "
+                         f"{waiting} fragments of up to {steps} steps * {cfg.env.num_envs} envs "
+                         f"can wait unread; use at least {needed}")
+
+
+def buffer_kwargs(cfg: ExperimentConfig, agents: list[str]) -> dict[str, Any]:
+    """The buffer actor's arguments. On-policy runs get their fields, no ``learning_starts``
+    (a fragment is learned as soon as it arrives) and are checked by
+    :func:`check_on_policy_buffer`."""
+    b = cfg.buffer
+    on_policy = is_on_policy(cfg.algorithm.name)
+    check_on_policy_buffer(cfg)
+    return {"memory_size": b.capacity, "field_names": list(buffer_fields(cfg.algorithm.name)),
+            "agent_ids": agents, "replay_ratio": b.replay_ratio,
+            "learning_starts": 0 if on_policy else b.learning_starts,
             "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,
             "error_buffer": b.error_buffer}
 
@@ -56,7 +114,8 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str]) -> dict[str, Any]:
 def preflight(cfg: ExperimentConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """Check what only the env and the algorithm can check, before any actor starts: the env
     builds, ``algorithm.hp`` and ``evolution.hp_config`` name real hyperparameters, and the
-    ``net_config`` fits the env's agents. Returns the spaces."""
+    ``net_config`` fits the env's agents, and an on-policy population's buffer can carry its
+    fragments. Returns the spaces."""
     from distmarl.config import ConfigError
     from distmarl.hpo import HyperparameterConfig, RLParameter
 
@@ -70,6 +129,7 @@ def preflight(cfg: ExperimentConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         hp_config.check_against(cfg.algorithm.name, defaults)
         make_algorithm(cfg.algorithm, spaces, seed=cfg.seed)
+        check_on_policy_buffer(cfg)
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"algorithm / evolution.hp_config: {err}") from None
     return spaces

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from distmarl.algorithms.on_policy import ON_POLICY_FIELDS
 from distmarl.envs import apply_env_defined_actions, true_next_obs
 from distmarl.rollout import EpisodeScores, Rollout, _stack_time_major
+from distmarl.types import ON_POLICY_FIELDS
 
 
 class OnPolicyCollector:

@@ -53,3 +53,8 @@ class SampleBatch(NamedTuple):
 OFF_POLICY_FIELDS: tuple[str, ...] = (
     "obs", "action", "reward", "next_obs", "terminated", "truncated", "active",
 )
+
+#: The fields an on-policy member (IPPO, MAPPO) stores, in buffer order: the off-policy ones plus
+#: the behaviour policy's ``log_prob`` of the stored action and its value estimate ``V(obs)``,
+#: float32 each, recorded when the action was taken.
+ON_POLICY_FIELDS: tuple[str, ...] = (*OFF_POLICY_FIELDS, "log_prob", "value")

@@ -7,7 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 #: MADDPG's hyperparameters and AgileRL's defaults. ``batch_size`` and ``learn_step`` are used by
-#: whoever samples and schedules (the runtime), but live here so HPO mutates one dict.
+#: whoever samples and schedules (the runtime), but live here so HPO mutates one dict. Two are
+#: not AgileRL's but the original MADDPG code's stabilisers: ``max_grad_norm`` (clip each
+#: network's gradient norm; 0 = off) and ``actor_reg`` (weight of an L2 penalty on the actor's
+#: pre-tanh outputs / logits, which keeps them from saturating; 0 = off).
 MADDPG_HP: dict[str, Any] = {
     "batch_size": 64,
     "lr_actor": 1e-3,
@@ -20,6 +23,8 @@ MADDPG_HP: dict[str, Any] = {
     "mean_noise": 0.0,
     "theta": 0.15,
     "dt": 1e-2,
+    "max_grad_norm": 0.0,
+    "actor_reg": 0.0,
 }
 #: MATD3 adds delayed actor updates and target policy smoothing (TD3's ``policy_noise`` and
 #: ``noise_clip``, in units of the action half-range).
@@ -60,6 +65,7 @@ def check_hyperparameter(defaults: Mapping[str, Any], name: str, value: Any,
         raise ValueError(f"{name} must be > 0, got {value}")
     if name in _UNIT and not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be within [0, 1], got {value}")
-    if name in ("expl_noise", "policy_noise", "noise_clip", "theta") and value < 0:
+    if name in ("expl_noise", "policy_noise", "noise_clip", "theta", "max_grad_norm",
+                "actor_reg") and value < 0:
         raise ValueError(f"{name} must be >= 0, got {value}")
     return value

@@ -10,8 +10,7 @@ update (:meth:`_target_action`, :meth:`_next_q`, :meth:`_actor_update_due`).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -144,18 +143,28 @@ class OffPolicyMultiAgent(Algorithm):
 
     def _update_actor(self, agent: str, b: CleanBatch, joint_obs: torch.Tensor) -> torch.Tensor:
         """Deterministic policy gradient through the agent's first critic, other actions fixed."""
-        own = self.codecs[agent].policy(self.actor(agent)(b.obs[agent]), self._torch_gen)
+        out = self.actor(agent)(b.obs[agent])
+        own = self.codecs[agent].policy(out, self._torch_gen)
         actions = torch.cat([own if a == agent else b.action[a] for a in self.agents], dim=-1)
         critic = self.nets.online[f"critic/{agent}"]
-        with _frozen(critic):
-            loss = -masked_mean(critic(joint_obs, actions), b.active[agent])
+        loss = -masked_mean(critic(joint_obs, actions), b.active[agent])
+        if self.hp["actor_reg"] > 0:  # keeps pre-tanh outputs / logits from saturating
+            reg = masked_mean(out.pow(2).mean(dim=-1, keepdim=True), b.active[agent])
+            loss = loss + self.hp["actor_reg"] * reg
         self._step(f"actor/{agent}", loss)
         return loss.detach()
 
     def _step(self, name: str, loss: torch.Tensor) -> None:
+        """One Adam step of network ``name`` on ``loss``. Gradients are taken with respect to
+        that network's parameters only, so the critic in an actor loss gets none (nothing to
+        freeze, no wasted weight gradients) and no ``.grad`` needs zeroing first."""
         opt = self.nets.optim[name]
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+        params = opt.param_groups[0]["params"]
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g
+        if self.hp["max_grad_norm"] > 0:
+            torch.nn.utils.clip_grad_norm_(params, self.hp["max_grad_norm"])
         opt.step()
 
     # -- weights and state -----------------------------------------------------------------
@@ -265,15 +274,3 @@ class OffPolicyMultiAgent(Algorithm):
     def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
         """See :func:`distmarl.algorithms.evolution.mutate_parameters` (actors only)."""
         return evolution.mutate_parameters(self.nets, self.nets.names("actor"), mutation_sd, rng)
-
-
-@contextmanager
-def _frozen(net: torch.nn.Module) -> Iterator[None]:
-    """No parameter gradients for ``net`` inside (inputs still get theirs)."""
-    flags = [p.requires_grad for p in net.parameters()]
-    net.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, flag in zip(net.parameters(), flags):
-            p.requires_grad_(flag)

@@ -20,13 +20,10 @@ from gymnasium import spaces
 
 from distmarl.algorithms.policy_heads import PolicyHead, mask_tensor
 from distmarl.algorithms.spaces import obs_tensor
+from distmarl.types import ON_POLICY_FIELDS
 
-#: The fields an on-policy member stores, in buffer order: the off-policy ones plus the behaviour
-#: policy's ``log_prob`` of the stored action and its ``value`` estimate ``V(obs)``, float32 each.
-ON_POLICY_FIELDS: tuple[str, ...] = (
-    "obs", "action", "reward", "next_obs", "terminated", "truncated", "active", "log_prob",
-    "value",
-)
+__all__ = ["ON_POLICY_FIELDS", "AgentFragment", "clean_fragment", "obs_and_mask",
+           "policy_obs_space"]  # ON_POLICY_FIELDS lives in distmarl.types, kept here for old imports
 
 
 def policy_obs_space(space: spaces.Space) -> spaces.Space:

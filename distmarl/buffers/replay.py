@@ -32,6 +32,17 @@ from distmarl.buffers.storage import RingStorage
 from distmarl.types import SampleBatch
 
 
+class BufferRatio:
+    """The default of ``sample(..., replay_ratio=)``: the buffer's own ``replay_ratio``."""
+
+    def __repr__(self) -> str:
+        return "BUFFER_RATIO"
+
+
+#: ``replay_ratio`` argument meaning "the ratio the buffer was built with".
+BUFFER_RATIO = BufferRatio()
+
+
 class MultiAgentReplayBuffer:
     """Per-agent circular storage shared by many writers and many readers (consumers).
 
@@ -298,16 +309,24 @@ class MultiAgentReplayBuffer:
         return self.rate_limiter is None or self.rate_limiter.can_sample(batch_size, len(self))
 
     def sample_numpy(self, batch_size: int, consumer: str = "default",
-                     member: int | None = None) -> SampleBatch | None:
+                     member: int | None = None,
+                     replay_ratio: float | None | BufferRatio = BUFFER_RATIO,
+                     ) -> SampleBatch | None:
         """A batch as numpy arrays (see :class:`~distmarl.types.SampleBatch`), or None before
-        ``learning_starts``, while rate-limited, or when there is nothing to return."""
+        ``learning_starts``, while rate-limited, or when there is nothing to return.
+
+        ``member`` restricts the batch to that member's rows; ``replay_ratio`` overrides the
+        buffer's ratio for this call (an on-policy learner streams its own member's rows with
+        ``member=m, replay_ratio=0`` while off-policy learners mix in replay)."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        r = self.replay_ratio if replay_ratio is BUFFER_RATIO else replay_ratio
+        if r is not None and not 0.0 <= float(r) < 1.0:  # type: ignore[arg-type]
+            raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio!r}")
         if not self.can_sample(batch_size):
             return None
         assert self.storage is not None
         state = self.consumer(consumer)
-        r = self.replay_ratio
         if r is None:
             new = np.empty(0, dtype=np.int64)
         else:
@@ -320,11 +339,12 @@ class MultiAgentReplayBuffer:
             self.rate_limiter.samples += len(indices)
         return SampleBatch(self._assemble(self.storage.gather(indices)), len(new), indices)
 
-    def sample(self, batch_size: int, consumer: str = "default", member: int | None = None
+    def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
+               replay_ratio: float | None | BufferRatio = BUFFER_RATIO,
                ) -> tuple[dict[str, Any], ...] | None:
         """A batch as a tuple in ``field_names`` order of ``agent -> torch.Tensor`` on
         ``device``, shape ``(batch_size, *field_shape)``; None when :meth:`sample_numpy` is."""
-        batch = self.sample_numpy(batch_size, consumer, member)
+        batch = self.sample_numpy(batch_size, consumer, member, replay_ratio)
         if batch is None:
             return None
         from distmarl.buffers.tensors import to_torch

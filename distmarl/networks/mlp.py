@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 #: Activations a network may use (names as in ``torch.nn``, AgileRL's spelling).
 ACTIVATIONS: tuple[str, ...] = (
@@ -127,14 +128,17 @@ class EvolvableMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, in_dim)`` -> ``(B, out_dim)``."""
+        # Submodules are applied through F.linear / .forward: no hooks are used, and skipping
+        # Module.__call__ saves a third of a small network's time on the CPU.
         *hidden, output = self.linears  # (slicing a ModuleList would build a new one per call)
+        act = self.act.forward
         for j, lin in enumerate(hidden):
-            x = lin(x)
+            x = F.linear(x, lin.weight, lin.bias)
             if self.spec.layer_norm:
-                x = self.norms[j](x)
-            x = self.act(x)
-        x = output(x)
-        return self.act(x) if self.spec.activate_output else x
+                x = self.norms[j].forward(x)
+            x = act(x)
+        x = F.linear(x, output.weight, output.bias)
+        return act(x) if self.spec.activate_output else x
 
     @property
     def device(self) -> torch.device:

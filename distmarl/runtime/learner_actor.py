@@ -19,6 +19,7 @@ import numpy as np
 import ray
 
 from distmarl.buffers.tensors import to_torch
+from distmarl.buffers.wire import unpack_batches
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
@@ -67,7 +68,8 @@ class LearnerShell:
         """Up to ``num_updates`` updates of batch ``hp['batch_size']`` from the buffer."""
         start = time.perf_counter()
         batch_size = int(self.algo.hp["batch_size"])
-        batches = ray.get(self.buffer.sample_many.remote(batch_size, self.consumer, num_updates))
+        batches = unpack_batches(ray.get(
+            self.buffer.sample_many_packed.remote(batch_size, self.consumer, num_updates)))
         sums: dict[str, float] = {}
         for batch in batches:
             data = dict(zip(OFF_POLICY_FIELDS, batch.data))

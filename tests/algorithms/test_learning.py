@@ -192,3 +192,47 @@ def test_missing_fields_and_agents_are_named() -> None:
     b["reward"] = {"speaker_0": b["reward"]["speaker_0"]}
     with pytest.raises(KeyError, match=r"batch\['reward'\] lacks agents \['listener_0'\]"):
         agent.learn(b)
+
+
+def _grad_norm(agent, name: str) -> float:
+    grads = [p.grad for p in agent.nets.online[name].parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_max_grad_norm_clips_every_network_and_zero_does_not(algo: str) -> None:
+    b = batch(ACTION_SETS["box"], size=64, seed=3)
+    clipped, free = make(algo, max_grad_norm=1e-3), make(algo, max_grad_norm=0.0)
+    clipped.learn(b)
+    free.learn(b)
+    names = ["critic/speaker_0", "critic/listener_0", "actor/speaker_0", "actor/listener_0"]
+    for name in names:
+        assert _grad_norm(clipped, name) <= 1e-3 * (1 + 1e-4), name
+        assert _grad_norm(free, name) > 1e-2, name  # so the clip above did something
+
+
+def test_actor_critic_loss_gives_the_critic_no_gradient() -> None:
+    """The actor step differentiates only the actor: the critic's weights get no gradient from
+    the actor loss (their .grad is the critic step's own)."""
+    agent = make("MADDPG", max_grad_norm=0.0)
+    b = batch(ACTION_SETS["box"], size=32, seed=4)
+    agent.learn(b)
+    critic = agent.nets.online["critic/speaker_0"]
+    before = {k: p.grad.clone() for k, p in critic.named_parameters()}
+    c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
+    agent._update_actor("speaker_0", c, c.joint_obs())
+    for k, p in critic.named_parameters():
+        torch.testing.assert_close(p.grad, before[k], rtol=0, atol=0)
+
+
+def test_actor_reg_keeps_pre_activation_outputs_small() -> None:
+    b = batch(ACTION_SETS["box"], size=64, seed=6)
+    obs = b["obs"]["listener_0"]
+    sizes = {}
+    for reg in (0.0, 10.0):
+        agent = make("MADDPG", actor_reg=reg, lr_actor=1e-2)
+        for _ in range(40):
+            agent.learn(b)
+        with torch.no_grad():
+            sizes[reg] = float(agent.actor("listener_0")(obs).pow(2).mean())
+    assert sizes[10.0] < 0.2 * sizes[0.0], sizes

@@ -131,7 +131,7 @@ def test_hyperparameters_are_checked() -> None:
         make("MADDPG", lr_actor=0.0)
     assert sorted(make("MADDPG").hp) == sorted([
         "batch_size", "lr_actor", "lr_critic", "learn_step", "gamma", "tau", "expl_noise",
-        "O_U_noise", "mean_noise", "theta", "dt"])
+        "O_U_noise", "mean_noise", "theta", "dt", "max_grad_norm", "actor_reg"])
     assert {"policy_freq", "policy_noise", "noise_clip"} <= set(agent.hp)
 
 

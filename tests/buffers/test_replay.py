@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.buffers.wire import pack_batches, unpack_batches
 from tests.fakes import AGENTS, FIELDS, check_aligned, ids_of, rows, step_args
 
 
@@ -196,3 +198,52 @@ def test_same_seed_same_samples() -> None:
     for buf in (a, b):
         buf.add(rows(np.arange(80)))
     np.testing.assert_array_equal(a.sample_numpy(32).indices, b.sample_numpy(32).indices)
+
+
+def test_per_call_replay_ratio_streams_one_members_rows_from_a_mixing_buffer() -> None:
+    """An on-policy learner asks for its own member's new rows only (member=m, r=0) from a
+    buffer built for mix-in; other consumers keep the buffer's ratio."""
+    buf = make(1000, replay_ratio=0.5)
+    for start in range(0, 80, 10):
+        buf.add(rows(np.arange(start, start + 10)), member=(start // 10) % 2)
+    got = []
+    while (batch := buf.sample_numpy(6, "onpolicy-1", member=1, replay_ratio=0.0)) is not None:
+        assert batch.num_new == len(batch.indices)  # nothing replayed
+        got.extend(check_aligned(batch.data).tolist())
+    assert got == [i for i in range(80) if (i // 10) % 2 == 1]  # each once, in order
+    mixed = buf.sample_numpy(10, "offpolicy")
+    assert mixed.num_new == 5 and len(mixed.indices) == 10  # the buffer's own 0.5
+    uniform = buf.sample_numpy(10, "u", replay_ratio=None)
+    assert uniform.num_new == 0 and len(uniform.indices) == 10
+
+
+def test_per_call_replay_ratio_out_of_range_is_named() -> None:
+    buf = make(100, replay_ratio=0.5)
+    buf.add(rows(np.arange(10)))
+    for bad in (1.0, -0.1):
+        with pytest.raises(ValueError, match=r"replay_ratio must be None or in \[0, 1\), got"):
+            buf.sample_numpy(4, "c", replay_ratio=bad)
+    assert buf.consumers == {}  # nothing moved
+
+
+def test_packed_batches_round_trip_exactly() -> None:
+    buf = make(1000, replay_ratio=0.5)
+    buf.add(rows(np.arange(300)), member=2)
+    batches = [buf.sample_numpy(64, "c") for _ in range(3)]
+    back = unpack_batches(pack_batches(batches))
+    assert len(back) == 3 and unpack_batches(pack_batches([])) == []
+    for a, b in zip(batches, back, strict=True):
+        assert a.num_new == b.num_new
+        np.testing.assert_array_equal(a.indices, b.indices)
+        for fa, fb in zip(a.data, b.data, strict=True):
+            for agent in AGENTS:
+                np.testing.assert_array_equal(fa[agent], fb[agent])
+                assert fa[agent].dtype == fb[agent].dtype and fb[agent].flags.writeable
+        check_aligned(b.data)
+
+
+def test_packed_batches_of_another_wire_version_are_refused() -> None:
+    import pickle
+
+    with pytest.raises(ValueError, match="wire version 99"):
+        unpack_batches(pickle.dumps((99, [])))

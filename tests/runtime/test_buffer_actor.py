@@ -144,3 +144,22 @@ def test_shell_counts_rows_of_structured_chunks() -> None:
     shell = BufferShell({"memory_size": 10, "field_names": ["obs"], "agent_ids": ["a"]})
     result = shell.add(TransitionChunk({"obs": {"a": {"x": np.zeros((3, 2)), "y": np.ones((3,))}}}))
     assert result == (True, 3, 3)
+
+
+def test_packed_sampling_through_the_actor_streams_one_members_rows(ray_local) -> None:
+    from distmarl.buffers.wire import unpack_batches
+
+    ray = ray_local
+    buffer = make_buffer_actor(buffer_kwargs(replay_ratio=0.5), num_cpus=0)
+    ray.get([buffer.add.remote(TransitionChunk(rows(np.arange(s, s + 20)), member=(s // 20) % 2))
+             for s in range(0, 200, 20)])
+    mine: list[int] = []
+    while batches := unpack_batches(ray.get(buffer.sample_many_packed.remote(
+            16, "onpolicy-0", 3, member=0, replay_ratio=0.0))):
+        for batch in batches:
+            assert batch.num_new == len(batch.indices)
+            mine.extend(check_aligned(batch.data).tolist())
+    assert mine == [i for i in range(200) if (i // 20) % 2 == 0]
+    one = unpack_batches(ray.get(buffer.sample_packed.remote(32, "off")))
+    assert len(one) == 1 and one[0].num_new == 16 and len(one[0].indices) == 32
+    ray.kill(buffer)
