@@ -3,8 +3,8 @@
 Each (algorithm, seed) job trains one member with the single-process reference trainer
 (``examples/single_process.py``; on-policy algorithms with ``examples/single_process_onpolicy.py``
 once it exists) on ``simple_speaker_listener_v4`` (continuous actions, 25-step episodes, score
-summed over agents), evaluating every ``--eval-every`` env steps on 8 episodes (one per sub-env of
-the 8-sub-env eval venv). Reported per job: the evaluation history, the final score (mean of the
+summed over agents), evaluating every ``--eval-every`` env steps on 32 episodes (4 per sub-env of
+the 8-sub-env eval venv, seeded per run and per evaluation). Reported per job: the evaluation history, the final score (mean of the
 last 3 evaluations), the env steps at which the score first reached ``--target`` and the wall
 seconds; per algorithm: the mean final score over seeds and how many seeds reached the target. A
 uniform random policy is scored in the same run (~100 episodes, same scoring code).
@@ -49,8 +49,9 @@ ON_POLICY = {"IPPO", "MAPPO"}
 TARGET = -30.0
 FINAL_EVALS = 3  # final score = mean of the last 3 evaluations
 #: The trained policies and the baselines are also scored on the same fixed ~100 episodes (the
-#: training-time evaluations use 8 episodes seeded by the step count, all runs alike, so one
-#: evaluation can land on easy episodes: at step 100,000 a standing-still policy scores -24).
+#: training-time evaluations use 32 episodes; one episode's score varies by about +-60, so a
+#: small evaluation can land on easy episodes: on 8 of them a standing-still policy once scored
+#: -24 against its -66 mean).
 BASELINE_EPISODES = 100
 BASELINE_SEED = 12345
 MIN_SEEDS_AT_TARGET = 2

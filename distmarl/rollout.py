@@ -97,6 +97,17 @@ def _stack_time_major(steps: list[Any]) -> Any:
     return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
 
 
+#: Episodes per sub-env of the reference trainers' progress evaluations (4 x 8 sub-envs = 32
+#: episodes: one speaker-listener episode's score varies by about +-60, so 8 were too few).
+EVAL_EPISODES_PER_ENV = 4
+
+
+def eval_seed(run_seed: int, env_steps: int) -> int:
+    """Seed of the evaluation episodes at ``env_steps`` of the run seeded ``run_seed``: distinct
+    across runs and evaluations (sub-env ``i`` adds ``i``, so nearby seeds would overlap)."""
+    return (int(run_seed) * 1_000_003 + int(env_steps) * 101) % (2**31 - 1)
+
+
 def evaluate(venv: Any, algo: Any, episodes: int = 1, max_steps: int | None = None,
              seed: int | None = None) -> list[float]:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without

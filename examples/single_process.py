@@ -21,7 +21,7 @@ from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
 from distmarl.config import ExperimentConfig, load_config
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv
-from distmarl.rollout import Collector, evaluate
+from distmarl.rollout import EVAL_EPISODES_PER_ENV, Collector, eval_seed, evaluate
 from distmarl.types import OFF_POLICY_FIELDS
 
 
@@ -54,7 +54,8 @@ def train_member(cfg: ExperimentConfig, steps: int, seed: int, eval_every: int =
             updates += 1
         learn_time += time.perf_counter() - t
         if eval_every and done >= next_eval:
-            score = float(np.mean(evaluate(eval_venv, algo, episodes=1, seed=seed + done)))
+            score = float(np.mean(evaluate(eval_venv, algo, episodes=EVAL_EPISODES_PER_ENV,
+                                           seed=eval_seed(seed, done))))
             history.append((done, score))
             next_eval += eval_every
             if log:

@@ -169,7 +169,7 @@ class MultiAgentReplayBuffer:
         comparisons done in C. None when anything looks off; :meth:`_prepare` then finds (and
         names) the problem, or accepts a castable dtype, which later calls accept here too."""
         try:
-            if [len(per_agent) for per_agent in values] != self._fast_agent_counts:
+            if list(map(len, values)) != self._fast_agent_counts:
                 return None
             arrays = [values[fi][agent] for fi, agent in self._fast_keys]
             shapes = [x.shape for x in arrays]

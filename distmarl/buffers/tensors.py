@@ -13,8 +13,8 @@ def to_tensor(arr: np.ndarray, device: Any = None) -> torch.Tensor:
     int64-compatible (discrete actions index), floats keep their dtype."""
     if not arr.flags.writeable:  # arrays from Ray's object store are read-only: own a copy
         arr = np.array(arr)
-    t = torch.from_numpy(np.ascontiguousarray(arr))
-    if t.dtype == torch.bool:
+    t = torch.from_numpy(arr)  # any non-negative strides; sampled arrays are contiguous anyway
+    if t.dtype is torch.bool:
         t = t.float()
     if device is not None and str(device) != "cpu":
         t = t.to(device, non_blocking=True)
@@ -23,8 +23,10 @@ def to_tensor(arr: np.ndarray, device: Any = None) -> torch.Tensor:
 
 def to_torch(data: Any, device: Any = None) -> Any:
     """Map :func:`to_tensor` over nested dicts / tuples of arrays."""
+    if isinstance(data, np.ndarray):
+        return to_tensor(data, device)
     if isinstance(data, dict):
         return {k: to_torch(v, device) for k, v in data.items()}
     if isinstance(data, tuple):
-        return tuple(to_torch(v, device) for v in data)
-    return to_tensor(data, device)
+        return tuple([to_torch(v, device) for v in data])
+    return to_tensor(np.asarray(data), device)
