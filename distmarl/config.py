@@ -126,9 +126,9 @@ class EvolutionConfig(Section):
 
 class BufferConfig(Section):
     capacity: int = Field(100_000, ge=1, description="rows the shared replay buffer holds")
-    replay_ratio: float | None = Field(None, ge=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch (the rest new)")
-    learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample")
-    samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row")
+    replay_ratio: float | None = Field(None, ge=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch (the rest new); on-policy learners always read their member's new rows only")
+    learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample (off-policy; on-policy members learn from their first fragment)")
+    samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
 
@@ -136,9 +136,9 @@ class BufferConfig(Section):
 class TrainingConfig(Section):
     max_steps: int = Field(300_000, ge=1, description="env steps per member")
     target: float | None = Field(None, description="stop when the best fitness reaches this")
-    learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
-    weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes")
-    chunk_steps: int = Field(16, ge=1, description="vectorised env steps per rollout-worker call (one buffer write)")
+    learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts (off-policy only)")
+    weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes (off-policy; on-policy learners publish after every fragment)")
+    chunk_steps: int = Field(16, ge=1, description="vectorised env steps per rollout-worker call (one buffer write); on-policy workers send whole fragments of learn_step steps instead")
     max_policy_lag: int = Field(4, ge=0, description="weight versions a rollout worker may lag behind")
 
 

@@ -129,7 +129,10 @@ def preflight(cfg: ExperimentConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         hp_config.check_against(cfg.algorithm.name, defaults)
         make_algorithm(cfg.algorithm, spaces, seed=cfg.seed)
-        check_on_policy_buffer(cfg)
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"algorithm / evolution.hp_config: {err}") from None
+    try:
+        check_on_policy_buffer(cfg)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     return spaces

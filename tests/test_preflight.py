@@ -12,6 +12,10 @@ from distmarl.factory import preflight
 
 TINY = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.yaml"
 
+#: tiny.yaml with IPPO members: fragments of 16 steps * 2 envs, 2 members of 1 worker
+ON_POLICY = ["algorithm.name=IPPO", "algorithm.hp={learn_step: 16}",
+             "evolution.hp_config={lr: {min: 0.0001, max: 0.01}}"]
+
 BAD = [
     ("unknown env", ["env.spec=mpe2:nothing_v1"], ["env.spec 'mpe2:nothing_v1'", "has no 'nothing_v1'"]),
     ("missing package", ["env.spec=not_a_package_xyz:env"], ["not_a_package_xyz"]),
@@ -19,6 +23,10 @@ BAD = [
      ["['lr_actr'] are not hyperparameters of MADDPG"]),
     ("net_config for no such group", ["algorithm.net_config.bob.encoder_config.hidden_size=[3]"],
      ["bob", "speaker_0", "listener_0"]),
+    ("on-policy with a rate limit", [*ON_POLICY, "buffer.samples_per_insert=4"],
+     ["buffer.samples_per_insert must be null", "IPPO"]),
+    ("on-policy fragments overflow the buffer", [*ON_POLICY, "buffer.capacity=100"],
+     ["buffer.capacity 100 is too small for IPPO", "at least 256"]),
 ]
 
 

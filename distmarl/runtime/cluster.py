@@ -1,9 +1,21 @@
-"""Starting or joining Ray with the settings distmarl's data path wants."""
+"""Starting or joining Ray with the settings distmarl's data path wants.
+
+A Ray that distmarl starts itself listens on the loopback interface only: the GCS, the raylet
+and its object manager, every worker's gRPC server, the dashboard and its agents. Ray 2.60 has
+no bind-address setting for these; they follow the node's address, and ``ray.init`` replaces a
+loopback ``_node_ip_address`` by the machine's network address whenever multi-node clusters are
+enabled (``ray._private.services.resolve_ip_for_localhost``; on Linux they always are, unless
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``). :func:`loopback_node` turns that off for the one
+``ray.init`` call, so the node's address is 127.0.0.1 and each server binds it. The price: no
+other machine can join such a Ray; start a cluster with ``ray start`` for that.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import ray
@@ -15,20 +27,42 @@ log = logging.getLogger(__name__)
 #: that distmarl starts itself gets it; on a cluster, start each node with the environment
 #: variable RAY_max_direct_call_object_size=1048576 for the same effect.
 INLINE_OBJECT_BYTES = 1 << 20
+#: where a local Ray's dashboard listens
+LOOPBACK = "127.0.0.1"
 
 
 def local_system_config() -> dict[str, Any]:
     return {"max_direct_call_object_size": INLINE_OBJECT_BYTES}
 
 
+@contextmanager
+def loopback_node() -> Iterator[None]:
+    """Within this block a new local Ray node takes the loopback address (and its servers bind
+    it) instead of the machine's network address: Ray's own single-machine mode
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), switched on for this process only, since Ray reads
+    that variable once, at import."""
+    from ray._private import ray_constants
+
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+
+
 def init_ray(address: str | None = None, *, num_cpus: int | None = None,
              num_gpus: int | None = None, dashboard: bool = True,
-             resources: dict[str, float] | None = None, **kwargs: Any) -> dict[str, Any]:
+             resources: dict[str, float] | None = None, loopback_only: bool = True,
+             **kwargs: Any) -> dict[str, Any]:
     """Join the cluster at ``address`` (or ``$RAY_ADDRESS``), or start a local Ray sized to this
     machine.
 
-    A local Ray listens on 127.0.0.1 only (head, object manager and dashboard). Returns
-    ``ray.init``'s context as a plain dict (address, dashboard URL).
+    A local Ray listens on 127.0.0.1 only (GCS, raylet, object manager, workers, dashboard and
+    agents; see the module docstring) unless ``loopback_only=False``, which leaves Ray's default
+    (the machine's network address, so other nodes can join; the dashboard stays on loopback
+    unless ``dashboard_host`` says otherwise). Returns ``ray.init``'s context as
+    a plain dict (address, dashboard URL).
     """
     if ray.is_initialized():
         return {"address": ray.get_runtime_context().gcs_address}
@@ -41,16 +75,22 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
     if address:
         ctx = ray.init(address=address, **kwargs)
     else:
-        ctx = ray.init(
-            num_cpus=num_cpus if num_cpus is not None else os.cpu_count(),
-            num_gpus=num_gpus,
-            resources=resources,
-            include_dashboard=dashboard,
-            dashboard_host="127.0.0.1",
-            _system_config=local_system_config(),
-            **kwargs,
-        )
+        ctx = _start_local(num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard,
+                           resources=resources, loopback_only=loopback_only, **kwargs)
     info = {"address": ctx.address_info.get("gcs_address") or ctx.address_info.get("address"),
             "dashboard_url": ctx.dashboard_url}
     log.info("ray: %s", info)
     return info
+
+
+def _start_local(*, num_cpus: int | None, num_gpus: int | None, dashboard: bool,
+                 resources: dict[str, float] | None, loopback_only: bool, **kwargs: Any) -> Any:
+    """``ray.init`` of a new local Ray (loopback only unless told otherwise)."""
+    options: dict[str, Any] = {
+        "num_cpus": num_cpus if num_cpus is not None else os.cpu_count(),
+        "num_gpus": num_gpus, "resources": resources, "include_dashboard": dashboard,
+        "dashboard_host": LOOPBACK, "_system_config": local_system_config(), **kwargs}
+    if not loopback_only:
+        return ray.init(**options)
+    with loopback_node():
+        return ray.init(**options)

@@ -2,9 +2,16 @@
 
 It owns no env and no network: it schedules ``collect`` calls on rollout workers and ``train``
 calls on learners (one call in flight per actor, so no queue can grow), keeps each member's
-update-to-data ratio (one update per ``learn_step`` new transitions, AgileRL's count), and
-between generations runs evaluation, selection and mutation (``runtime/evolution.py``). Metrics
-reach MLflow from here only, in batches. Plain data in, plain data out.
+update-to-data ratio, and between generations runs evaluation, selection and mutation
+(``runtime/evolution.py``). Metrics reach MLflow from here only, in batches. Plain data in,
+plain data out.
+
+The update-to-data ratio depends on the algorithm's family. Off-policy members: one update per
+``learn_step`` new transitions (AgileRL's count), workers collecting ``chunk_steps`` per call
+once the buffer holds ``learning_starts`` rows. On-policy members: one update per rollout
+fragment (``learn_step`` steps of a worker's sub-envs, one collect call), from the first
+fragment on (``learning_starts`` and ``learning_delay`` do not apply), with a bounded number of
+fragments collected and not yet learned (:meth:`Coordinator._may_collect`).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.config import ExperimentConfig
-from distmarl.factory import algorithm_class, buffer_kwargs, env_spaces
+from distmarl.factory import algorithm_class, buffer_kwargs, env_spaces, is_on_policy
 from distmarl.hpo import HyperparameterConfig, Lineage, Mutations, RLParameter, TournamentSelection
 from distmarl.hpo.pbt import AsyncExploit
 from distmarl.runtime import evolution, faults, persistence
@@ -63,6 +70,7 @@ class Coordinator:
         self._inflight: dict[Any, tuple[str, int, int]] = {}
         self._learner_busy: set[int] = set()
         self._worker_busy: set[tuple[int, int]] = set()
+        self._collect_start: dict[tuple[int, int], int] = {}  # member's updates when it began
         self._last_write = 0
 
     # ------------------------------------------------------------------ set-up
@@ -71,6 +79,7 @@ class Coordinator:
         self.spaces = env_spaces(cfg.env)
         self.agents = list(self.spaces[0])
         self.resources = plan_resources(cfg, ray.cluster_resources())
+        self.on_policy = is_on_policy(cfg.algorithm.name)
         algo_cls = algorithm_class(cfg.algorithm.name)
         self.hp_config = HyperparameterConfig(**{
             name: RLParameter(p.min, p.max, p.grow_factor, p.shrink_factor,
@@ -91,7 +100,8 @@ class Coordinator:
         self.learners = [
             LearnerActor.options(**self.resources.learner, **faults.ACTOR_OPTIONS).remote(
                 slot, cfg.algorithm, self.spaces, self.buffer, seed=cfg.seed * 1009 + slot,
-                weight_sync_updates=cfg.training.weight_sync_updates)
+                weight_sync_updates=cfg.training.weight_sync_updates,
+                num_envs=cfg.env.num_envs)
             for slot in range(cfg.population.size)]
         self.workers = [
             [RolloutWorkerActor.options(**self.resources.worker, **faults.ACTOR_OPTIONS).remote(
@@ -143,24 +153,52 @@ class Coordinator:
         return self.summary()
 
     def _schedule(self) -> None:
-        starts = self.cfg.buffer.learning_starts
         for m in self.members:
             if m.phase != RUN:
                 continue
-            if m.slot not in self._learner_busy and m.owed >= 1 and self.buffer_rows >= starts:
+            if m.slot not in self._learner_busy and m.owed >= 1 and self._may_learn():
                 k = min(int(m.owed), MAX_UPDATES_PER_CALL)
                 m.owed -= k
                 m.requested = k
                 self._submit(self.learners[m.slot].train.remote(k), "train", m.slot)
-            chunk = self.cfg.training.chunk_steps * self.cfg.env.num_envs
+            steps = self.collect_steps(m)
             for w, worker in enumerate(self.workers[m.slot]):
                 if (m.slot, w) in self._worker_busy or m.scheduled_steps >= m.boundary:
                     continue
-                if m.owed >= MAX_OWED_CALLS * MAX_UPDATES_PER_CALL:
+                if not self._may_collect(m):
                     break  # the learner is behind: keep the update-to-data ratio exact
-                m.scheduled_steps += chunk
-                ref = worker.collect.remote(self.cfg.training.chunk_steps, m.version, m.weights_box)
+                m.scheduled_steps += steps * self.cfg.env.num_envs
+                ref = worker.collect.remote(steps, m.version, m.weights_box)
                 self._submit(ref, "collect", m.slot, w)
+
+    def collect_steps(self, m: MemberState) -> int:
+        """Vectorised steps of one collect call: a whole fragment (``learn_step``) for an
+        on-policy member, ``training.chunk_steps`` otherwise."""
+        return int(m.hp["learn_step"]) if self.on_policy else self.cfg.training.chunk_steps
+
+    def _may_learn(self) -> bool:
+        return self.on_policy or self.buffer_rows >= self.cfg.buffer.learning_starts
+
+    def _may_collect(self, m: MemberState) -> bool:
+        """Whether another collect call may start for ``m``.
+
+        Off-policy: while its learner owes fewer than ``MAX_OWED_CALLS`` full train calls.
+
+        On-policy: while every fragment's policy lag stays within ``W = workers_per_member``
+        updates. A fragment starts with the weights of the member's ``m.updates`` updates so
+        far (the learner publishes after every call) and is learned after the fragments that
+        reach the buffer before it; counting every fragment that might (those owed, being
+        learned, or being collected) bounds its lag: at most ``W`` for a fragment starting now
+        (``owed + requested + collecting <= W``) and, for each fragment in flight, the updates
+        since it began plus those. One worker: the next fragment is collected while the last
+        is learned, so each is learned one update after the policy that collected it.
+        """
+        if not self.on_policy:
+            return m.owed < MAX_OWED_CALLS * MAX_UPDATES_PER_CALL
+        busy = [w for w in range(len(self.workers[m.slot])) if (m.slot, w) in self._worker_busy]
+        oldest = min((self._collect_start[(m.slot, w)] for w in busy), default=m.updates)
+        ahead = m.owed + m.requested + len(busy)
+        return ahead + (m.updates - oldest) <= len(self.workers[m.slot])
 
     def _submit(self, ref: Any, kind: str, slot: int, worker: int = -1) -> None:
         self._inflight[ref] = (kind, slot, worker)
@@ -168,6 +206,7 @@ class Coordinator:
             self._learner_busy.add(slot)
         elif kind == "collect":
             self._worker_busy.add((slot, worker))
+            self._collect_start[(slot, worker)] = self.members[slot].updates
 
     def _handle(self, ref: Any) -> None:
         kind, slot, worker = self._inflight.pop(ref)
@@ -183,8 +222,7 @@ class Coordinator:
             return
         if kind == "collect":
             self._worker_busy.discard((slot, worker))
-            chunk = self.cfg.training.chunk_steps * self.cfg.env.num_envs
-            m.scheduled_steps += result.env_steps - chunk
+            m.scheduled_steps += result.env_steps - self.collect_steps(m) * self.cfg.env.num_envs
             m.env_steps += result.env_steps
             self.total_env_steps += result.env_steps
             self.buffer_rows += result.env_steps
@@ -192,7 +230,9 @@ class Coordinator:
             m.episodes += len(result.episode_scores)
             m.collect_seconds += result.seconds
             m.refused_chunks += result.refused
-            if self.buffer_rows >= self.cfg.buffer.learning_starts:
+            if self.on_policy:
+                m.owed += 1  # one whole fragment, one update
+            elif self.buffer_rows >= self.cfg.buffer.learning_starts:
                 m.accrue(result.env_steps, self.cfg.training.learning_delay)
         elif kind == "train":
             self._learner_busy.discard(slot)
@@ -202,7 +242,8 @@ class Coordinator:
                 faults.check_learners(self, [slot])
                 return
             m.updates += result.updates
-            m.owed += m.requested - result.updates  # a refused sample is owed again
+            if not self.on_policy:  # a refused sample is owed again; a missing fragment is
+                m.owed += m.requested - result.updates  # gone (a fault), never owed again
             m.requested = 0
             m.train_seconds += result.seconds
             if result.metrics:

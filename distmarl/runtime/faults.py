@@ -6,6 +6,16 @@
   (an object it owns, refreshed every few train calls and after every generation).
 * The buffer dies: Ray restarts it empty and the coordinator loads its latest snapshot (taken
   every ``buffer.snapshot_interval_s``); the rows added since are lost and counted.
+* A node dies (with whatever actors ran there): Ray restarts them on the nodes left, and each
+  is handled as above. A snapshot is an actor's return value, stored first on the actor's own
+  node, so it would die with the node: once it is ready the coordinator copies it to its own
+  node (``ray.get`` then ``ray.put``, see :meth:`Snapshots.settle`) and restores from that copy.
+  Until then the latest snapshot is used where it lies, and the previous copy when it is lost.
+
+On-policy members (whose learners read each fragment of their own once) are resynchronised
+after a fault that may leave fragments in the buffer that the coordinator does not count (a
+worker that died after its write, a buffer restored from an older snapshot): the learner
+discards its member's waiting fragments and the member owes no update (:func:`resync_on_policy`).
 
 Every counter of the run only moves forward; the summary lists restarts and losses.
 """
@@ -18,7 +28,13 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
+from ray.exceptions import (
+    GetTimeoutError,
+    ObjectLostError,
+    RayActorError,
+    RayError,
+    RayTaskError,
+)
 
 if TYPE_CHECKING:
     from distmarl.runtime.coordinator import Coordinator
@@ -46,7 +62,13 @@ class FaultLog:
 
 
 class Snapshots:
-    """Objects the coordinator owns, so they outlive the actors they came from."""
+    """Objects the coordinator owns, so they outlive the actors they came from.
+
+    Buffer snapshots (every ``interval_s``) and learner states (:func:`snapshot_learner`) are
+    taken as actor calls whose results lie on the actor's node; :meth:`settle` copies each one
+    that is ready to the coordinator's node, so that losing the actor's node loses no snapshot.
+    ``buffer`` and ``previous`` are the last two copies of the buffer; ``learners[slot]`` the
+    last copy of a member's state."""
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
@@ -54,17 +76,56 @@ class Snapshots:
         self.previous: Any = None
         self.buffer_taken = 0.0
         self.buffer_incarnation: str | None = None
+        self.buffer_pending: Any = None
+        self.learner_pending: dict[int, Any] = {}
+        self.learners: dict[int, Any] = {}
 
     def maybe_snapshot_buffer(self, coord: Coordinator, force: bool = False) -> None:
-        """Ask the buffer for its state (an object the coordinator owns). The last two are
-        kept: one taken while the buffer was dying holds an error, and the older one is used."""
+        """Called on every turn of the coordinator's loop: copy finished snapshots here, and
+        ask the buffer for its state when ``interval_s`` has passed (or ``force``)."""
+        self.settle(coord)
         if self.interval_s <= 0 and not force:
             return
         if force or time.monotonic() - self.buffer_taken >= self.interval_s:
             if check_buffer(coord):
                 return
-            self.previous, self.buffer = self.buffer, coord.buffer.state_dict.remote()
+            if self.buffer_pending is None:  # one at a time: a slow copy is not stacked
+                self.buffer_pending = coord.buffer.state_dict.remote()
             self.buffer_taken = time.monotonic()
+
+    def settle(self, coord: Coordinator) -> None:
+        """Copy every snapshot that is ready to this (the coordinator's) node; one that failed
+        (its actor died while taking it) is dropped and the older copy stays."""
+        waiting = [ref for ref in [self.buffer_pending, *self.learner_pending.values()]
+                   if ref is not None]
+        if not waiting:
+            return
+        ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+        if self.buffer_pending is not None and self.buffer_pending in ready:
+            local = _copy_here(self.buffer_pending, "buffer")
+            if local is not None:
+                self.previous, self.buffer = self.buffer, local
+            self.buffer_pending = None
+        for slot, ref in list(self.learner_pending.items()):
+            if ref in ready:
+                del self.learner_pending[slot]
+                local = _copy_here(ref, f"learner {slot}")
+                if local is not None:
+                    self.learners[slot] = local
+                m = coord.members[slot]
+                if m.state_ref is ref:  # the latest is now the copy (or, failed, the last one)
+                    m.state_ref = local if local is not None else self.learners.get(slot)
+
+
+def _copy_here(ref: Any, what: str) -> Any:
+    """``ray.put(ray.get(ref))``: a copy owned and stored by this process's node; None when the
+    call behind ``ref`` failed."""
+    try:
+        value = ray.get(ref, timeout=60)
+    except (RayError, GetTimeoutError) as err:
+        log.warning("%s snapshot failed (%s); the previous one is kept", what, type(err).__name__)
+        return None
+    return ray.put(value)
 
 
 def check_buffer(coord: Coordinator) -> bool:
@@ -80,14 +141,8 @@ def check_buffer(coord: Coordinator) -> bool:
     if incarnation == snaps.buffer_incarnation:
         return False
     coord.faults.buffer_restarts += 1
-    for snapshot in (snaps.buffer, snaps.previous):
-        if snapshot is None:
-            continue
-        try:
-            get_with_retry(lambda s=snapshot: coord.buffer.load_state_dict.remote(s))
-            break
-        except RayTaskError as err:  # the snapshot itself failed (taken as the buffer died)
-            log.warning("buffer snapshot unusable (%s); trying an older one", type(err).__name__)
+    snaps.settle(coord)
+    load_first(coord.buffer.load_state_dict.remote, [snaps.buffer, snaps.previous], "buffer")
     counter = get_with_retry(coord.buffer.stats.remote)["counter"]
     lost = max(0, coord.buffer_rows - counter)
     coord.faults.buffer_lost_rows += lost
@@ -97,6 +152,7 @@ def check_buffer(coord: Coordinator) -> bool:
                 counter, lost)
     coord.events.append({"generation": coord.generation, "fault": "buffer restarted",
                          "restored_rows": counter, "lost_rows": lost})
+    resync_on_policy(coord, list(range(len(coord.members))))
     return True
 
 
@@ -119,18 +175,32 @@ def on_failure(coord: Coordinator, kind: str, slot: int, worker: int, err: BaseE
     if not (own_fault or downstream or buffer_restarted):
         raise err
     if kind == "collect":
-        chunk = coord.cfg.training.chunk_steps * coord.cfg.env.num_envs
+        chunk = coord.collect_steps(m) * coord.cfg.env.num_envs
         m.scheduled_steps -= chunk
         faults.lost_chunks += 1
         faults.lost_env_steps += chunk
         if own_fault:
             check_worker(coord, slot, worker)
         check_learners(coord, [slot])  # a dead learner's weights die with it: republish
+        resync_on_policy(coord, [slot])  # the lost fragment may have reached the buffer
     elif kind == "train":
         m.owed += m.requested
         faults.lost_updates += m.requested
         m.requested = 0
         check_learners(coord, [slot])
+
+
+def resync_on_policy(coord: Coordinator, slots: list[int]) -> None:
+    """On-policy only: each slot's learner discards the fragments waiting for it and the
+    member owes no update (fragments arriving later are counted as usual)."""
+    if not getattr(coord, "on_policy", False):
+        return
+    for slot in slots:
+        discarded = get_with_retry(coord.learners[slot].discard_pending.remote)
+        coord.members[slot].owed = 0.0
+        if discarded:
+            log.warning("member %d: discarded %d rows of fragments after a fault", slot,
+                        discarded)
 
 
 def check_worker(coord: Coordinator, slot: int, worker: int) -> None:
@@ -167,20 +237,43 @@ def check_learners(coord: Coordinator, slots: list[int] | None = None) -> None:
             m.learner_incarnation = incarnation
         elif incarnation != m.learner_incarnation:
             coord.faults.learner_restarts += 1
-            restore_learner(coord, slot)
+            restored = restore_learner(coord, slot)
             coord.events.append({"generation": coord.generation, "fault": "learner restarted",
-                                 "slot": slot, "restored": m.state_ref is not None})
+                                 "slot": slot, "restored": restored})
             log.warning("learner %d restarted and was restored from its last snapshot", slot)
 
 
-def restore_learner(coord: Coordinator, slot: int) -> None:
-    """Load the member's last state snapshot into its (restarted) learner and republish."""
+def restore_learner(coord: Coordinator, slot: int) -> bool:
+    """Load the member's last state snapshot into its (restarted) learner and republish.
+    The latest snapshot is tried first, then the last copy on the coordinator's node (the
+    latest may have been lost with the learner's node). False when neither could be loaded
+    (the learner goes on from a fresh state; the member stays in the population)."""
     m = coord.members[slot]
     learner = coord.learners[slot]
-    if m.state_ref is not None:
-        m.hp = get_with_retry(lambda: learner.load_state.remote(m.state_ref))
+    coord.snapshots.settle(coord)
+    restored, hp = load_first(learner.load_state.remote,
+                              [m.state_ref, coord.snapshots.learners.get(slot)], f"learner {slot}")
+    m.hp = hp if restored else get_with_retry(learner.hyperparameters.remote)
     m.version, m.weights_box = get_with_retry(learner.publish.remote)
     m.learner_incarnation = get_with_retry(learner.incarnation.remote)
+    return restored
+
+
+def load_first(load: Any, snapshots: list[Any], what: str) -> tuple[bool, Any]:
+    """``(True, ray.get(load(s)))`` for the first snapshot ``s`` (None entries skipped) that
+    loads into the restarted actor; ``(False, None)`` when none does. A snapshot can fail to
+    load when the call that took it failed, or when its node was lost before it was copied."""
+    tried: list[Any] = []
+    for snapshot in snapshots:
+        if snapshot is None or any(snapshot is seen for seen in tried):
+            continue
+        tried.append(snapshot)
+        try:
+            return True, ray.get(load(snapshot), timeout=600)
+        except (RayError, GetTimeoutError) as err:
+            log.warning("%s: a snapshot could not be loaded (%s); trying an older one", what,
+                        type(err).__name__)
+    return False, None
 
 
 def actor_died(err: BaseException) -> bool:
@@ -189,5 +282,8 @@ def actor_died(err: BaseException) -> bool:
 
 
 def snapshot_learner(coord: Coordinator, slot: int) -> None:
-    """Keep the member's latest full state as an object the coordinator owns."""
-    coord.members[slot].state_ref = coord.learners[slot].get_state.remote()
+    """Keep the member's latest full state as an object the coordinator owns (copied to the
+    coordinator's node by :meth:`Snapshots.settle` once it is ready)."""
+    ref = coord.learners[slot].get_state.remote()
+    coord.members[slot].state_ref = ref
+    coord.snapshots.learner_pending[slot] = ref

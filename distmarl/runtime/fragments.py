@@ -16,7 +16,10 @@ Guards (only faults trip them; any trip drops the rows just read and then every 
 member still waiting, which realigns the stream: a discard ends between two ``add`` calls):
 
 - a fragment must be ``rows`` consecutive indices, after every row already used (a buffer
-  restored from an older snapshot would otherwise hand out used rows again);
+  restored from an older snapshot would otherwise hand out used rows again). A sanity check
+  for sizes: the runtime never writes a fragment of another size for a learner, since a
+  ``learn_step`` changes only with a mutation or copy, which discards the waiting fragments;
+  a wrong-size fragment written right before another of the member would go unnoticed;
 - when the consumer's ``dropped`` count moved and the first row read is the ring's oldest row,
   the ring may have overwritten the head of that fragment.
 """

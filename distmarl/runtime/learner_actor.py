@@ -5,6 +5,13 @@ weights to the object store every ``weight_sync_updates`` updates; the coordinat
 latest ``(version, ref)`` to the member's rollout workers. A copy between members is
 ``learner_b.load_state.remote(learner_a.get_state.remote())``: the state travels through the
 object store without passing the coordinator.
+
+An on-policy learner (IPPO, MAPPO) learns once per whole rollout fragment of its own member,
+read through :class:`~distmarl.runtime.fragments.FragmentReader` (each fragment once, none of
+another member's), and publishes its weights after every train call that learned: the member's
+workers then collect the next fragments with them. Whatever changes its policy besides learning
+(a copy from another member, a mutation, a restored snapshot) discards the fragments still
+waiting, which the old policy collected.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ from distmarl.buffers.wire import unpack_batches
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
+from distmarl.onpolicy_rollout import fragment_to_batch
+from distmarl.runtime.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
-from distmarl.types import OFF_POLICY_FIELDS
+from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS, SampleBatch
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +50,8 @@ class LearnerShell:
     """The plain class behind :data:`LearnerActor`."""
 
     def __init__(self, slot: int, algo_cfg: AlgorithmConfig, spaces: tuple[dict, dict],
-                 buffer: Any, seed: int, weight_sync_updates: int = 8) -> None:
+                 buffer: Any, seed: int, weight_sync_updates: int = 8,
+                 num_envs: int = 1) -> None:
         import torch
 
         torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
@@ -55,6 +65,10 @@ class LearnerShell:
         self.buffer = buffer
         self.consumer = f"learner-{slot}"
         self.weight_sync_updates = weight_sync_updates
+        self.on_policy = bool(getattr(self.algo, "on_policy", False))
+        self.num_envs = num_envs  # sub-envs per rollout worker: a fragment's E
+        self.fragments = (FragmentReader(buffer, self.consumer, slot, num_envs)
+                          if self.on_policy else None)
         self.updates = 0
         self.version = 0
         self._since_publish = 0
@@ -65,24 +79,41 @@ class LearnerShell:
 
     # ------------------------------------------------------------------ learning
     def train(self, num_updates: int) -> TrainResult:
-        """Up to ``num_updates`` updates of batch ``hp['batch_size']`` from the buffer."""
+        """Up to ``num_updates`` updates: off-policy, of batch ``hp['batch_size']`` sampled
+        from the buffer; on-policy, one per whole fragment of this member (``hp['learn_step']``
+        steps), with the weights published after them."""
         start = time.perf_counter()
-        batch_size = int(self.algo.hp["batch_size"])
-        batches = unpack_batches(ray.get(
-            self.buffer.sample_many_packed.remote(batch_size, self.consumer, num_updates)))
-        sums: dict[str, float] = {}
-        for batch in batches:
-            data = dict(zip(OFF_POLICY_FIELDS, batch.data))
-            for k, v in self.algo.learn(to_torch(data, self.device)).items():
-                sums[k] = sums.get(k, 0.0) + float(v)
-        n = len(batches)
+        if self.on_policy:
+            metrics = [self._learn_fragment(b) for b in
+                       self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)]
+        else:
+            batch_size = int(self.algo.hp["batch_size"])
+            batches = unpack_batches(ray.get(
+                self.buffer.sample_many_packed.remote(batch_size, self.consumer, num_updates)))
+            metrics = [self.algo.learn(to_torch(dict(zip(OFF_POLICY_FIELDS, b.data)),
+                                                self.device)) for b in batches]
+        n = len(metrics)
         self.updates += n
         self._since_publish += n
         weights = None
-        if n and self._since_publish >= self.weight_sync_updates:
+        if n and (self.on_policy or self._since_publish >= self.weight_sync_updates):
             weights = self.publish()
-        metrics = {k: v / n for k, v in sums.items()} if n else {}
-        return TrainResult(n, metrics, time.perf_counter() - start, weights, self._incarnation)
+        return TrainResult(n, _means(metrics), time.perf_counter() - start, weights,
+                           self._incarnation)
+
+    def _learn_fragment(self, batch: SampleBatch) -> dict[str, float]:
+        """One PPO update on one fragment (rows ``(T * E, ...)`` -> tensors ``(T, E, ...)``)."""
+        data = dict(zip(ON_POLICY_FIELDS, batch.data))
+        return self.algo.learn(fragment_to_batch(data, self.num_envs, self.device))
+
+    def discard_pending(self) -> int:
+        """Drop this member's fragments not learned yet (on-policy; off-policy: nothing, 0)."""
+        return self.fragments.discard_pending() if self.fragments is not None else 0
+
+    def used_fragments(self) -> list[tuple[int, int]]:
+        """``(first, stop)`` global buffer rows of every fragment learned, in order (on-policy;
+        for tests and debugging)."""
+        return self.fragments.used() if self.fragments is not None else []
 
     def publish(self) -> tuple[int, list[Any]]:
         """Put the current actor weights in the object store; ``(version, [ref])``."""
@@ -95,13 +126,17 @@ class LearnerShell:
         return {"algo": _to_cpu(self.algo.state_dict()), "updates": self.updates}
 
     def load_state(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Become a copy of another member (or of a checkpoint)."""
+        """Become a copy of another member (or of a checkpoint); on-policy, the fragments the
+        previous policy collected are discarded."""
         self.algo.load_state_dict(state["algo"])
         self.updates = int(state.get("updates", self.updates))
+        self.discard_pending()
         return self.hyperparameters()
 
     def mutate(self, plan: MutationPlan) -> dict[str, Any]:
+        """Carry out ``plan``; on-policy, fragments collected before it are discarded."""
         change = apply_mutation(self.algo, plan)
+        self.discard_pending()
         return {"change": change, "hp": self.hyperparameters()}
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -116,7 +151,18 @@ class LearnerShell:
         ctx = ray.get_runtime_context()
         return {"slot": self.slot, "pid": os.getpid(), "device": self.device,
                 "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(),
-                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "updates": self.updates}
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "updates": self.updates,
+                "discarded_rows": self.fragments.discarded_rows if self.fragments else 0}
+
+
+def _means(metrics: list[dict[str, float]]) -> dict[str, float]:
+    """Each metric's sum over the updates divided by their number (a metric some updates
+    lack, such as a delayed actor loss, counts as 0 for them)."""
+    sums: dict[str, float] = {}
+    for m in metrics:
+        for k, v in m.items():
+            sums[k] = sums.get(k, 0.0) + float(v)
+    return {k: v / len(metrics) for k, v in sums.items()}
 
 
 def _to_cpu(obj: Any) -> Any:

@@ -13,7 +13,8 @@ RUN, WAIT, DONE = "run", "wait", "done"
 @dataclass
 class MemberState:
     """Counters of one slot. ``env_steps`` only move forward; ``owed`` are updates earned by
-    new transitions (one per ``learn_step`` transitions, AgileRL's count) not yet requested."""
+    new transitions and not yet requested: off-policy, one per ``learn_step`` transitions
+    (AgileRL's count); on-policy, one per rollout fragment that reached the buffer."""
 
     slot: int
     boundary: int

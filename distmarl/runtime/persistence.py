@@ -156,7 +156,11 @@ def checkpoint(coord: Coordinator) -> Path:
 
 
 def restore(coord: Coordinator, path: str) -> None:
-    """Continue a run: learners, buffer, counters, RNG, lineage and MLflow runs come back."""
+    """Continue a run: learners, buffer, counters, RNG, lineage and MLflow runs come back.
+    On-policy fragments that were collected but not learned at the checkpoint are dropped
+    (the coordinator did not count them all)."""
+    from distmarl.runtime.faults import resync_on_policy
+
     ckpt = load_checkpoint(Path(path))
     meta = ckpt.meta
     if len(ckpt.members) != len(coord.learners):
@@ -183,6 +187,7 @@ def restore(coord: Coordinator, path: str) -> None:
         coord._resume_tracking = meta["mlflow"]
         coord.tracker = make_tracker(coord)
     coord.resumed_from = str(ckpt.path)
+    resync_on_policy(coord, list(range(len(coord.members))))
 
 
 def finish(coord: Coordinator, failed: bool = False) -> None:

@@ -4,6 +4,14 @@ Each ``collect`` call carries the member's latest weights as ``(version, [ref])`
 fetches them from the object store only when the version is new, so its policy lags the
 learner by at most one call. Chunks go straight to the buffer actor (one hop), tagged with the
 member; a chunk the buffer's rate limiter refuses is retried, never dropped.
+
+An on-policy member's worker (IPPO, MAPPO) collects with
+:class:`~distmarl.onpolicy_rollout.OnPolicyCollector`, which records the behaviour policy's
+log-probabilities and values; the coordinator then asks for ``learn_step`` steps per call, so
+each chunk is exactly one rollout fragment (``learn_step * num_envs`` rows, one ``add``).
+Episodes run on across fragments. Its policy lags the learner by at most
+``workers_per_member`` updates (one fragment with one worker): see
+:meth:`distmarl.runtime.coordinator.Coordinator._may_collect`.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import ray
 
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import make_algorithm, make_venv
+from distmarl.onpolicy_rollout import OnPolicyCollector
 from distmarl.rollout import Collector, evaluate
 from distmarl.types import TransitionChunk
 
@@ -43,7 +52,9 @@ class RolloutShell:
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.venv = make_venv(env_cfg, seed=seed)
-        self.collector = Collector(self.venv, self.algo, seed=seed)
+        self.on_policy = bool(getattr(self.algo, "on_policy", False))
+        collector = OnPolicyCollector if self.on_policy else Collector
+        self.collector = collector(self.venv, self.algo, seed=seed)
         self.eval_venv: Any = None
         self.version = -1
         self.env_steps = 0
@@ -57,7 +68,8 @@ class RolloutShell:
             self.version = version
 
     def collect(self, num_steps: int, version: int, weights_box: list[Any] | None) -> CollectResult:
-        """Step ``num_steps`` vectorised steps with the newest weights; store the chunk."""
+        """Step ``num_steps`` vectorised steps with the newest weights; store the chunk (for
+        an on-policy member: one whole fragment)."""
         start = time.perf_counter()
         self._sync(version, weights_box)
         rollout = self.collector.collect(num_steps)

@@ -64,6 +64,8 @@ class LocalRayCluster:
     nodes: list[Node] = field(default_factory=list)
     gcs_port: int = 0
     dashboard_port: int = 0
+    #: more environment for every node and client (e.g. ``RAY_health_check_period_ms``)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # short paths: Ray's unix sockets live under the temp dir (108-byte limit)
@@ -85,6 +87,7 @@ class LocalRayCluster:
         env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", RAY_AUTH_MODE="token",
                    RAY_AUTH_TOKEN_PATH=str(self.token_file), RAY_USAGE_STATS_ENABLED="0",
                    RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1")
+        env.update(self.extra_env)
         return env
 
     def _start(self, args: list[str], name: str, timeout_s: float = 120) -> None:
@@ -110,6 +113,11 @@ class LocalRayCluster:
         if rc != 0:
             raise RuntimeError(f"`ray start` ({name}) exited {rc}:\n{log.read_text()[-3000:]}")
 
+    @property
+    def gcs_address(self) -> str:
+        """What ``ray.init(address=...)`` / ``distmarl train --address`` take."""
+        return f"127.0.0.1:{self.gcs_port}"
+
     def start_head(self, num_cpus: int) -> LocalRayCluster:
         self.gcs_port, self.dashboard_port = free_port(), free_port()
         self._start(["--head", "--port", str(self.gcs_port), "--num-cpus", str(num_cpus),
@@ -119,10 +127,29 @@ class LocalRayCluster:
         return self
 
     def add_node(self, num_cpus: int) -> LocalRayCluster:
-        self._start(["--address", f"127.0.0.1:{self.gcs_port}", "--num-cpus", str(num_cpus)],
+        self._start(["--address", self.gcs_address, "--num-cpus", str(num_cpus)],
                     f"node{len(self.nodes)}")
         self.wait_for_nodes(len(self.nodes))
         return self
+
+    def node_processes(self, index: int) -> list[int]:
+        """Live processes of node ``index`` only (0: the head): its session, or its temp dir in
+        their command line or working directory."""
+        node = self.nodes[index]
+        return [pid for pid in self.processes()
+                if _proc_field(pid, "sid") == str(node.sid)
+                or str(node.temp_dir) in _proc_field(pid, "cmdline")
+                or _proc_field(pid, "cwd").startswith(str(node.temp_dir))]
+
+    def kill_node(self, index: int) -> list[int]:
+        """SIGKILL every process of node ``index`` at once (the machine is gone); returns them."""
+        pids = self.node_processes(index)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pids
 
     def wait_for_job_server(self, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
