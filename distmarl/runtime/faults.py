@@ -2,6 +2,8 @@
 
 * A rollout worker dies: Ray restarts it (``max_restarts``); its next ``collect`` call carries
   the member's latest weights, so it goes on; the chunk that was in flight is lost and counted.
+  A restart shows as a new pid: after any failed ``collect`` call, and every
+  :data:`CENSUS_INTERVAL_S` for all workers (a worker that died while idle fails no call).
 * A learner dies: Ray restarts it and the coordinator loads the member's last state snapshot
   (an object it owns, refreshed every few train calls and after every generation).
 * The buffer dies: Ray restarts it empty and the coordinator loads its latest snapshot (taken
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 #: restart every dead actor, however often; a call in flight is not retried (it is counted)
 ACTOR_OPTIONS = {"max_restarts": -1, "max_task_retries": 0}
 MAX_FAILURES = 50
+#: seconds between two rounds of asking every rollout worker its pid (see census_workers)
+CENSUS_INTERVAL_S = 5.0
 
 
 @dataclass
@@ -79,11 +83,16 @@ class Snapshots:
         self.buffer_pending: Any = None
         self.learner_pending: dict[int, Any] = {}
         self.learners: dict[int, Any] = {}
+        self.census: dict[tuple[int, int], Any] = {}
+        self.census_taken = time.monotonic()
 
     def maybe_snapshot_buffer(self, coord: Coordinator, force: bool = False) -> None:
-        """Called on every turn of the coordinator's loop: copy finished snapshots here, and
-        ask the buffer for its state when ``interval_s`` has passed (or ``force``)."""
+        """Called on every turn of the coordinator's loop: copy finished snapshots here, look
+        for restarted workers (:func:`census_workers`), and ask the buffer for its state when
+        ``interval_s`` has passed (or ``force``). Only that last step waits for an actor (the
+        buffer's incarnation, :func:`check_buffer`)."""
         self.settle(coord)
+        census_workers(coord)
         if self.interval_s <= 0 and not force:
             return
         if force or time.monotonic() - self.buffer_taken >= self.interval_s:
@@ -179,8 +188,7 @@ def on_failure(coord: Coordinator, kind: str, slot: int, worker: int, err: BaseE
         m.scheduled_steps -= chunk
         faults.lost_chunks += 1
         faults.lost_env_steps += chunk
-        if own_fault:
-            check_worker(coord, slot, worker)
+        check_worker(coord, slot, worker)  # it may have died too, after its call failed
         check_learners(coord, [slot])  # a dead learner's weights die with it: republish
         resync_on_policy(coord, [slot])  # the lost fragment may have reached the buffer
     elif kind == "train":
@@ -206,6 +214,11 @@ def resync_on_policy(coord: Coordinator, slots: list[int]) -> None:
 def check_worker(coord: Coordinator, slot: int, worker: int) -> None:
     """Wait until the worker answers again; count a restart when its pid changed."""
     pid = get_with_retry(coord.workers[slot][worker].info.remote)["pid"]
+    note_worker_pid(coord, slot, worker, pid)
+
+
+def note_worker_pid(coord: Coordinator, slot: int, worker: int, pid: int) -> None:
+    """Remember a worker's pid; a new one means Ray restarted it: counted and logged."""
     known = coord.worker_pids.get((slot, worker))
     if known is not None and pid != known:
         coord.faults.worker_restarts += 1
@@ -213,6 +226,28 @@ def check_worker(coord: Coordinator, slot: int, worker: int) -> None:
                              "slot": slot, "worker": worker})
         log.warning("rollout worker %d/%d restarted", slot, worker)
     coord.worker_pids[(slot, worker)] = pid
+
+
+def census_workers(coord: Coordinator) -> None:
+    """Every :data:`CENSUS_INTERVAL_S`, ask every rollout worker its pid without waiting; the
+    answers are read on later turns as they come. A worker that died between calls (idle,
+    or after its call had failed on another actor) shows up here."""
+    snaps: Snapshots = coord.snapshots
+    if snaps.census:
+        ready, _ = ray.wait(list(snaps.census.values()), num_returns=len(snaps.census),
+                            timeout=0)
+        for key, ref in list(snaps.census.items()):
+            if ref in ready:
+                del snaps.census[key]
+                try:
+                    note_worker_pid(coord, *key, ray.get(ref)["pid"])
+                except RayError:  # it died meanwhile: a later census or failed call sees it
+                    pass
+    if not snaps.census and time.monotonic() - snaps.census_taken >= CENSUS_INTERVAL_S:
+        snaps.census = {(slot, w): worker.info.remote()
+                        for slot, workers in enumerate(coord.workers)
+                        for w, worker in enumerate(workers)}
+        snaps.census_taken = time.monotonic()
 
 
 def get_with_retry(submit: Any, attempts: int = 120, delay_s: float = 0.5) -> Any:

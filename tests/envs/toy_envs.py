@@ -170,6 +170,19 @@ class NonFiniteEnv(DyingEnv):
         return obs, rew, term, trunc, info
 
 
+class InfRewardEnv(DyingEnv):
+    """A ``DyingEnv`` whose ``d_0`` reward is inf at step 1 (observations stay finite)."""
+
+    def __init__(self) -> None:
+        super().__init__((50, 50))
+
+    def step(self, actions: dict[str, Any]) -> tuple:
+        obs, rew, term, trunc, info = super().step(actions)
+        if self.t == 1:
+            rew["d_0"] = float("inf")
+        return obs, rew, term, trunc, info
+
+
 def failing_factory() -> ParallelEnv:
     """An env factory that raises while building the env."""
     raise OSError("cannot open the simulator")
