@@ -181,15 +181,16 @@ class StillPolicy:
                 for a, o in obs.items()}
 
 
-def baseline_scores(config_path: str | Path | None = None,
+def baseline_scores(config_path: str | Path | None = None, sets: Sequence[str] = (),
                     episodes: int = BASELINE_EPISODES) -> dict[str, dict[str, Any]]:
     """Scores of a uniform random policy and (where zero is a valid action) of standing still,
-    on the same episodes as the trained policies' final evaluation."""
+    on the same episodes as the trained policies' final evaluation (the env overrides among
+    ``sets`` apply)."""
     from gymnasium import spaces as gym_spaces
 
     from distmarl.factory import env_spaces
 
-    cfg = load("MADDPG", config_path)
+    cfg = load("MADDPG", config_path, [s for s in sets if s.startswith("env.")])
     act_spaces = env_spaces(cfg.env)[1]
     out = {"random": score_policy(cfg, RandomPolicy(act_spaces, BASELINE_SEED), episodes)}
     if all(isinstance(sp, gym_spaces.Box) and sp.contains(np.zeros(sp.shape, sp.dtype))
@@ -267,7 +268,7 @@ def main() -> None:
 
     os.nice(10)
     start = time.perf_counter()
-    baselines = baseline_scores(args.config)
+    baselines = baseline_scores(args.config, args.set)
     for name, b in baselines.items():
         print(f"{name} policy: {b['mean']:.1f} over {b['episodes']} episodes", flush=True)
     jobs = [(a, s) for a in args.algos for s in args.seeds]

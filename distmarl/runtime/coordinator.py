@@ -230,6 +230,7 @@ class Coordinator:
             m.episodes += len(result.episode_scores)
             m.collect_seconds += result.seconds
             m.refused_chunks += result.refused
+            self.faults.dropped_nonfinite_rows += result.nonfinite_rows
             if self.on_policy:
                 m.owed += 1  # one whole fragment, one update
             elif self.buffer_rows >= self.cfg.buffer.learning_starts:

@@ -4,42 +4,52 @@ work. The decisions come from ``distmarl.hpo`` (pure, seeded); this module carri
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import ObjectLostError, RayActorError
 
 from distmarl.hpo import MutationPlan
-from distmarl.runtime.faults import check_learners, get_with_retry, snapshot_learner
+from distmarl.runtime.faults import (
+    check_learners,
+    get_with_retry,
+    restore_learner,
+    snapshot_learner,
+)
 from distmarl.runtime.members import DONE, RUN
 
 if TYPE_CHECKING:
     from distmarl.runtime.coordinator import Coordinator
 
+log = logging.getLogger(__name__)
+
+#: What a lost actor or node raises here: the actor itself, or an object it owned (published
+#: weights, a state) that died with it (``OwnerDiedError`` is an ``ObjectLostError``).
+LOST = (RayActorError, ObjectLostError)
+
 
 def evaluate_members(coord: Coordinator, slots: Sequence[int]) -> dict[int, float]:
     """Fresh weights, then evaluation episodes without exploration; appends to each fitness.
-    A learner or worker that Ray restarted meanwhile is restored / asked again."""
+    A learner or worker that Ray restarted meanwhile is restored / asked again; weights lost
+    with their learner's node are republished from the restored learner first."""
     check_learners(coord, list(slots))
     published = [get_with_retry(coord.learners[s].publish.remote) for s in slots]
-    evo = coord.cfg.evolution
-    calls = []
+    seeds = {}
     for slot, (version, box) in zip(slots, published):
         m = coord.members[slot]
         m.version, m.weights_box = version, box
-        seed = int(coord.rng.integers(2**31))
-        worker = coord.workers[slot][0]
-        calls.append(lambda w=worker, v=version, b=box, s=seed: w.evaluate.remote(
-            v, b, evo.eval_episodes, evo.eval_steps, s))
-    refs = [submit() for submit in calls]
+        seeds[slot] = int(coord.rng.integers(2**31))
+    refs = [_eval_call(coord, slot, seeds[slot])() for slot in slots]
     results = []
-    for ref, submit in zip(refs, calls):
+    for slot, ref in zip(slots, refs):
         try:
             results.append(ray.get(ref))
-        except RayActorError:
-            results.append(get_with_retry(submit))
+        except LOST:
+            check_learners(coord, [slot])  # a restarted learner is restored and republished
+            results.append(get_with_retry(_eval_call(coord, slot, seeds[slot])))
     fitness = {}
     for slot, scores in zip(slots, results):
         fitness[slot] = float(np.mean(scores))
@@ -49,11 +59,39 @@ def evaluate_members(coord: Coordinator, slots: Sequence[int]) -> dict[int, floa
     return fitness
 
 
+def _eval_call(coord: Coordinator, slot: int, seed: int) -> Callable[[], Any]:
+    """Submits ``slot``'s evaluation with the member's weights as they are when called."""
+    evo, m = coord.cfg.evolution, coord.members[slot]
+    worker = coord.workers[slot][0]
+    return lambda: worker.evaluate.remote(m.version, m.weights_box, evo.eval_episodes,
+                                          evo.eval_steps, seed)
+
+
 def carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
               plans: Sequence[MutationPlan]) -> None:
     """Copy full states (``(slot, source)`` pairs, straight through the object store), then
     mutate, then republish the changed members' weights. States are read before any is
-    overwritten, so swaps are safe."""
+    overwritten, so swaps are safe.
+
+    When a learner (or its node) is lost part-way, every learner Ray restarted is restored
+    from its snapshot, every member this step changes goes back to its last snapshot too (so
+    no copy or mutation is applied twice), and the step is carried out once more."""
+    try:
+        _carry_out(coord, copies, plans)
+    except LOST as err:
+        log.warning("a learner was lost while copying / mutating (%s); redoing the step from "
+                    "the members' snapshots", type(err).__name__)
+        check_learners(coord)
+        changed = sorted({slot for slot, _ in copies} | {p.slot for p in plans if p.kind != "none"})
+        for slot in changed:
+            restore_learner(coord, slot)
+        coord.events.append({"generation": coord.generation, "fault": "copy step redone",
+                             "slots": changed})
+        _carry_out(coord, copies, plans)
+
+
+def _carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
+               plans: Sequence[MutationPlan]) -> None:
     learners = coord.learners
     sources = sorted({src for _, src in copies})
     states = {src: learners[src].get_state.remote() for src in sources}

@@ -60,6 +60,7 @@ class FaultLog:
     buffer_restarts: int = 0
     buffer_lost_rows: int = 0
     failures: int = 0
+    dropped_nonfinite_rows: int = 0  # agent rows with NaN / inf the envs dropped ("drop" mode)
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)

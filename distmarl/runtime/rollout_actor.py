@@ -38,6 +38,7 @@ class CollectResult(NamedTuple):
     version: int  # weights version the chunk was collected with
     seconds: float
     refused: int  # times the rate limiter refused the chunk before it was stored
+    nonfinite_rows: int = 0  # agent rows dropped for NaN / inf values (env.nonfinite="drop")
 
 
 class RolloutShell:
@@ -58,6 +59,7 @@ class RolloutShell:
         self.eval_venv: Any = None
         self.version = -1
         self.env_steps = 0
+        self._dropped_reported = 0  # the venv's dropped_nonfinite already sent to the coordinator
 
     def _sync(self, version: int, weights_box: list[Any] | None) -> None:
         if weights_box is not None and version != self.version:
@@ -79,8 +81,10 @@ class RolloutShell:
             refused += 1
             time.sleep(RETRY_SLEEP_S)
         self.env_steps += rollout.env_steps
+        dropped = self.venv.dropped_nonfinite - self._dropped_reported
+        self._dropped_reported += dropped
         return CollectResult(rollout.env_steps, rollout.episode_scores, rollout.episode_lengths,
-                             self.version, time.perf_counter() - start, refused)
+                             self.version, time.perf_counter() - start, refused, dropped)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
                  max_steps: int | None, seed: int) -> list[float]:

@@ -47,3 +47,7 @@ def test_nonfinite_drop_trains_to_the_end(ray_local, tmp_path) -> None:
     assert all(m["env_steps"] >= 200 and m["updates"] > 0 for m in summary["members"])
     assert all(np.isfinite(m["fitness"]).all() and len(m["fitness"]) == 2
                for m in summary["members"])
+    # every episode has a NaN observation and an inf reward: the dropped rows reach the summary
+    dropped = summary["faults"]["dropped_nonfinite_rows"]
+    steps = sum(m["env_steps"] for m in summary["members"])
+    assert 0 < dropped <= 2 * steps, (dropped, steps)
