@@ -24,6 +24,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import json
+import signal
 import sys
 import tempfile
 import threading
@@ -245,6 +246,9 @@ def main() -> int:
     from distmarl.runtime.cluster import init_ray
     from distmarl.runtime.trainer import train
 
+    # The sampler stops the run with interrupt_main(), which does nothing where SIGINT is
+    # ignored (a job started in the background by a shell): restore Python's handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     run_root = Path(tempfile.mkdtemp(prefix="distmarl-soak-"))
     cfg = load_config(args.config, [*SOAK_SETS, f"tracking.directory={run_root}", *args.set])
     init_ray(num_cpus=args.num_cpus, log_to_driver=False)

@@ -86,7 +86,9 @@ class LocalRayCluster:
                if not k.startswith(("RAY_", "MLFLOW_")) and k != "VIRTUAL_ENV"}
         env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", RAY_AUTH_MODE="token",
                    RAY_AUTH_TOKEN_PATH=str(self.token_file), RAY_USAGE_STATS_ENABLED="0",
-                   RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1")
+                   RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
+                   # a busy 2-core machine can take more than Ray's default to register a node
+                   RAY_raylet_start_wait_time_s="180")
         env.update(self.extra_env)
         return env
 

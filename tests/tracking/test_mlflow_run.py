@@ -40,7 +40,7 @@ def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
     uri = f"http://127.0.0.1:{port}"
     import urllib.request
 
-    for _ in range(240):
+    for _ in range(720):  # up to 3 min: a loaded 2-core machine starts it slowly
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=1) as r:
                 if r.status == 200:
