@@ -153,7 +153,8 @@ class Sampler(threading.Thread):
             end = start + self.minutes * 60
             while True:
                 now = time.monotonic()
-                self.samples.add(now - start, take_sample(self.labels))
+                self.samples.add(now - start, _tolerant(lambda: take_sample(self.labels), None)
+                                 or take_sample(self.labels))
                 print(f"  sample at {(now - start) / 60:5.1f} min", file=sys.stderr, flush=True)
                 due = start + len(self.samples.times) * self.interval_s  # on a fixed schedule
                 if due > end + 1.0:
@@ -165,10 +166,20 @@ class Sampler(threading.Thread):
 
     def _wait_for_actors(self, timeout_s: float = 600) -> None:
         deadline = time.monotonic() + timeout_s
-        while len(actor_pids()) < self.expected:
+        while len(_tolerant(actor_pids, {})) < self.expected:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"fewer than {self.expected} actors after {timeout_s} s")
             time.sleep(1.0)
+
+
+def _tolerant(fn: Any, default: Any) -> Any:
+    """``fn()``, or ``default`` when it raises: Ray's state API answers only once the
+    dashboard is up, which on a busy machine can be a while after ``ray.init``."""
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - asked again on the next turn
+        time.sleep(2.0)
+        return default
 
 
 # ------------------------------------------------------------------------------------ verdicts

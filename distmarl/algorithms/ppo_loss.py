@@ -12,6 +12,9 @@ from typing import NamedTuple
 
 import torch
 
+#: |log pi_new - log pi_old| is clamped here before exp (e^20 ~ 5e8: far outside any clip range)
+MAX_LOG_RATIO = 20.0
+
 
 class PPOTerms(NamedTuple):
     """The minibatch loss and its parts (scalars; only ``loss`` carries a graph)."""
@@ -47,7 +50,9 @@ def ppo_terms(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage:
               active: torch.Tensor, clip_coef: float, ent_coef: float, vf_coef: float,
               normalise_advantage: bool = True) -> PPOTerms:
     """Clipped-objective PPO terms (CleanRL's, without value clipping)."""
-    log_ratio = _kept(new_log_prob - old_log_prob, active)
+    # bounded before exp: a policy mean far outside the action box makes the clipped action's
+    # log-probability huge, and exp() of the difference would overflow to inf (then NaN)
+    log_ratio = _kept(new_log_prob - old_log_prob, active).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
     ratio = log_ratio.exp()
     adv = normalise(advantage, active) if normalise_advantage else _kept(advantage, active)
     surrogate = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef))

@@ -39,12 +39,12 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
     is skipped (an Adam step with zero gradients would still move the weights). After each epoch,
     if ``target_kl`` is set and the epoch's mean approximate KL (each minibatch's measured before
     its step, as CleanRL does) exceeds it, the remaining epochs are skipped. Returns the mean of
-    each :class:`~distmarl.algorithms.ppo_loss.PPOTerms` part over the steps taken, and
-    ``epochs``.
+    each :class:`~distmarl.algorithms.ppo_loss.PPOTerms` part over the steps taken, ``epochs``,
+    and ``skipped_steps``: minibatches whose gradient was not finite, left without a step.
     """
     policy_params = [*policy.parameters(), *([log_std] if log_std is not None else [])]
     sums = dict.fromkeys(_TERMS, 0.0)
-    steps = epochs = 0
+    steps = epochs = skipped = 0
     for _ in range(hp["update_epochs"]):
         perm = torch.randperm(d.active.shape[0], generator=generator, device=d.active.device)
         kls: list[float] = []
@@ -61,8 +61,11 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
                 opt.zero_grad(set_to_none=True)
             terms.loss.backward()
             # per network: one joint norm would let the value loss' scale throttle the policy
-            torch.nn.utils.clip_grad_norm_(policy_params, hp["max_grad_norm"])
-            torch.nn.utils.clip_grad_norm_(value.parameters(), hp["max_grad_norm"])
+            norms = (torch.nn.utils.clip_grad_norm_(policy_params, hp["max_grad_norm"]),
+                     torch.nn.utils.clip_grad_norm_(value.parameters(), hp["max_grad_norm"]))
+            if not all(bool(torch.isfinite(n)) for n in norms):
+                skipped += 1  # a non-finite gradient would turn every weight into NaN
+                continue
             for opt in optims:
                 opt.step()
             for k in _TERMS:
@@ -72,4 +75,5 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
         epochs += 1
         if hp["target_kl"] is not None and kls and np.mean(kls) > hp["target_kl"]:
             break
-    return {**{k: v / max(steps, 1) for k, v in sums.items()}, "epochs": float(epochs)}
+    return {**{k: v / max(steps, 1) for k, v in sums.items()}, "epochs": float(epochs),
+            "skipped_steps": float(skipped)}

@@ -43,6 +43,13 @@ class SubEnvError(RuntimeError):
         self.exc_type = exc_type
         self.remote_traceback = remote_traceback
 
+    def __reduce__(self) -> tuple:
+        # keyword-only arguments: the default BaseException pickling would call
+        # SubEnvError(message) and fail, so a process pool or a Ray task could not report it
+        return (_rebuild, (type(self), str(self), {
+            "env_index": self.env_index, "worker": self.worker, "exc_type": self.exc_type,
+            "remote_traceback": self.remote_traceback}))
+
 
 class NonFiniteError(ValueError):
     """A sub-env returned a NaN / inf observation or reward (with ``nonfinite="raise"``).
@@ -54,3 +61,12 @@ class NonFiniteError(ValueError):
         super().__init__(message)
         self.env_index = env_index
         self.agent = agent
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (type(self), str(self), {"env_index": self.env_index,
+                                                   "agent": self.agent}))
+
+
+def _rebuild(cls: type, message: str, kwargs: dict) -> BaseException:
+    """Unpickles the errors above (their extra arguments are keyword-only)."""
+    return cls(message, **kwargs)

@@ -150,3 +150,36 @@ def test_masked_rows_get_exactly_zero_gradient_even_when_they_overflow() -> None
     assert torch.isfinite(terms.loss)
     assert new_log_prob.grad[2] == 0 and new_value.grad[2] == 0
     assert torch.isfinite(new_log_prob.grad).all() and new_log_prob.grad[:2].abs().sum() > 0
+
+
+def test_a_huge_log_prob_difference_gives_a_finite_loss_and_gradient() -> None:
+    """A policy mean far outside the action box gives the clipped action a huge log-prob: the
+    ratio's exp must not overflow (it did, and spread's IPPO ended with NaN actions)."""
+    new = torch.tensor([0.0, 5_000.0, -5_000.0], requires_grad=True)
+    terms = ppo_terms(new, torch.zeros(3), torch.tensor([1.0, -1.0, 1.0]), torch.zeros(3),
+                      torch.zeros(3), torch.zeros(3), torch.ones(3, dtype=torch.bool),
+                      0.2, 0.0, 0.5, normalise_advantage=False)
+    terms.loss.backward()
+    assert torch.isfinite(terms.loss) and torch.isfinite(new.grad).all()
+
+
+def test_a_non_finite_gradient_is_skipped_and_the_weights_stay_finite(monkeypatch) -> None:
+    agent = make("IPPO", "box")
+    batch = fragment(agent, t=4, e=2)
+    group, head = next(iter(agent.heads.items()))
+    evaluate = head.evaluate
+
+    def poisoned(*args, **kwargs):  # as if the policy had produced an overflowing value
+        log_prob, entropy = evaluate(*args, **kwargs)
+        return log_prob * float("nan"), entropy
+
+    monkeypatch.setattr(head, "evaluate", poisoned)
+    before = params(agent)
+    metrics = agent.learn(batch)
+    after = params(agent)
+    assert all(torch.isfinite(v).all() for v in after.values())
+    assert sum(v for k, v in metrics.items() if k.startswith("skipped_steps")) > 0, metrics
+    poisoned_nets = [k for k in after if k.startswith((f"policy/{group}/", f"value/{group}/"))]
+    assert poisoned_nets
+    for k in poisoned_nets:  # no step was taken on the poisoned group's networks
+        assert torch.equal(before[k], after[k]), k
