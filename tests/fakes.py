@@ -49,3 +49,17 @@ def check_aligned(data: tuple) -> np.ndarray:
         np.testing.assert_array_equal(np.asarray(reward[agent])[:, 0], ids * 3 + k)
         np.testing.assert_array_equal(np.asarray(done[agent])[:, 0].astype(bool), ids % 7 == 0)
     return ids
+
+
+def tensors(obj, path: str = ""):
+    """Every tensor in a nested state (dicts, lists, tuples), as ``(path, tensor)`` pairs."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield path, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from tensors(v, f"{path}/{k}")
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            yield from tensors(v, f"{path}/{i}")

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from distmarl.config import load_config
+from tests.fakes import tensors
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -65,19 +66,11 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
     for slot, state in enumerate(ckpt.members):  # learned: weights moved from their start
         fresh = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=cfg.seed * 1009 + slot)
         assert state["algo"]["algorithm"] == "MAPPO" and state["algo"]["learn_steps"] > 0
-        start = dict(_leaves(fresh.state_dict()["networks"]["online"]))
-        end = dict(_leaves(state["algo"]["networks"]["online"]))
+        start = dict(tensors(fresh.state_dict()["networks"]["online"]))
+        end = dict(tensors(state["algo"]["networks"]["online"]))
         assert start and end
         assert any(k not in end or v.shape != end[k].shape or not torch.equal(v, end[k])
                    for k, v in start.items())
-
-
-def _leaves(tree, prefix=""):
-    if isinstance(tree, torch.Tensor):
-        yield prefix, tree
-    elif isinstance(tree, dict):
-        for k, v in tree.items():
-            yield from _leaves(v, f"{prefix}/{k}")
 
 
 def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) -> None:

@@ -14,20 +14,10 @@ import torch
 
 from distmarl.checkpoint import load_checkpoint
 from distmarl.config import load_config
+from tests.fakes import tensors
 from tests.tracking.test_mlflow_run import TINY, start_mlflow_server, stop_server
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
-
-def tensors(obj, path=""):
-    if isinstance(obj, torch.Tensor):
-        yield path, obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from tensors(v, f"{path}/{k}")
-    elif isinstance(obj, list | tuple):
-        for i, v in enumerate(obj):
-            yield from tensors(v, f"{path}/{i}")
 
 
 def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) -> None:
