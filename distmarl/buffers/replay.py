@@ -320,9 +320,7 @@ class MultiAgentReplayBuffer:
         ``member=m, replay_ratio=0`` while off-policy learners mix in replay)."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        r = self.replay_ratio if replay_ratio is BUFFER_RATIO else replay_ratio
-        if r is not None and not 0.0 <= float(r) < 1.0:  # type: ignore[arg-type]
-            raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio!r}")
+        r = self.replay_ratio if replay_ratio is BUFFER_RATIO else _check_ratio(replay_ratio)
         if not self.can_sample(batch_size):
             return None
         assert self.storage is not None
@@ -443,7 +441,13 @@ def _check_config(memory_size: int, field_names: Sequence[str], agent_ids: Seque
     for name in [*field_names, *agent_ids]:
         if not isinstance(name, str) or "/" in name or not name:
             raise ValueError(f"field names and agent ids must be non-empty strings without '/': {name!r}")
-    if replay_ratio is not None and not 0.0 <= float(replay_ratio) < 1.0:
-        raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio}")
+    _check_ratio(replay_ratio)
     if int(learning_starts) < 0:
         raise ValueError(f"learning_starts must be >= 0, got {learning_starts}")
+
+
+def _check_ratio(replay_ratio: float | None) -> float | None:
+    """The ratio as given (None or in ``[0, 1)``), else ValueError naming it."""
+    if replay_ratio is not None and not 0.0 <= float(replay_ratio) < 1.0:
+        raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio}")
+    return replay_ratio

@@ -83,8 +83,7 @@ class BufferShell:
                       replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> bytes:
         """:meth:`sample` as one bytes object (``unpack_batches`` gives a list of 0 or 1
         batches): Ray sends one byte string far cheaper than a dozen arrays."""
-        batch = self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio)
-        return pack_batches([] if batch is None else [batch])
+        return self.sample_many_packed(batch_size, consumer, 1, member, replay_ratio)
 
     def sample_many_packed(self, batch_size: int, consumer: str, num_batches: int,
                            member: int | None = None,
