@@ -102,10 +102,12 @@ def _stack_time_major(steps: list[Any]) -> Any:
 EVAL_EPISODES_PER_ENV = 4
 
 
-def eval_seed(run_seed: int, env_steps: int) -> int:
-    """Seed of the evaluation episodes at ``env_steps`` of the run seeded ``run_seed``: distinct
-    across runs and evaluations (sub-env ``i`` adds ``i``, so nearby seeds would overlap)."""
-    return (int(run_seed) * 1_000_003 + int(env_steps) * 101) % (2**31 - 1)
+def progress_score(venv: Any, algo: Any, run_seed: int, env_steps: int) -> float:
+    """Mean score of :data:`EVAL_EPISODES_PER_ENV` episodes per sub-env, without exploration,
+    on episodes seeded by the run and the step count: distinct across runs and evaluations
+    (sub-env ``i`` adds ``i`` to the seed, so nearby seeds would overlap)."""
+    seed = (int(run_seed) * 1_000_003 + int(env_steps) * 101) % (2**31 - 1)
+    return float(np.mean(evaluate(venv, algo, episodes=EVAL_EPISODES_PER_ENV, seed=seed)))
 
 
 def evaluate(venv: Any, algo: Any, episodes: int = 1, max_steps: int | None = None,

@@ -15,13 +15,11 @@ import argparse
 import time
 from typing import Any
 
-import numpy as np
-
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
 from distmarl.config import ExperimentConfig, load_config
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv
-from distmarl.rollout import EVAL_EPISODES_PER_ENV, Collector, eval_seed, evaluate
+from distmarl.rollout import Collector, progress_score
 from distmarl.types import OFF_POLICY_FIELDS
 
 
@@ -54,8 +52,7 @@ def train_member(cfg: ExperimentConfig, steps: int, seed: int, eval_every: int =
             updates += 1
         learn_time += time.perf_counter() - t
         if eval_every and done >= next_eval:
-            score = float(np.mean(evaluate(eval_venv, algo, episodes=EVAL_EPISODES_PER_ENV,
-                                           seed=eval_seed(seed, done))))
+            score = progress_score(eval_venv, algo, seed, done)
             history.append((done, score))
             next_eval += eval_every
             if log:

@@ -23,7 +23,7 @@ import numpy as np
 from distmarl.config import ExperimentConfig, apply_overrides, config_from_dict, load_config
 from distmarl.factory import env_spaces, make_algorithm, make_venv
 from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
-from distmarl.rollout import EVAL_EPISODES_PER_ENV, eval_seed, evaluate
+from distmarl.rollout import progress_score
 
 #: IPPO on simple_spread: 8 sub-envs, fragments of 128 steps (1024 transitions per agent).
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -69,8 +69,7 @@ def train_member(cfg: ExperimentConfig, steps: int, seed: int, eval_every: int =
         learn_time += time.perf_counter() - t
         updates += 1
         if eval_every and done >= next_eval:
-            score = float(np.mean(evaluate(eval_venv, algo, episodes=EVAL_EPISODES_PER_ENV,
-                                           seed=eval_seed(seed, done))))
+            score = progress_score(eval_venv, algo, seed, done)
             history.append((done, score))
             next_eval += eval_every
             if log:
