@@ -56,3 +56,16 @@ def params(algo: OffPolicyMultiAgent, which: str = "online") -> dict[str, torch.
     nets = getattr(algo.nets, which)
     return {f"{n}/{k}": v.detach().clone() for n, net in nets.items()
             for k, v in net.named_parameters()}
+
+
+def assert_actions_fit(out: dict[str, np.ndarray], action_spaces: dict[str, spaces.Space],
+                       n: int) -> None:
+    """Each agent's env-form actions for ``n`` sub-envs: Box ``(n, *shape)`` float32 within the
+    bounds, Discrete ``(n,)`` int64 within ``[start, start + n)``."""
+    for a, space in action_spaces.items():
+        if isinstance(space, spaces.Box):
+            assert out[a].shape == (n, *space.shape) and out[a].dtype == np.float32
+            assert np.all(out[a] >= space.low) and np.all(out[a] <= space.high)
+        else:
+            assert out[a].shape == (n,) and out[a].dtype == np.int64
+            assert np.all((out[a] >= space.start) & (out[a] < space.start + space.n))

@@ -7,7 +7,15 @@ import pytest
 from gymnasium import spaces
 
 from distmarl.algorithms import MADDPG, GaussianNoise, OUNoise
-from tests.algorithms.helpers import ACTION_SETS, AGENTS, NET, OBS, make, observations
+from tests.algorithms.helpers import (
+    ACTION_SETS,
+    AGENTS,
+    NET,
+    OBS,
+    assert_actions_fit,
+    make,
+    observations,
+)
 
 
 @pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
@@ -17,13 +25,7 @@ def test_action_shapes_dtypes_and_bounds(algo: str, actions: str) -> None:
     for explore in (True, False):
         out = agent.act(observations(7), explore=explore)
         assert list(out) == AGENTS
-        for a, space in ACTION_SETS[actions].items():
-            if isinstance(space, spaces.Box):
-                assert out[a].shape == (7, *space.shape) and out[a].dtype == np.float32
-                assert np.all(out[a] >= space.low) and np.all(out[a] <= space.high)
-            else:
-                assert out[a].shape == (7,) and out[a].dtype == np.int64
-                assert np.all((out[a] >= 0) & (out[a] < space.n))
+        assert_actions_fit(out, ACTION_SETS[actions], 7)
 
 
 def test_multidimensional_box_and_discrete_observations() -> None:

@@ -8,6 +8,7 @@ import torch
 from gymnasium import spaces
 
 from distmarl.algorithms import IPPO, MAPPO
+from tests.algorithms.helpers import assert_actions_fit
 from tests.algorithms.ppo_helpers import ACTION_SETS, AGENTS, NET, make, observations
 
 
@@ -18,13 +19,8 @@ def test_action_shapes_dtypes_bounds_and_extras(algo: str, actions: str) -> None
     for explore in (True, False):
         out, extras = agent.act_with_info(observations(7), explore=explore)
         assert list(out) == AGENTS and set(extras) == {"log_prob", "value"}
-        for a, space in ACTION_SETS[actions].items():
-            if isinstance(space, spaces.Box):
-                assert out[a].shape == (7, *space.shape) and out[a].dtype == np.float32
-                assert np.all(out[a] >= space.low) and np.all(out[a] <= space.high)
-            else:
-                assert out[a].shape == (7,) and out[a].dtype == np.int64
-                assert np.all((out[a] >= space.start) & (out[a] < space.start + space.n))
+        assert_actions_fit(out, ACTION_SETS[actions], 7)
+        for a in ACTION_SETS[actions]:
             for key in ("log_prob", "value"):
                 assert extras[key][a].shape == (7,) and extras[key][a].dtype == np.float32
     assert list(agent.act(observations(2))) == AGENTS
