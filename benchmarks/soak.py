@@ -153,8 +153,10 @@ class Sampler(threading.Thread):
             end = start + self.minutes * 60
             while True:
                 now = time.monotonic()
-                self.samples.add(now - start, _tolerant(lambda: take_sample(self.labels), None)
-                                 or take_sample(self.labels))
+                values = _tolerant(lambda: take_sample(self.labels), None)
+                if values is None:  # asked once more (after a pause); a second error ends it
+                    values = take_sample(self.labels)
+                self.samples.add(now - start, values)
                 print(f"  sample at {(now - start) / 60:5.1f} min", file=sys.stderr, flush=True)
                 due = start + len(self.samples.times) * self.interval_s  # on a fixed schedule
                 if due > end + 1.0:
