@@ -15,6 +15,7 @@ Arrow files. A bad save raises ``ValueError`` before any row is written.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ class BufferRatio:
 
 #: ``replay_ratio`` argument meaning "the ratio the buffer was built with".
 BUFFER_RATIO = BufferRatio()
+_SHAPE = attrgetter("shape")
+_DTYPE = attrgetter("dtype")
 
 
 class MultiAgentReplayBuffer:
@@ -97,6 +100,7 @@ class MultiAgentReplayBuffer:
         self._fast_agent_counts: list[int] = []
         self._fast_shapes: dict[int, list[tuple]] = {}
         self._fast_dtypes: set[tuple] = set()
+        self._first_dtypes: list[np.dtype] = []
         self._assembly: list[list[tuple]] = []
 
     # ------------------------------------------------------------------ sizes
@@ -172,12 +176,15 @@ class MultiAgentReplayBuffer:
             if list(map(len, values)) != self._fast_agent_counts:
                 return None
             arrays = [values[fi][agent] for fi, agent in self._fast_keys]
-            shapes = [x.shape for x in arrays]
+            shapes = list(map(_SHAPE, arrays))
             expected = self._fast_shapes.get(shapes[0][0])
             if expected is None:
                 expected = self._fast_shapes.setdefault(
                     shapes[0][0], [(shapes[0][0], *c.shape) for c in self.schema.columns])
-            if shapes != expected or tuple([x.dtype for x in arrays]) not in self._fast_dtypes:
+            if shapes != expected:
+                return None
+            dtypes = list(map(_DTYPE, arrays))  # list == compares by identity first: cheap
+            if dtypes != self._first_dtypes and tuple(dtypes) not in self._fast_dtypes:
                 return None
         except (KeyError, TypeError, IndexError, AttributeError):
             return None
@@ -216,7 +223,8 @@ class MultiAgentReplayBuffer:
         self._fast_keys = [(field_index[c.field], c.agent) for c in schema.columns]
         self._fast_agent_counts = [len(self.agent_ids)] * len(self.field_names)
         self._fast_shapes: dict[int, list[tuple]] = {}
-        self._fast_dtypes: set[tuple] = {tuple(c.dtype for c in schema.columns)}
+        self._first_dtypes = [c.dtype for c in schema.columns]
+        self._fast_dtypes: set[tuple] = {tuple(self._first_dtypes)}
         self._structured = [
             (field_index[name], agent, structure)
             for (name, agent), structure in schema.structures.items() if structure is not None

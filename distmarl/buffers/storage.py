@@ -59,15 +59,16 @@ class RingStorage:
         start = self.counter % cap
         stop = start + n
         if stop <= cap:  # the common case: one contiguous slice per column
+            rows = slice(start, stop)
             for arr, val in zip(self.arrays, values, strict=True):
-                arr[start:stop] = val
+                arr[rows] = val
             if self._tagged or tag != NO_MEMBER:
                 self._tagged = True
-                self.member[start:stop] = tag
+                self.member[rows] = tag
         else:
             self._write_wrapped(values, n, tag)
         self.counter += n
-        self.size = min(cap, self.size + n)
+        self.size = cap if self.size + n >= cap else self.size + n
 
     def _write_wrapped(self, values: Sequence[np.ndarray], n: int, tag: int) -> None:
         cap = self.capacity

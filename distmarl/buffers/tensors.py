@@ -11,11 +11,11 @@ import torch
 def to_tensor(arr: np.ndarray, device: Any = None) -> torch.Tensor:
     """Zero-copy where possible; bools become float32 (masks multiply losses), integers stay
     int64-compatible (discrete actions index), floats keep their dtype."""
-    if not arr.flags.writeable:  # arrays from Ray's object store are read-only: own a copy
+    if arr.dtype == np.bool_:  # numpy's cast is ~3x cheaper than torch's .float() here
+        arr = arr.astype(np.float32)
+    elif not arr.flags.writeable:  # arrays from Ray's object store are read-only: own a copy
         arr = np.array(arr)
     t = torch.from_numpy(arr)  # any non-negative strides; sampled arrays are contiguous anyway
-    if t.dtype is torch.bool:
-        t = t.float()
     if device is not None and str(device) != "cpu":
         t = t.to(device, non_blocking=True)
     return t
