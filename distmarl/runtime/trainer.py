@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,12 @@ def _bar(p: dict[str, Any], width: int = 24) -> str:
 def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Path | None = None,
           run_dir: str | Path | None = None, summary_json: str | Path | None = None,
           show_progress: bool = True, num_cpus: int | None = None,
-          num_gpus: int | None = None) -> dict[str, Any]:
-    """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``)."""
+          num_gpus: int | None = None,
+          on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``).
+
+    ``on_coordinator`` is called with the coordinator actor's handle once it exists (a soak or
+    a dashboard can query ``progress`` or ``handles`` through it)."""
     preflight(cfg)  # config errors surface here, before Ray starts
     if resume is not None:
         run_dir = Path(resume).resolve()
@@ -50,6 +55,8 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
         num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
     ).remote(json.loads(cfg.model_dump_json()), str(run_dir),
              str(run_dir / "checkpoints") if resume is not None else None, info.get("address"))
+    if on_coordinator is not None:
+        on_coordinator(coord)
     result = coord.run.remote()
     try:
         summary = _wait(coord, result, show_progress)
