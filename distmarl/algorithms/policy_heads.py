@@ -1,12 +1,17 @@
 """Stochastic policies for PPO: a network output -> an action distribution, per action space.
 
 - Box: a diagonal Gaussian over *normalised* actions ``u`` (``a = mid + half * u``, so [-1, 1] is
-  the action range) with mean = the network output and a state-independent log-std (one learned
-  vector per policy, CleanRL's choice). Sampled ``u`` is clipped to [-1, 1] before it reaches the
-  env, and the log-probability is that of the *clipped* ``u``: stored actions are the clipped ones
-  (what the env got), so old and new log-probs are evaluated at the same point and the ratio is
-  consistent whoever stores the action. Log-probs and entropy are in normalised units (they differ
-  from env units by the constant ``sum(log half)``, which cancels in every ratio and gradient).
+  the action range) with mean ``tanh(network output)`` and a state-independent log-std (one
+  learned vector per policy, CleanRL's choice). Sampled ``u`` is clipped to [-1, 1] before it
+  reaches the env, and the log-probability is that of the *clipped* ``u``: stored actions are the
+  clipped ones (what the env got), so old and new log-probs are evaluated at the same point and
+  the ratio is consistent whoever stores the action. The mean stays inside the range: clipping
+  then only moves a sample towards the mean, so a stored action is never further from the mean
+  than the sample was. (With an unbounded mean, a mean that drifts past a bound sees every
+  action clipped to that bound, many standard deviations away: log-probs of -1e3 and ratios that
+  overflow, which is how PPO on simple_spread collapsed.) Log-probs and entropy are in
+  normalised units (they differ from env units by the constant ``sum(log half)``, which cancels
+  in every ratio and gradient).
 - Discrete: a categorical over the logits; an action mask (bool ``(B, n)``, True = legal) sets
   illegal logits to ``-1e8``. A row with no legal action is treated as unmasked.
 """
@@ -74,17 +79,23 @@ class GaussianHead(PolicyHead):
 
     def sample(self, out: torch.Tensor, log_std: torch.Tensor | None, mask: torch.Tensor | None,
                explore: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        u = out
+        u = mean = torch.tanh(out)
         if explore:
             std = _bounded(log_std).exp()
-            u = out + std * torch.randn(out.shape, generator=generator, device=out.device)
+            u = mean + std * torch.randn(out.shape, generator=generator, device=out.device)
         u = u.clamp(-1.0, 1.0)
-        return u, self.evaluate(out, log_std, u, mask)[0]
+        return u, self._log_prob_entropy(mean, log_std, u)[0]
 
     def evaluate(self, out: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor,
                  mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        ls = _bounded(log_std).expand_as(out)
-        z = (action - out) / ls.exp()
+        return self._log_prob_entropy(torch.tanh(out), log_std, action)
+
+    @staticmethod
+    def _log_prob_entropy(mean: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Diagonal-Gaussian log-prob of ``action`` and entropy, both ``(B,)``."""
+        ls = _bounded(log_std).expand_as(mean)
+        z = (action - mean) / ls.exp()
         log_prob = (-0.5 * z.pow(2) - ls - _HALF_LOG_2PI).sum(-1)
         entropy = (0.5 + _HALF_LOG_2PI + ls).sum(-1)
         return log_prob, entropy

@@ -26,14 +26,14 @@ def test_action_shapes_dtypes_bounds_and_extras(algo: str, actions: str) -> None
     assert list(agent.act(observations(2))) == AGENTS
 
 
-def test_exploring_samples_and_greedy_is_the_clipped_mean_or_argmax() -> None:
+def test_exploring_samples_and_greedy_is_the_tanh_mean_or_argmax() -> None:
     agent = make("IPPO", "mixed", seed=3)
     obs = observations(256)
     greedy = agent.act(obs, explore=False)
     assert all(np.array_equal(greedy[a], agent.act(obs, explore=False)[a]) for a in AGENTS)
     x = torch.as_tensor(obs["agent_0"])
     with torch.no_grad():
-        mean = agent.policy_net("agent")(x).clamp(-1, 1).numpy()
+        mean = torch.tanh(agent.policy_net("agent")(x)).numpy()
         logits = agent.policy_net("speaker")(torch.as_tensor(obs["speaker_0"])).numpy()
     np.testing.assert_allclose(greedy["agent_0"], 0.5 + 0.5 * mean, atol=1e-6)
     assert np.array_equal(greedy["speaker_0"], logits.argmax(-1) + 1)
@@ -100,3 +100,21 @@ def test_action_masks_from_dict_observations_and_from_the_caller(cls) -> None:
     plain = {a: o["observation"] for a, o in obs.items()}
     out = agent.act(plain, explore=True, action_mask=masks)
     assert (masks["p_1"][np.arange(n), out["p_1"]].astype(bool) | none_legal["p_1"]).all()
+
+
+def test_gaussian_mean_stays_in_range_so_clipped_actions_keep_a_sane_log_prob() -> None:
+    """A raw output far past the bound: the mean is tanh(out), inside [-1, 1], and the clipped
+    sample's log-prob stays near the density's peak instead of tens of stds away."""
+    from distmarl.algorithms.policy_heads import INIT_LOG_STD, GaussianHead
+
+    head = GaussianHead(spaces.Box(0.0, 1.0, (2,)), torch.device("cpu"))
+    out = torch.tensor([[8.0, -8.0]])
+    log_std = torch.full((2,), INIT_LOG_STD)
+    gen = torch.Generator().manual_seed(0)
+    u, log_prob = head.sample(out.expand(512, 2), log_std, None, True, gen)
+    assert u.min() >= -1.0 and u.max() <= 1.0
+    peak = 2 * (-INIT_LOG_STD - 0.5 * np.log(2 * np.pi))  # log-density at the mean, 2 dims
+    assert torch.all(log_prob <= peak + 1e-5) and torch.all(log_prob > peak - 8.0)
+    lp, _ = head.evaluate(out, log_std, torch.tensor([[1.0, -1.0]]), None)
+    assert float(lp) == pytest.approx(peak, abs=1e-3)  # the bound is (almost) the mean
+    np.testing.assert_allclose(head.to_env(torch.tanh(out)), [[1.0, 0.0]], atol=1e-6)
