@@ -130,8 +130,10 @@ class Coordinator:
     # ------------------------------------------------------------------ main loop
     def run(self) -> dict[str, Any]:
         """Train until ``max_steps`` per member, the target fitness, or :meth:`stop`."""
+        setup_start = time.perf_counter()
         self._setup()
         self._t0, self._steps0 = time.perf_counter(), self.total_env_steps
+        self.setup_seconds = self._t0 - setup_start  # actors started, weights published
         try:
             while self.stop_reason == "running":
                 if self._stop_requested:
@@ -303,6 +305,7 @@ class Coordinator:
             "stop_reason": self.stop_reason,
             "env_steps": self.total_env_steps,
             "wall_seconds": wall,
+            "setup_seconds": getattr(self, "setup_seconds", None),
             "env_steps_per_s": self.env_steps_per_s(),
             "updates": sum(m.updates for m in self.members),
             "generations": self.generation,

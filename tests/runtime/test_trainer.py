@@ -46,6 +46,7 @@ def test_summary_json_holds_the_final_figures(run) -> None:
     assert summary["env_steps"] == sum(steps)
     assert summary["generations"] == cfg.training.max_steps // cfg.evolution.evo_steps
     assert summary["env_steps_per_s"] > 0 and summary["wall_seconds"] > 0
+    assert 0 < summary["setup_seconds"] < summary["wall_seconds"]
 
 
 def test_update_to_data_ratio_follows_learn_step(run) -> None:
