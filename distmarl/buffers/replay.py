@@ -118,7 +118,11 @@ class MultiAgentReplayBuffer:
         """Store one env step (``agent -> value`` per field, in ``field_names`` order), or with
         ``is_vectorised`` one step of ``num_envs`` sub-envs (``agent -> (num_envs, ...)``).
         Returns the number of rows written."""
-        return self._write(args, vectorised=is_vectorised, member=member)
+        if is_vectorised and self._fast_path:  # the hot path, inlined: ~1 us less per call
+            arrays = self._fast_arrays(args)
+            if arrays is not None:
+                return self._commit(arrays, len(arrays[0]), member)
+        return self._write(args, is_vectorised, member)
 
     def save_to_memory_single_env(self, *args: Mapping[str, Any], member: int | None = None) -> int:
         return self._write(args, vectorised=False, member=member)
@@ -163,6 +167,9 @@ class MultiAgentReplayBuffer:
             arrays, n = self._prepare(values, vectorised)
         else:
             n = len(arrays[0])
+        return self._commit(arrays, n, member)
+
+    def _commit(self, arrays: list[np.ndarray], n: int, member: int | None) -> int:
         self.storage.write(arrays, n, member)  # type: ignore[union-attr]
         if self.rate_limiter is not None:
             self.rate_limiter.inserts += n
