@@ -139,7 +139,7 @@ class TrainingConfig(Section):
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts (off-policy only)")
     weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes (off-policy; on-policy learners publish after every fragment)")
     chunk_steps: int = Field(16, ge=1, description="vectorised env steps per rollout-worker call (one buffer write); on-policy workers send whole fragments of learn_step steps instead")
-    max_policy_lag: int = Field(4, ge=0, description="weight versions a rollout worker may lag behind")
+    max_policy_lag: int = Field(4, ge=0, description="off-policy: weight versions a chunk may lag behind its learner's newest when it reaches the buffer (a learner waits for slow workers; 0: no update while a chunk is being collected); on-policy members keep their own bound of workers_per_member updates")
 
 
 class ResourceConfig(Section):

@@ -71,6 +71,7 @@ class Coordinator:
         self._learner_busy: set[int] = set()
         self._worker_busy: set[tuple[int, int]] = set()
         self._collect_start: dict[tuple[int, int], int] = {}  # member's updates when it began
+        self._collect_version: dict[tuple[int, int], int] = {}  # the weights it acts with
         self._last_write = 0
 
     # ------------------------------------------------------------------ set-up
@@ -158,7 +159,8 @@ class Coordinator:
         for m in self.members:
             if m.phase != RUN:
                 continue
-            if m.slot not in self._learner_busy and m.owed >= 1 and self._may_learn():
+            if (m.slot not in self._learner_busy and m.owed >= 1 and self._may_learn()
+                    and self._lag_allows_publish(m)):
                 k = min(int(m.owed), MAX_UPDATES_PER_CALL)
                 m.owed -= k
                 m.requested = k
@@ -181,10 +183,23 @@ class Coordinator:
     def _may_learn(self) -> bool:
         return self.on_policy or self.buffer_rows >= self.cfg.buffer.learning_starts
 
+    def _lag_allows_publish(self, m: MemberState) -> bool:
+        """Off-policy: whether ``m``'s learner may start a train call, which can publish one
+        new weight version, without any collect call in flight falling more than
+        ``training.max_policy_lag`` versions behind (the learner waits for slow workers).
+        On-policy members keep their own bound (:meth:`_may_collect`)."""
+        if self.on_policy:
+            return True
+        started = [self._collect_version[(m.slot, w)] for w in range(len(self.workers[m.slot]))
+                   if (m.slot, w) in self._worker_busy]
+        return not started or m.version + 1 - min(started) <= self.cfg.training.max_policy_lag
+
     def _may_collect(self, m: MemberState) -> bool:
         """Whether another collect call may start for ``m``.
 
-        Off-policy: while its learner owes fewer than ``MAX_OWED_CALLS`` full train calls.
+        Off-policy: while its learner owes fewer than ``MAX_OWED_CALLS`` full train calls, and
+        (with ``training.max_policy_lag`` 0) no train call of it is in flight, since that call
+        may publish a version the new chunk would lag behind.
 
         On-policy: while every fragment's policy lag stays within ``W = workers_per_member``
         updates. A fragment starts with the weights of the member's ``m.updates`` updates so
@@ -196,7 +211,8 @@ class Coordinator:
         is learned, so each is learned one update after the policy that collected it.
         """
         if not self.on_policy:
-            return m.owed < MAX_OWED_CALLS * MAX_UPDATES_PER_CALL
+            lag_ok = self.cfg.training.max_policy_lag >= 1 or m.slot not in self._learner_busy
+            return lag_ok and m.owed < MAX_OWED_CALLS * MAX_UPDATES_PER_CALL
         busy = [w for w in range(len(self.workers[m.slot])) if (m.slot, w) in self._worker_busy]
         oldest = min((self._collect_start[(m.slot, w)] for w in busy), default=m.updates)
         ahead = m.owed + m.requested + len(busy)
@@ -209,6 +225,7 @@ class Coordinator:
         elif kind == "collect":
             self._worker_busy.add((slot, worker))
             self._collect_start[(slot, worker)] = self.members[slot].updates
+            self._collect_version[(slot, worker)] = self.members[slot].version
 
     def _handle(self, ref: Any) -> None:
         kind, slot, worker = self._inflight.pop(ref)
@@ -232,6 +249,7 @@ class Coordinator:
             m.episodes += len(result.episode_scores)
             m.collect_seconds += result.seconds
             m.refused_chunks += result.refused
+            m.max_lag_seen = max(m.max_lag_seen, m.version - result.version)
             self.faults.dropped_nonfinite_rows += result.nonfinite_rows
             if self.on_policy:
                 m.owed += 1  # one whole fragment, one update
@@ -312,6 +330,7 @@ class Coordinator:
             "best_fitness": self.best_fitness(),
             "members": [{"slot": m.slot, "fitness": m.fitness, "hp": m.hp,
                          "env_steps": m.env_steps, "updates": m.updates,
+                         "max_policy_lag_seen": m.max_lag_seen,
                          "mean_score": m.mean_score(), "episodes": m.episodes}
                         for m in self.members],
             "copies": self.copy_log,

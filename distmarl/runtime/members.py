@@ -34,6 +34,7 @@ class MemberState:
     train_seconds: float = 0.0
     collect_seconds: float = 0.0
     refused_chunks: int = 0
+    max_lag_seen: int = 0  # most weight versions a finished chunk lagged behind the learner
     evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
     state_ref: Any = None  # the learner's last full state, owned by the coordinator
     train_calls: int = 0

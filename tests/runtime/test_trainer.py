@@ -177,3 +177,23 @@ def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local
     lineage = json.loads((Path(summary["run_dir"]) / "lineage.json").read_text())
     copied = [i for i in lineage["individuals"] if i["parent_id"] is not None]
     assert len(copied) == len(summary["copies"])
+
+
+@pytest.mark.parametrize("max_lag", [0, 8])
+def test_policy_lag_is_bounded_by_max_policy_lag(ray_local, tmp_path, max_lag: int) -> None:
+    """Many small publishes (one per train call) and two workers per member collecting at
+    once: with max_policy_lag 0 no chunk lags its learner's newest weights; with 8 some do
+    (the bound is what holds the first run's lag at 0)."""
+    from distmarl.runtime.trainer import train
+
+    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps=400",
+                               "training.weight_sync_updates=1", "training.chunk_steps=4",
+                               "algorithm.hp.learn_step=1", "population.workers_per_member=2",
+                               f"training.max_policy_lag={max_lag}"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    lags = [m["max_policy_lag_seen"] for m in summary["members"]]
+    assert all(m["updates"] > 0 for m in summary["members"])
+    if max_lag == 0:
+        assert lags == [0, 0]
+    else:
+        assert 1 <= max(lags) <= max_lag
