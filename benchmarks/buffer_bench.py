@@ -26,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.timing import best_rate  # noqa: E402
 from distmarl.buffers import MultiAgentReplayBuffer  # noqa: E402
 
 AGENTS = ["speaker_0", "listener_0"]
@@ -86,24 +87,10 @@ class PlainRing:
         return [arr.take(idx, axis=0) for arr in self.arrays]
 
 
-def rate(fn: Callable[[], Any], seconds: float, windows: int = 5) -> float:
-    """Calls per second of ``fn``: the best of ``windows`` timing windows that together last
-    about ``seconds`` (after a short warm-up). The best window, as ``timeit`` reports its
-    minimum, is the figure least disturbed by other processes on a shared machine."""
-    for _ in range(3):
-        fn()
-    best = 0.0
-    for _ in range(windows):
-        n, start = 0, time.perf_counter()
-        while True:
-            for _ in range(25):
-                fn()
-            n += 25
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds / windows:
-                break
-        best = max(best, n / elapsed)
-    return best
+def rate(fn: Callable[[], Any], seconds: float) -> float:
+    """Calls per second of ``fn`` (:func:`benchmarks.timing.best_rate`, 25 calls per clock
+    read)."""
+    return best_rate(fn, seconds, batch=25)
 
 
 def bench_add(seconds: float) -> dict[str, float]:

@@ -360,25 +360,15 @@ def _speaker_listener_step(rows: int, seed: int = 0) -> dict[str, dict[str, np.n
     }
 
 
-def _rows_per_s(fn: Callable[[], Any], rows: int, seconds: float, warmup: int = 3,
-                windows: int = 5) -> float:
-    """Rows/s of ``fn`` (adding ``rows`` rows per call): the best of ``windows`` windows that
-    together last about ``seconds``, after ``warmup`` calls (which also take any lazy allocation
-    out of the timing); buffer_bench.py times distmarl's buffer the same way."""
+def _rows_per_s(fn: Callable[[], Any], rows: int, seconds: float, warmup: int = 3) -> float:
+    """Rows/s of ``fn`` (adding ``rows`` rows per call), timed as buffer_bench.py times
+    distmarl's buffer (:func:`benchmarks.timing.best_rate`) after ``warmup`` calls."""
+    from benchmarks.timing import best_rate
+
     for _ in range(warmup):
         fn()
     gc.collect()  # garbage left by an earlier measurement (RLlib's per-row objects) isn't ours
-    best = 0.0
-    for _ in range(windows):
-        calls, start = 0, time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds / windows:
-                break
-        best = max(best, calls * rows / elapsed)
-    return best
+    return best_rate(fn, seconds, warmup=0) * rows
 
 
 def run_agilerl_buffer_add(
