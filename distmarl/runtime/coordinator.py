@@ -70,8 +70,8 @@ class Coordinator:
         self._inflight: dict[Any, tuple[str, int, int]] = {}
         self._learner_busy: set[int] = set()
         self._worker_busy: set[tuple[int, int]] = set()
-        self._collect_start: dict[tuple[int, int], int] = {}  # member's updates when it began
-        self._collect_version: dict[tuple[int, int], int] = {}  # the weights it acts with
+        # (member's updates, weights version it acts with) when a collect call began
+        self._collect_start: dict[tuple[int, int], tuple[int, int]] = {}
         self._last_write = 0
 
     # ------------------------------------------------------------------ set-up
@@ -190,7 +190,7 @@ class Coordinator:
         On-policy members keep their own bound (:meth:`_may_collect`)."""
         if self.on_policy:
             return True
-        started = [self._collect_version[(m.slot, w)] for w in range(len(self.workers[m.slot]))
+        started = [self._collect_start[(m.slot, w)][1] for w in range(len(self.workers[m.slot]))
                    if (m.slot, w) in self._worker_busy]
         return not started or m.version + 1 - min(started) <= self.cfg.training.max_policy_lag
 
@@ -214,7 +214,7 @@ class Coordinator:
             lag_ok = self.cfg.training.max_policy_lag >= 1 or m.slot not in self._learner_busy
             return lag_ok and m.owed < MAX_OWED_CALLS * MAX_UPDATES_PER_CALL
         busy = [w for w in range(len(self.workers[m.slot])) if (m.slot, w) in self._worker_busy]
-        oldest = min((self._collect_start[(m.slot, w)] for w in busy), default=m.updates)
+        oldest = min((self._collect_start[(m.slot, w)][0] for w in busy), default=m.updates)
         ahead = m.owed + m.requested + len(busy)
         return ahead + (m.updates - oldest) <= len(self.workers[m.slot])
 
@@ -224,8 +224,8 @@ class Coordinator:
             self._learner_busy.add(slot)
         elif kind == "collect":
             self._worker_busy.add((slot, worker))
-            self._collect_start[(slot, worker)] = self.members[slot].updates
-            self._collect_version[(slot, worker)] = self.members[slot].version
+            m = self.members[slot]
+            self._collect_start[(slot, worker)] = (m.updates, m.version)
 
     def _handle(self, ref: Any) -> None:
         kind, slot, worker = self._inflight.pop(ref)
