@@ -108,12 +108,24 @@ def test_agents_of_one_group_need_the_same_spaces() -> None:
         IPPO(obs, BOX_ACT, NET)
 
 
-def test_mappo_value_reads_the_joint_observation_and_the_index_in_the_group() -> None:
+def test_mappo_value_reads_the_agents_own_observation_first_then_the_others() -> None:
     agent = make("MAPPO", "box")
     joint = 3 * 6 + 3
-    assert agent.value_net("agent").arch.encoder.in_dim == joint + 3  # one-hot of 3 agents
-    assert agent.value_net("speaker").arch.encoder.in_dim == joint  # alone in its group
+    assert agent.value_net("agent").arch.encoder.in_dim == joint
+    assert agent.value_net("speaker").arch.encoder.in_dim == joint
     assert make("IPPO", "box").value_net("agent").arch.encoder.in_dim == 6
-    # equal joint observations, different agents of the group: different values
+    obs = {a: torch.full((2, agent.obs_dims[a]), float(i)) for i, a in enumerate(agent.agents)}
+    inputs = dict(zip(agent.groups["agent"], agent._critic_inputs("agent", obs)))
+    for a, x in inputs.items():
+        others = [b for b in agent.agents if b != a]
+        want = torch.cat([obs[a], *(obs[b] for b in others)], dim=-1)
+        assert torch.equal(x, want)
+    # the same layout for every agent of a group: swapping two agents' observations swaps
+    # their value inputs exactly
+    swapped = {**obs, "agent_0": obs["agent_1"], "agent_1": obs["agent_0"]}
+    again = dict(zip(agent.groups["agent"], agent._critic_inputs("agent", swapped)))
+    assert torch.equal(again["agent_0"], inputs["agent_1"])
+    assert torch.equal(again["agent_1"], inputs["agent_0"])
+    # different agents of the group see different inputs, so get different values
     _, extras = agent.act_with_info(observations(3))
     assert not np.allclose(extras["value"]["agent_0"], extras["value"]["agent_1"])
