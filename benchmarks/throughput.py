@@ -1,7 +1,8 @@
 """Population env steps/s and learner updates/s of distmarl, against baselines in the same run.
 
     .venv/bin/python benchmarks/throughput.py [--steps 20000] [--workers 1 2] [--skip-agilerl]
-    .venv/bin/python benchmarks/throughput.py --time-to-target -30 --max-steps 300000
+    .venv/bin/python benchmarks/throughput.py --time-to-target -30 --max-steps 150000 \
+        [--set algorithm.hp.batch_size=256 ...]
 
 Settings as AgileRL's MADDPG example: population 4, 8 sub-envs per member, learn_step 16,
 batch 64 (examples/configs/speaker_listener_maddpg.yaml). Prints, each measured in this run:
@@ -11,7 +12,9 @@ batch 64 (examples/configs/speaker_listener_maddpg.yaml). Prints, each measured 
   * AgileRL's train_multi_agent_off_policy, when the `bench` extra is installed,
   * env steps/s against rollout workers per member (the scaling curve),
 and with --time-to-target the wall seconds until the best member's evaluation score reaches the
-target (distmarl, and AgileRL unless --skip-agilerl).
+target (distmarl, and AgileRL at its example settings unless --skip-agilerl), with each one's
+best fitness per generation. ``--set`` changes distmarl's config only (AgileRL keeps its example
+settings), e.g. to time distmarl at its recommended settings against AgileRL at its own.
 """
 
 from __future__ import annotations
@@ -55,7 +58,16 @@ def run_distmarl(steps: int, workers: int = 1, target: float | None = None,
             "setup_seconds": setup, "env_steps_per_s": summary["env_steps"] / (wall - setup),
             "env_steps_per_s_with_setup": summary["env_steps"] / wall,
             "updates_per_s": summary["updates"] / (wall - setup),
-            "best_fitness": summary["best_fitness"], "stop_reason": summary["stop_reason"]}
+            "best_fitness": summary["best_fitness"], "stop_reason": summary["stop_reason"],
+            "best_fitness_history": best_fitness_history(summary),
+            "final_hp": [m["hp"] for m in summary["members"]], "sets": sets}
+
+
+def best_fitness_history(summary: dict[str, Any]) -> list[tuple[int, float]]:
+    """``[(generation, best member fitness), ...]`` from a run summary's per-member fitness."""
+    fits = [m["fitness"] for m in summary["members"]]
+    return [(g, max(f[g] for f in fits if len(f) > g))
+            for g in range(max((len(f) for f in fits), default=0))]
 
 
 def run_reference(steps: int, population: int) -> dict[str, Any]:
@@ -71,7 +83,8 @@ def run_reference(steps: int, population: int) -> dict[str, Any]:
             "updates_per_s": updates / wall}
 
 
-def run_agilerl(steps: int, population: int, target: float | None = None) -> dict[str, Any] | None:
+def run_agilerl(steps: int, population: int, target: float | None = None,
+                seed: int = 0) -> dict[str, Any] | None:
     try:
         from benchmarks.baselines.agilerl_runner import agilerl_available, run_agilerl_maddpg
     except ImportError:
@@ -79,7 +92,7 @@ def run_agilerl(steps: int, population: int, target: float | None = None) -> dic
     if not agilerl_available():
         return None
     return run_agilerl_maddpg(steps * population, population=population, num_envs=8,
-                              learn_step=16, batch_size=64, target=target)
+                              learn_step=16, batch_size=64, target=target, seed=seed)
 
 
 def main() -> None:
@@ -90,20 +103,29 @@ def main() -> None:
     parser.add_argument("--skip-agilerl", action="store_true")
     parser.add_argument("--time-to-target", type=float, default=None, metavar="SCORE")
     parser.add_argument("--max-steps", type=int, default=300_000, help="per member, with --time-to-target")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override distmarl's config (repeatable); AgileRL is not changed")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="with --time-to-target: seed of both trainers, for repeated runs "
+                             "(default: the config's seed for distmarl, 0 for AgileRL)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     population = 4
     out: dict[str, Any] = {}
     if args.time_to_target is not None:
-        out["distmarl"] = run_distmarl(args.max_steps, target=args.time_to_target)
+        seed_set = [] if args.seed is None else [f"seed={args.seed}"]
+        out["distmarl"] = run_distmarl(args.max_steps, target=args.time_to_target,
+                                       extra=[*seed_set, *args.set])
         if not args.skip_agilerl:
-            out["agilerl"] = run_agilerl(args.max_steps, population, target=args.time_to_target)
+            out["agilerl"] = run_agilerl(args.max_steps, population, target=args.time_to_target,
+                                         seed=args.seed or 0)
     else:
-        out["distmarl"] = run_distmarl(args.steps)
+        out["distmarl"] = run_distmarl(args.steps, extra=args.set)
         out["reference"] = run_reference(args.steps, population)
         if not args.skip_agilerl:
             out["agilerl"] = run_agilerl(args.steps, population)
-        out["scaling"] = {w: run_distmarl(args.steps, workers=w) for w in args.workers}
+        out["scaling"] = {w: run_distmarl(args.steps, workers=w, extra=args.set)
+                          for w in args.workers}
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
     if args.time_to_target is None:
@@ -137,10 +159,16 @@ def report_target(out: dict[str, Any], target: float) -> None:
     print(f"distmarl: best fitness {ours['best_fitness']} ({ours['stop_reason']}) after "
           f"{ours['wall_seconds']:.0f} s (+{ours['setup_seconds']:.0f} s start-up), "
           f"{ours['env_steps']:,} population env steps")
+    print("  best fitness per generation: "
+          + " ".join(f"{f:.0f}" for _, f in ours["best_fitness_history"]))
     agile = out.get("agilerl")
     if agile:
         t = agile.get("time_to_target_s")
-        print(f"agilerl: time to {target}: {t if t is None else f'{t:.0f} s'}")
+        print(f"agilerl: time to {target}: {t if t is None else f'{t:.0f} s'} "
+              f"(+{agile['setup_seconds']:.0f} s set-up), {agile['env_steps']:,} population env "
+              f"steps, {agile['updates']:,} updates")
+        print("  best fitness per evolution step: "
+              + " ".join(f"{f:.0f}" for _, _, f in agile["best_fitness_history"]))
         if t and ours["stop_reason"] == "target":
             print(f"distmarl is {t / ours['wall_seconds']:.2f}x faster to {target}")
 

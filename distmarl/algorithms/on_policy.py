@@ -20,7 +20,9 @@ the fragment's end bootstrap from ``V(next_obs)``, terminations do not), then pe
 ``update_epochs`` passes of shuffled minibatches of ``batch_size`` rows with the clipped
 objective (:mod:`distmarl.algorithms.ppo_loss`), advantages normalised per minibatch, gradient
 norms clipped per network, and an early stop when an epoch's mean approximate KL exceeds
-``target_kl``. One learning rate ``lr`` for every network (AgileRL's IPPO).
+``target_kl``. One learning rate ``lr`` for every network (AgileRL's IPPO). With ``value_norm``
+(the default) the value networks predict normalised values (:mod:`.value_norm`, one set of
+running moments per group); every value outside the loss is in return units.
 
 Networks live in a :class:`NetworkSet` so the evolution hooks (:mod:`.evolution`) apply as for
 the off-policy learners; its target copies are not used by PPO.
@@ -56,11 +58,12 @@ from distmarl.algorithms.ppo_hparams import (
 from distmarl.algorithms.ppo_update import GroupRows, ppo_update
 from distmarl.algorithms.sharing import group_net_configs, shared_groups
 from distmarl.algorithms.spaces import obs_dim
+from distmarl.algorithms.value_norm import RunningMoments
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
 
 __all__ = ["ON_POLICY_FIELDS", "OnPolicyMultiAgent"]
 
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: value-normalisation moments (``value_norm``)
 Tensors = dict[str, torch.Tensor]
 
 
@@ -92,6 +95,8 @@ class OnPolicyMultiAgent(Algorithm):
         self.log_std: dict[str, torch.nn.Parameter] = {}
         self.log_std_optim: dict[str, torch.optim.Adam] = {}
         self._build_networks(group_net_configs(self.net_config, self.groups, self.name))
+        #: running moments of each group's value targets (used when ``hp["value_norm"]``)
+        self.value_moments = {g: RunningMoments() for g in self.groups}
         self.learn_steps = 0
 
     def _build_networks(self, configs: Mapping[str, Any]) -> None:
@@ -128,6 +133,12 @@ class OnPolicyMultiAgent(Algorithm):
     def value_net(self, group: str) -> EvolvableNetwork:
         """The value network shared by ``group``'s agents."""
         return self.nets.online[f"value/{group}"]
+
+    def values(self, group: str, critic_obs: torch.Tensor) -> torch.Tensor:
+        """``V`` in return units ``(B,)`` of critic inputs ``(B, critic_dim)`` (the value
+        network's output, denormalised when ``value_norm`` is on)."""
+        out = self.value_net(group)(critic_obs).squeeze(-1)
+        return self.value_moments[group].denormalise(out) if self.hp["value_norm"] else out
 
     def act(self, obs: AgentObs, explore: bool = True,
             action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
@@ -173,7 +184,7 @@ class OnPolicyMultiAgent(Algorithm):
                 full = {a: x.get(a, torch.zeros(n, self.obs_dims[a], device=self.device))
                         for a in self.agents}
                 inputs = dict(zip(members, self._critic_inputs(g, full)))
-                values = self.value_net(g)(torch.cat([inputs[a] for a in present])).squeeze(-1)
+                values = self.values(g, torch.cat([inputs[a] for a in present]))
                 for i, a in enumerate(present):
                     extras["value"][a] = _numpy(values[i * n:(i + 1) * n])
         return actions, (extras if with_info else {})
@@ -188,6 +199,12 @@ class OnPolicyMultiAgent(Algorithm):
         frag = clean_fragment(batch, self.observation_spaces,
                               {a: self.heads[g] for a, g in self.group_of.items()}, self.device)
         advantage, target = self._advantages(frag)
+        if self.hp["value_norm"]:
+            for g, members in self.groups.items():
+                moments = self.value_moments[g]
+                moments.update(torch.cat([target[a][frag[a].active] for a in members]))
+                for a in members:
+                    target[a] = moments.normalise(target[a])
         metrics: dict[str, float] = {}
         for g in self.groups:
             metrics.update(self._update_group(g, self._group_rows(g, frag, advantage, target)))
@@ -205,7 +222,7 @@ class OnPolicyMultiAgent(Algorithm):
             for a, c in zip(members, self._critic_inputs(g, next_obs)):
                 f = frag[a]
                 t, e = f.reward.shape
-                v_next = self.value_net(g)(c.reshape(t * e, -1)).reshape(t, e)
+                v_next = self.values(g, c.reshape(t * e, -1)).reshape(t, e)
                 next_active = torch.cat([f.active[1:], torch.ones_like(f.active[:1])]).float()
                 next_value = bootstrap_values(f.value, v_next, f.terminated, f.truncated,
                                               next_active)
@@ -216,6 +233,7 @@ class OnPolicyMultiAgent(Algorithm):
 
     def _group_rows(self, group: str, frag: Mapping[str, AgentFragment], advantage: Tensors,
                     target: Tensors) -> GroupRows:
+        """The group's rows; ``target`` is what the value network's output is fitted to."""
         members = self.groups[group]
         critic = self._critic_inputs(group, {a: f.obs for a, f in frag.items()})
         n, dim = frag[members[0]].reward.numel(), self.heads[group].dim
@@ -251,13 +269,16 @@ class OnPolicyMultiAgent(Algorithm):
 
     def get_weights(self) -> dict[str, Any]:
         """Every network's architecture and weights (numpy copies): acting needs the policies
-        and log-stds, the recorded ``value`` the value networks."""
+        and log-stds, the recorded ``value`` the value networks and ``value_norm/<group>``
+        (``[mean, var, count]``, float64)."""
         params: dict[str, np.ndarray] = {}
         for name, net in self.nets.online.items():
             for k, v in net.state_dict().items():
                 params[f"{name}/{k}"] = v.detach().cpu().numpy().copy()
         for g, p in self.log_std.items():
             params[f"log_std/{g}"] = p.detach().cpu().numpy().copy()
+        for g, m in self.value_moments.items():
+            params[f"value_norm/{g}"] = np.array([m.mean, m.var, m.count], dtype=np.float64)
         return {"arch": self.nets.arch(), "params": params, "hp": {}}
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
@@ -277,6 +298,9 @@ class OnPolicyMultiAgent(Algorithm):
         with torch.no_grad():
             for g, p in self.log_std.items():
                 p.copy_(torch.as_tensor(np.array(weights["params"][f"log_std/{g}"])))
+        for g, m in self.value_moments.items():
+            mean, var, count = np.asarray(weights["params"][f"value_norm/{g}"], np.float64)
+            m.load_state_dict({"mean": mean, "var": var, "count": count})
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, optimisers, log-stds, hyperparameters, counters and RNG states."""
@@ -289,6 +313,7 @@ class OnPolicyMultiAgent(Algorithm):
             "log_std": {g: p.detach().clone() for g, p in self.log_std.items()},
             "log_std_optim": {g: copy.deepcopy(o.state_dict())
                               for g, o in self.log_std_optim.items()},
+            "value_norm": {g: m.state_dict() for g, m in self.value_moments.items()},
             "learn_steps": self.learn_steps,
             "rng": {"numpy": copy.deepcopy(self._rng.bit_generator.state),
                     "torch": self._torch_gen.get_state(), "torch_device": self.device.type},
@@ -300,6 +325,10 @@ class OnPolicyMultiAgent(Algorithm):
         if state["algorithm"] != self.name or list(state["agents"]) != self.agents:
             raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
                              f"fit {self.name} for agents {self.agents}")
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"{self.name} state has format {state.get('format')}, this version "
+                             f"reads format {STATE_FORMAT} (states from before value "
+                             f"normalisation cannot be loaded)")
         self.nets.load_state_dict(state["networks"], self.device)
         with torch.no_grad():
             for g, p in self.log_std.items():
@@ -307,6 +336,8 @@ class OnPolicyMultiAgent(Algorithm):
         for g, opt in self.log_std_optim.items():
             opt.load_state_dict(copy.deepcopy(state["log_std_optim"][g]))
         self.hp = check_ppo_hyperparameters(self.DEFAULT_HP, state["hp"], self.name)
+        for g, m in self.value_moments.items():
+            m.load_state_dict(state["value_norm"][g])
         self.learn_steps = int(state["learn_steps"])
         self._rng.bit_generator.state = copy.deepcopy(state["rng"]["numpy"])
         if state["rng"]["torch_device"] == self.device.type:
@@ -332,6 +363,9 @@ class OnPolicyMultiAgent(Algorithm):
         """Change ``hp[name]``; ``lr`` goes straight into every optimiser's param groups, Adam's
         moment estimates kept (see ``OffPolicyMultiAgent.set_hyperparameter`` for why)."""
         value = check_ppo_hyperparameter(self.DEFAULT_HP, name, value, self.name)
+        if name == "value_norm" and value != self.hp[name]:
+            raise ValueError("value_norm is fixed when the learner is built (the value networks' "
+                             "outputs are normalised or not); it cannot be changed on a learner")
         self.hp[name] = value
         if name == "lr":
             self.nets.set_lr(list(self.nets.online), value)

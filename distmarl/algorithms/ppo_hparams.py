@@ -3,7 +3,8 @@
 ``batch_size`` is the minibatch size of one gradient step; ``learn_step`` is the rollout fragment
 length in *vectorised* steps (a fragment holds ``learn_step * num_envs`` transitions per agent),
 used by whoever collects (the runtime, or the single-process loop). ``target_kl`` may be None
-(no early stop), as in AgileRL.
+(no early stop), as in AgileRL. ``value_norm`` (MAPPO's value normalisation,
+:mod:`distmarl.algorithms.value_norm`) is fixed when the learner is built.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 #: IPPO's and MAPPO's defaults: CleanRL's PPO values, with a fragment sized for 25-step MPE
 #: episodes and 8 sub-envs (128 steps * 8 envs = 1024 transitions per agent).
@@ -26,6 +29,7 @@ PPO_HP: dict[str, Any] = {
     "max_grad_norm": 0.5,
     "update_epochs": 4,
     "target_kl": None,
+    "value_norm": True,
 }
 
 _INTS = {"batch_size", "learn_step", "update_epochs"}
@@ -33,6 +37,7 @@ _POSITIVE = {"lr", "max_grad_norm"}
 _UNIT = {"gamma", "gae_lambda"}  # within [0, 1]
 _NON_NEGATIVE = {"clip_coef", "ent_coef", "vf_coef", "target_kl"}
 _OPTIONAL = {"target_kl"}  # None switches the feature off
+_BOOLS = {"value_norm"}
 
 
 def check_ppo_hyperparameters(defaults: Mapping[str, Any], hp: Mapping[str, Any] | None,
@@ -51,6 +56,10 @@ def check_ppo_hyperparameter(defaults: Mapping[str, Any], name: str, value: Any,
         raise ValueError(f"{algorithm} has no hyperparameter {name!r}; it has {sorted(defaults)}")
     if value is None and name in _OPTIONAL:
         return None
+    if name in _BOOLS:
+        if not isinstance(value, bool | np.bool_):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return bool(value)
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise ValueError(f"{name} must be a number, got {value!r}")
     if name in _INTS:
