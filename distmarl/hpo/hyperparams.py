@@ -80,12 +80,20 @@ class HyperparameterConfig:
         return list(self.params)
 
     def check_against(self, algorithm: str, hp_names: Iterable[str]) -> None:
-        """Raise if a parameter is one the algorithm does not have (naming the valid ones)."""
+        """Raise if a parameter is one the algorithm does not have (naming the valid ones), or,
+        when ``hp_names`` maps names to defaults, one whose default is a switch (a bool such as
+        ``value_norm``: nothing to perturb)."""
         known = set(hp_names)
         unknown = [n for n in self.params if n not in known]
         if unknown:
             raise ValueError(f"hyperparameter(s) {unknown} are not hyperparameters of "
                              f"{algorithm}; it has {sorted(known)}")
+        if isinstance(hp_names, Mapping):
+            switches = [n for n in self.params if isinstance(hp_names[n], bool)]
+            if switches:
+                raise ValueError(f"hyperparameter(s) {switches} of {algorithm} are on/off "
+                                 f"switches and cannot be mutated; remove them from the "
+                                 f"mutable hyperparameters")
 
     def clip_all(self, hp: Mapping[str, Number]) -> dict[str, Number]:
         """``hp`` with every searched parameter cast and clipped to its range."""

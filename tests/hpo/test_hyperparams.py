@@ -52,6 +52,19 @@ def test_config_rejects_parameters_the_algorithm_does_not_have() -> None:
         HyperparameterConfig(lr=0.1)
 
 
+def test_config_rejects_switches() -> None:
+    """Bool hyperparameters (IPPO's value_norm, MADDPG's O_U_noise) have nothing to perturb."""
+    from distmarl.algorithms import IPPO, MADDPG
+
+    cfg = HyperparameterConfig(lr=RLParameter(1e-4, 1e-2), value_norm=RLParameter(0, 1, dtype=int))
+    with pytest.raises(ValueError, match=r"\['value_norm'\] of IPPO are on/off switches"):
+        cfg.check_against("IPPO", IPPO.DEFAULT_HP)
+    HyperparameterConfig(lr=RLParameter(1e-4, 1e-2)).check_against("IPPO", IPPO.DEFAULT_HP)
+    with pytest.raises(ValueError, match=r"\['O_U_noise'\] of MADDPG"):
+        HyperparameterConfig(O_U_noise=RLParameter(0, 1, dtype=int)).check_against(
+            "MADDPG", MADDPG.DEFAULT_HP)
+
+
 def test_config_json_round_trip_and_clip_all() -> None:
     cfg = HyperparameterConfig(lr=RLParameter(1e-4, 1e-2), batch_size=RLParameter(8, 512, dtype=int))
     again = HyperparameterConfig.from_json(cfg.to_json())
