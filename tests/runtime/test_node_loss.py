@@ -29,8 +29,10 @@ from tests.jobs.raycluster import ROOT, LocalRayCluster
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
-MAX_STEPS = 2400
-EVO_STEPS = 1200  # two generations per member
+MAX_STEPS = 12000
+#: two generations per member; a generation is 12,000 population steps, about 6 s of training
+#: here (progress lines come about 1,000 steps apart), so the kill lands well inside the first
+EVO_STEPS = 6000
 #: the node is removed once training has run for this long and made this many env steps
 #: (buffer snapshots every 0.5 s have been copied by then), well inside the first generation.
 #: Not covered: a node lost while the coordinator evaluates or copies members
