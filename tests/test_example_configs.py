@@ -27,7 +27,8 @@ def test_example_config_passes_preflight(path: Path) -> None:
 
 
 #: What the tuned speaker-listener config changes against the main one; the README's
-#: time-to-target figures were measured with the main config and these as ``--set`` overrides.
+#: time-to-target figures were measured with the main config and these as ``--set`` overrides
+#: (max_steps and target through the benchmark's own --max-steps / --time-to-target).
 TUNED_OVERRIDES = ["name=speaker_listener_maddpg_tuned", "algorithm.hp.batch_size=256",
                    "algorithm.hp.learn_step=4", "algorithm.hp.max_grad_norm=0.5",
                    "algorithm.hp.actor_reg=0.001", "evolution.evo_steps=5000",
