@@ -144,13 +144,18 @@ class LocalRayCluster:
                 or _proc_field(pid, "cwd").startswith(str(node.temp_dir))]
 
     def kill_node(self, index: int) -> list[int]:
-        """SIGKILL every process of node ``index`` at once (the machine is gone); returns them."""
+        """SIGKILL every process of node ``index`` at once (the machine is gone); returns them.
+
+        All are stopped (SIGSTOP) before any is killed: killed one by one, a raylet still
+        running would see its workers die first and report them, and Ray would restart their
+        actors once for that and once more when the node is declared dead."""
         pids = self.node_processes(index)
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
         return pids
 
     def wait_for_job_server(self, timeout_s: float = 60) -> None:
