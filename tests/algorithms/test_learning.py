@@ -220,7 +220,7 @@ def test_actor_critic_loss_gives_the_critic_no_gradient() -> None:
     critic = agent.nets.online["critic/speaker_0"]
     before = {k: p.grad.clone() for k, p in critic.named_parameters()}
     c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
-    agent._update_actor("speaker_0", c, c.joint_obs())
+    agent._step(["actor/speaker_0"], [agent._actor_loss("speaker_0", c, c.joint_obs())])
     for k, p in critic.named_parameters():
         torch.testing.assert_close(p.grad, before[k], rtol=0, atol=0)
 
