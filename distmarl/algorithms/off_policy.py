@@ -107,7 +107,8 @@ class OffPolicyMultiAgent(Algorithm):
 
         All critics take one joint optimiser step (:func:`grouped_step`), then all actors do:
         the same updates as one network at a time, since no network's parameters appear in
-        another's loss, with a third of the overhead."""
+        another's loss, with one backward pass and one Adam call per phase instead of one per
+        network (1.16x-1.20x the updates/s for speaker-listener's shapes on a CPU)."""
         b = clean_batch(batch, self.observation_spaces, self.codecs, self.device)
         joint_obs, joint_act = b.joint_obs(), torch.cat(list(b.action.values()), dim=-1)
         with torch.no_grad():
