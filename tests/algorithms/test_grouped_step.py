@@ -61,7 +61,7 @@ def _stepwise(nets, optims, x, max_norm: float) -> None:
     """The reference: one network at a time, each on its own loss."""
     for i, (net, opt) in enumerate(zip(nets, optims, strict=True)):
         params = list(net.parameters())
-        grads = torch.autograd.grad(_losses(nets, x)[i], params)
+        grads = torch.autograd.grad((net(x) - i).pow(2).mean(), params)  # _losses(nets, x)[i]
         for p, g in zip(params, grads, strict=True):
             p.grad = g
         if max_norm > 0:
