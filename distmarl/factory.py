@@ -9,10 +9,10 @@ rate limit.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from distmarl.config import AlgorithmConfig, EnvConfig, ExperimentConfig
-from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS
+from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS, STATE_FIELDS
 
 #: A buffer holds at least this many times the fragments an on-policy population can have
 #: waiting at once (see :func:`check_on_policy_buffer`).
@@ -28,32 +28,54 @@ def algorithm_class(name: str) -> type:
         raise ValueError(f"unknown algorithm '{name}'") from None
 
 
-def env_spaces(env_cfg: EnvConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Observation and action spaces per agent, from one probe env."""
+class EnvSpaces(NamedTuple):
+    """An env's spaces: per agent, and its global state's (``env.state_space``, a Box) or None
+    when it has none. ``obs, act = spaces[:2]`` for the per-agent ones."""
+
+    observation: dict[str, Any]
+    action: dict[str, Any]
+    state: Any = None
+
+
+def env_spaces(env_cfg: EnvConfig) -> EnvSpaces:
+    """Observation and action spaces per agent and the global state's space, from one probe
+    env."""
+    from gymnasium import spaces
+
     from distmarl.envs import make_env
 
     env = make_env(env_cfg.spec, **env_cfg.kwargs)
     try:
         agents = list(env.possible_agents)
-        return ({a: env.observation_space(a) for a in agents},
-                {a: env.action_space(a) for a in agents})
+        state = getattr(env, "state_space", None)
+        return EnvSpaces({a: env.observation_space(a) for a in agents},
+                         {a: env.action_space(a) for a in agents},
+                         state if isinstance(state, spaces.Box) else None)
     finally:
         env.close()
 
 
-def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[dict[str, Any], dict[str, Any]],
-                   device: str = "cpu", seed: int | None = None) -> Any:
-    obs_spaces, act_spaces = spaces
+def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = "cpu",
+                   seed: int | None = None) -> Any:
+    """The algorithm of ``cfg`` for ``spaces`` (``(observation, action)`` per agent, or an
+    :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO)."""
+    obs_spaces, act_spaces = spaces[0], spaces[1]
     cls = algorithm_class(cfg.name)
-    return cls(obs_spaces, act_spaces, cfg.net_config, hp=dict(cfg.hp), device=device, seed=seed)
+    extra = {}
+    if getattr(cls, "reads_state", False):
+        extra["state_space"] = spaces[2] if len(spaces) > 2 else None
+    return cls(obs_spaces, act_spaces, cfg.net_config, hp=dict(cfg.hp), device=device, seed=seed,
+               **extra)
 
 
 def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = None,
-              mode: str | None = None) -> Any:
+              mode: str | None = None, record_state: bool = False) -> Any:
+    """The vector env of ``cfg`` (``record_state``: with each sub-env's ``env.state()``)."""
     from distmarl.envs import make_vector_env
 
     return make_vector_env(cfg.spec, num_envs or cfg.num_envs, mode=mode or cfg.vector_mode,
-                           seed=seed, nonfinite=cfg.nonfinite, **cfg.kwargs)
+                           seed=seed, nonfinite=cfg.nonfinite, record_state=record_state,
+                           **cfg.kwargs)
 
 
 def is_on_policy(name: str) -> bool:
@@ -61,9 +83,21 @@ def is_on_policy(name: str) -> bool:
     return bool(getattr(algorithm_class(name), "on_policy", False))
 
 
-def buffer_fields(name: str) -> tuple[str, ...]:
-    """The transition fields that members of algorithm ``name`` store, in buffer order."""
-    return ON_POLICY_FIELDS if is_on_policy(name) else OFF_POLICY_FIELDS
+def buffer_fields(name: str, global_state: bool = False) -> tuple[str, ...]:
+    """The transition fields that members of algorithm ``name`` store, in buffer order
+    (``global_state``: their value networks read the env's state, see :func:`reads_state`)."""
+    if not is_on_policy(name):
+        return OFF_POLICY_FIELDS
+    return (*ON_POLICY_FIELDS, *STATE_FIELDS) if global_state else ON_POLICY_FIELDS
+
+
+def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:
+    """Whether members of ``cfg`` read the env's global state: an algorithm that can (MAPPO),
+    with ``hp["global_state"]`` on, on an env with a state space (``spaces[2]``)."""
+    cls = algorithm_class(cfg.name)
+    if not getattr(cls, "reads_state", False) or len(spaces) < 3 or spaces[2] is None:
+        return False
+    return bool(cfg.hp.get("global_state", cls.DEFAULT_HP.get("global_state", False)))
 
 
 def initial_learn_step(cfg: ExperimentConfig) -> int:
@@ -97,21 +131,23 @@ def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
                          f"can wait unread; use at least {needed}")
 
 
-def buffer_kwargs(cfg: ExperimentConfig, agents: list[str]) -> dict[str, Any]:
-    """The buffer actor's arguments. On-policy runs get their fields, no ``learning_starts``
-    (a fragment is learned as soon as it arrives) and are checked by
+def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
+                  global_state: bool = False) -> dict[str, Any]:
+    """The buffer actor's arguments. On-policy runs get their fields (with
+    :data:`~distmarl.types.STATE_FIELDS` when ``global_state``, see :func:`reads_state`), no
+    ``learning_starts`` (a fragment is learned as soon as it arrives) and are checked by
     :func:`check_on_policy_buffer`."""
     b = cfg.buffer
     on_policy = is_on_policy(cfg.algorithm.name)
     check_on_policy_buffer(cfg)
-    return {"memory_size": b.capacity, "field_names": list(buffer_fields(cfg.algorithm.name)),
+    return {"memory_size": b.capacity, "field_names": list(buffer_fields(cfg.algorithm.name, global_state)),
             "agent_ids": agents, "replay_ratio": b.replay_ratio,
             "learning_starts": 0 if on_policy else b.learning_starts,
             "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,
             "error_buffer": b.error_buffer}
 
 
-def preflight(cfg: ExperimentConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     """Check what only the env and the algorithm can check, before any actor starts: the env
     builds, ``algorithm.hp`` and ``evolution.hp_config`` name real hyperparameters, and the
     ``net_config`` fits the env's agents, and an on-policy population's buffer can carry its

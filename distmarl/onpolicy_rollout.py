@@ -2,7 +2,8 @@
 
 :class:`OnPolicyCollector` is :class:`distmarl.rollout.Collector` for IPPO / MAPPO: it acts with
 ``algo.act_with_info`` and records ``ON_POLICY_FIELDS`` (the off-policy fields plus ``log_prob``
-and ``value``) in the same time-major layout; :func:`fragment_to_batch` turns such rows into the
+and ``value``; plus ``STATE_FIELDS`` for an algorithm whose value networks read the env's global
+state, from a vector env made with ``record_state=True``) in the same time-major layout; :func:`fragment_to_batch` turns such rows into the
 ``(T, E, ...)`` tensors ``algo.learn`` takes. Usage (the single-process loop)::
 
     collector = OnPolicyCollector(venv, algo, seed=0)
@@ -18,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from distmarl.envs import apply_env_defined_actions, true_next_obs
+from distmarl.envs import apply_env_defined_actions, true_next_obs, true_next_state
 from distmarl.rollout import EpisodeScores, Rollout, _stack_time_major
-from distmarl.types import ON_POLICY_FIELDS
+from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
 
 
 class OnPolicyCollector:
@@ -32,12 +33,19 @@ class OnPolicyCollector:
     env-defined action replaced its choice, since the recorded log-prob is of the policy's own
     sample). Action masks that the env gives in ``infos[agent]["action_mask"]`` are used for
     acting and stored inside ``obs`` as ``{"observation": ..., "action_mask": ...}`` (the form
-    PettingZoo's dict observations already have), so the learner sees the same masks.
+    PettingZoo's dict observations already have), so the learner sees the same masks. When
+    ``algo.uses_state``, ``state`` / ``next_state`` (the global state before the step and the
+    true one after it) are stored under every agent.
     """
 
     def __init__(self, venv: Any, algo: Any, seed: int | None = None) -> None:
         self.venv, self.algo = venv, algo
         self.agents = list(venv.possible_agents)
+        self.uses_state = bool(getattr(algo, "uses_state", False))
+        if self.uses_state and getattr(venv, "state_space", None) is None:
+            raise ValueError(f"{algo.name} reads the env's global state: make the vector env "
+                             f"with record_state=True")
+        self.fields = (*ON_POLICY_FIELDS, *STATE_FIELDS) if self.uses_state else ON_POLICY_FIELDS
         obs, self.infos = venv.reset(seed=seed)
         self.obs = _with_info_masks(obs, self.infos)
         self.episodes = EpisodeScores(venv.num_envs)
@@ -47,22 +55,24 @@ class OnPolicyCollector:
         """``num_steps`` vectorised steps: ``num_steps * num_envs`` transitions per agent, rows
         time-major (row ``t * num_envs + e``)."""
         rows: dict[str, dict[str, list[Any]]] = {f: {a: [] for a in self.agents}
-                                                 for f in ON_POLICY_FIELDS}
+                                                 for f in self.fields}
         scores: list[float] = []
         lengths: list[int] = []
         for _ in range(num_steps):
-            chosen, extras = self.algo.act_with_info(self.obs)
+            state = self.infos["state"] if self.uses_state else None
+            chosen, extras = self.algo.act_with_info(self.obs, state=state)
             actions = apply_env_defined_actions(chosen, self.infos)
             obs, rew, term, trunc, infos = self.venv.step(actions)
             nxt = true_next_obs(obs, infos)
+            states = (state, true_next_state(infos)) if self.uses_state else ()
             own = self.infos.get("agent_mask", {})
             for a in self.agents:
                 active = np.asarray(self.infos["active"][a], dtype=bool)
                 if a in own:
                     active = active & np.asarray(own[a], dtype=bool)
                 values = (self.obs[a], actions[a], rew[a], nxt[a], term[a], trunc[a], active,
-                          extras["log_prob"][a], extras["value"][a])
-                for name, value in zip(ON_POLICY_FIELDS, values):
+                          extras["log_prob"][a], extras["value"][a], *states)
+                for name, value in zip(self.fields, values, strict=True):
                     rows[name][a].append(value)
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
             self.obs, self.infos = _with_info_masks(obs, infos), infos

@@ -58,3 +58,8 @@ OFF_POLICY_FIELDS: tuple[str, ...] = (
 #: the behaviour policy's ``log_prob`` of the stored action and its value estimate ``V(obs)``,
 #: float32 each, recorded when the action was taken.
 ON_POLICY_FIELDS: tuple[str, ...] = (*OFF_POLICY_FIELDS, "log_prob", "value")
+
+#: Added after ``ON_POLICY_FIELDS`` when a member's value function reads the env's global state
+#: (MAPPO on an env with ``env.state()``): the state before and after the step, ``(n,
+#: state_dim)``, the same rows under every agent (the buffer's rings are per agent).
+STATE_FIELDS: tuple[str, ...] = ("state", "next_state")

@@ -51,7 +51,7 @@ def train_member(cfg: ExperimentConfig, steps: int, seed: int, eval_every: int =
     algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
     if not getattr(algo, "on_policy", False):
         raise ValueError(f"{cfg.algorithm.name} is off-policy; use examples/single_process.py")
-    venv = make_venv(cfg.env, seed=seed)
+    venv = make_venv(cfg.env, seed=seed, record_state=algo.uses_state)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
     collector = OnPolicyCollector(venv, algo, seed=seed)
     updates, done, next_eval = 0, 0, eval_every

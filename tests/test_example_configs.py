@@ -21,7 +21,7 @@ def test_the_issue_s_example_configs_exist() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_example_config_passes_preflight(path: Path) -> None:
     cfg = load_config(path)
-    obs_spaces, act_spaces = preflight(cfg)
+    obs_spaces, act_spaces, _ = preflight(cfg)
     assert set(obs_spaces) == set(act_spaces) and len(obs_spaces) >= 2
     assert cfg.population.size >= 2 and cfg.training.max_steps > 0
 

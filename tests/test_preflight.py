@@ -40,6 +40,7 @@ def test_preflight_names_the_problem(case, sets, words) -> None:
 
 
 def test_preflight_returns_the_env_spaces() -> None:
-    obs, act = preflight(load_config(TINY))
+    obs, act, state = preflight(load_config(TINY))
     assert {a: s.shape for a, s in obs.items()} == {"speaker_0": (3,), "listener_0": (11,)}
     assert {a: s.shape for a, s in act.items()} == {"speaker_0": (3,), "listener_0": (5,)}
+    assert state.shape == (14,)  # mpe2's env.state(): the agents' observations side by side

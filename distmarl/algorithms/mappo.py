@@ -1,16 +1,21 @@
 """MAPPO (Yu et al. 2022, https://arxiv.org/abs/2103.01955): PPO with decentralised policies and
 a centralised value function, with IPPO's parameter sharing per agent group.
 
-The value network of group ``g`` reads an *agent-specific joint observation*, MAPPO's
-"agent-specific global state" in its simplest form: the agent's own (network) observation first,
-then every other agent's in the env's agent order, ``(..., sum obs_dim)``. Every agent of a
-group gets the same layout (they share their spaces), so the shared value network learns one
-function of an ego-centric joint state: it sees all that IPPO's value network sees, in the same
-place, plus the others' observations. (A fixed agent order with a one-hot of the agent's index
-instead makes the shared network learn one function per agent from the same data; on
-``simple_spread`` that scored below IPPO.) Agents absent at a step contribute zeros.
+The value network of group ``g`` reads an *agent-specific global state* (MAPPO's "AS" input): the
+agent's own (network) observation first, then
 
-An env's own global state (``env.state()``) is not used yet: rollouts do not record it.
+* the env's global state ``env.state()`` ``(state_dim,)`` when the env has one (a Box
+  ``state_space``), ``hp["global_state"]`` is on (the default) and the algorithm was built with
+  ``state_space``: rollouts then record the state (``record_state``) and fragments carry
+  :data:`~distmarl.types.STATE_FIELDS`; input ``(..., obs_dim + state_dim)``;
+* otherwise every other agent's observation in the env's agent order, ``(..., sum obs_dim)``.
+  Agents absent at a step contribute zeros.
+
+Every agent of a group gets the same layout (they share their spaces), so the shared value
+network learns one function of an ego-centric joint state: it sees all that IPPO's value network
+sees, in the same place, plus everything else. (A fixed agent order with a one-hot of the
+agent's index instead makes the shared network learn one function per agent from the same data;
+on ``simple_spread`` that scored below IPPO.)
 """
 
 from __future__ import annotations
@@ -19,26 +24,60 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
+from gymnasium import spaces
 
 from distmarl.algorithms.on_policy import OnPolicyMultiAgent
-from distmarl.algorithms.ppo_hparams import PPO_HP
+from distmarl.algorithms.ppo_hparams import MAPPO_HP
+from distmarl.algorithms.spaces import obs_dim
 
 
 class MAPPO(OnPolicyMultiAgent):
-    """Multi-agent PPO: shared decentralised policies, centralised value over the joint observation.
+    """Multi-agent PPO: shared decentralised policies, centralised value over the joint
+    observation or the env's global state.
 
-    ``MAPPO(observation_spaces, action_spaces, net_config, hp=None, device="cpu", seed=None)``;
-    ``hp`` overrides :data:`distmarl.algorithms.ppo_hparams.PPO_HP`.
+    ``MAPPO(observation_spaces, action_spaces, net_config, hp=None, device="cpu", seed=None,
+    state_space=None)``; ``hp`` overrides :data:`distmarl.algorithms.ppo_hparams.MAPPO_HP`;
+    ``state_space``: the env's global state space (``env.state_space``, a Box), read by the value
+    networks when ``hp["global_state"]``.
     """
 
     name: ClassVar[str] = "MAPPO"
-    DEFAULT_HP: ClassVar[dict[str, Any]] = PPO_HP
+    DEFAULT_HP: ClassVar[dict[str, Any]] = MAPPO_HP
+    reads_state: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        observation_spaces: Mapping[str, spaces.Space],
+        action_spaces: Mapping[str, spaces.Space],
+        net_config: Mapping[str, Any] | None,
+        hp: Mapping[str, Any] | None = None,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        state_space: spaces.Space | None = None,
+    ) -> None:
+        if state_space is not None and not isinstance(state_space, spaces.Box):
+            raise ValueError(f"state_space must be a gymnasium Box (the env's state_space), got "
+                             f"{state_space!r}")
+        self._given_state_space = state_space
+        use = (hp or {}).get("global_state", MAPPO_HP["global_state"])
+        self.state_space = state_space if (use and state_space is not None) else None
+        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
+
+    def _extra_init(self) -> dict[str, Any]:
+        return {"state_space": self._given_state_space}
 
     def _critic_dim(self, group: str) -> int:
+        if self.state_space is not None:
+            return self.obs_dims[self.groups[group][0]] + obs_dim(self.state_space)
         return sum(self.obs_dims.values())
 
-    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
-        """``[obs[agent], obs of the other agents in env order]`` per agent of ``group``,
-        ``(..., critic_dim)``."""
+    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor],
+                       state: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """``[obs[agent], state]`` (:attr:`uses_state`) or ``[obs[agent], obs of the other
+        agents in env order]`` per agent of ``group``, ``(..., critic_dim)``."""
+        if self.uses_state:
+            if state is None:
+                raise ValueError("MAPPO reads the env's global state here, and none was given")
+            return [torch.cat([obs[a], state], dim=-1) for a in self.groups[group]]
         return [torch.cat([obs[a], *(obs[b] for b in self.agents if b != a)], dim=-1)
                 for a in self.groups[group]]

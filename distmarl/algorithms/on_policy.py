@@ -4,14 +4,15 @@ Agents named ``<group>_<idx>`` with the same spaces share parameters (AgileRL's 
 agents; :mod:`distmarl.algorithms.sharing`): ``policy/<group>`` maps an agent's own observation
 to its action distribution (:mod:`distmarl.algorithms.policy_heads`; Box policies also have a
 learned ``log_std/<group>`` vector), ``value/<group>`` maps the critic input of one agent
-(:meth:`OnPolicyMultiAgent._critic_inputs`: its own observation in IPPO, the joint one in MAPPO)
-to ``V``. A group's agents are stacked along the batch axis, so every agent's rows contribute
+(:meth:`OnPolicyMultiAgent._critic_inputs`: its own observation in IPPO; in MAPPO the joint
+observation, or its own observation and the env's global state) to ``V``. A group's agents are stacked along the batch axis, so every agent's rows contribute
 to the one shared gradient.
 
 Usage (the single-process loop; the runtime does the same across processes)::
 
     algo = IPPO(observation_spaces, action_spaces, net_config, hp, seed=0)
     actions, extras = algo.act_with_info(obs)   # extras: log_prob, value per agent (num_envs,)
+    # (a MAPPO that reads the env's global state: act_with_info(obs, state=infos["state"]))
     ...store a fragment of hp["learn_step"] vectorised steps (ON_POLICY_FIELDS)...
     metrics = algo.learn(batch)                 # field -> agent -> tensor (T, E, ...)
 
@@ -60,10 +61,13 @@ from distmarl.algorithms.sharing import group_net_configs, shared_groups
 from distmarl.algorithms.spaces import obs_dim
 from distmarl.algorithms.value_norm import RunningMoments
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
+from distmarl.types import STATE_FIELDS
 
 __all__ = ["ON_POLICY_FIELDS", "OnPolicyMultiAgent"]
 
 STATE_FORMAT = 2  # 2: value-normalisation moments (``value_norm``)
+#: hyperparameters fixed when the learner is built (they shape the value networks)
+FIXED_HP = ("value_norm", "global_state")
 Tensors = dict[str, torch.Tensor]
 
 
@@ -73,6 +77,10 @@ class OnPolicyMultiAgent(Algorithm):
     name: ClassVar[str] = "OnPolicyMultiAgent"
     DEFAULT_HP: ClassVar[dict[str, Any]] = PPO_HP
     on_policy: ClassVar[bool] = True
+    #: whether the constructor takes ``state_space`` (the env's global state; MAPPO)
+    reads_state: ClassVar[bool] = False
+    #: the env's global state space when the value networks read it, else None
+    state_space: spaces.Box | None = None
 
     def __init__(
         self,
@@ -115,13 +123,26 @@ class OnPolicyMultiAgent(Algorithm):
 
     # -- what the value network reads (MAPPO overrides) --------------------------------------
 
+    @property
+    def uses_state(self) -> bool:
+        """Whether the value networks read the env's global state: then rollouts must record it
+        (``record_state``) and fragments carry :data:`~distmarl.types.STATE_FIELDS`."""
+        return self.state_space is not None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The transition fields a fragment for this learner holds, in buffer order."""
+        return (*ON_POLICY_FIELDS, *STATE_FIELDS) if self.uses_state else ON_POLICY_FIELDS
+
     def _critic_dim(self, group: str) -> int:
         """Width of ``value/<group>``'s input."""
         return self.obs_dims[self.groups[group][0]]
 
-    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor],
+                       state: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Value inputs ``(..., critic_dim)`` of the group's agents, from every agent's network
-        observation ``(..., obs_dim)``. IPPO: each agent's own observation."""
+        observation ``(..., obs_dim)`` and (read when :attr:`uses_state`) the global state
+        ``(..., state_dim)``. IPPO: each agent's own observation."""
         return [obs[a] for a in self.groups[group]]
 
     # -- acting ----------------------------------------------------------------------------
@@ -149,16 +170,26 @@ class OnPolicyMultiAgent(Algorithm):
         return self._act(obs, explore, action_mask, with_info=False)[0]
 
     def act_with_info(self, obs: AgentObs, explore: bool = True,
-                      action_mask: Mapping[str, Any] | None = None
+                      action_mask: Mapping[str, Any] | None = None,
+                      state: np.ndarray | None = None
                       ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
         """Actions (as :meth:`act`) and ``{"log_prob": {agent: float32 (num_envs,)}, "value":
         {agent: float32 (num_envs,)}}``: the behaviour policy's log-probability of the returned
-        action and its value estimate ``V(obs)``, to be stored with the transition."""
-        return self._act(obs, explore, action_mask, with_info=True)
+        action and its value estimate ``V(obs)``, to be stored with the transition. ``state``
+        ``(num_envs, state_dim)``: the env's global state, required when :attr:`uses_state`."""
+        if self.uses_state and state is None:
+            raise ValueError(f"this {self.name} reads the env's global state: pass "
+                             f"state=infos['state'] (a vector env made with record_state=True)")
+        return self._act(obs, explore, action_mask, with_info=True, state=state)
 
     @torch.no_grad()
     def _act(self, obs: AgentObs, explore: bool, action_mask: Mapping[str, Any] | None,
-             with_info: bool) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+             with_info: bool, state: np.ndarray | None = None
+             ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+        s = None
+        if self.uses_state and state is not None:
+            s = torch.as_tensor(np.asarray(state), dtype=torch.float32, device=self.device)
+            s = torch.nan_to_num(s.reshape(s.shape[0], -1), nan=0.0)
         x: Tensors = {}
         masks: dict[str, torch.Tensor | None] = {}
         for a in self.agents:
@@ -183,7 +214,7 @@ class OnPolicyMultiAgent(Algorithm):
             if with_info:
                 full = {a: x.get(a, torch.zeros(n, self.obs_dims[a], device=self.device))
                         for a in self.agents}
-                inputs = dict(zip(members, self._critic_inputs(g, full)))
+                inputs = dict(zip(members, self._critic_inputs(g, full, s)))
                 values = self.values(g, torch.cat([inputs[a] for a in present]))
                 for i, a in enumerate(present):
                     extras["value"][a] = _numpy(values[i * n:(i + 1) * n])
@@ -218,8 +249,9 @@ class OnPolicyMultiAgent(Algorithm):
         advantage: Tensors = {}
         target: Tensors = {}
         next_obs = {a: f.next_obs for a, f in frag.items()}
+        next_state = self._fragment_state(frag, "next_state")
         for g, members in self.groups.items():
-            for a, c in zip(members, self._critic_inputs(g, next_obs)):
+            for a, c in zip(members, self._critic_inputs(g, next_obs, next_state)):
                 f = frag[a]
                 t, e = f.reward.shape
                 v_next = self.values(g, c.reshape(t * e, -1)).reshape(t, e)
@@ -231,11 +263,24 @@ class OnPolicyMultiAgent(Algorithm):
                                               self.hp["gae_lambda"], next_active)
         return advantage, target
 
+    def _fragment_state(self, frag: Mapping[str, AgentFragment], field: str
+                        ) -> torch.Tensor | None:
+        """The fragment's global ``state`` / ``next_state`` ``(T, E, state_dim)`` (every agent
+        carries the same rows) when the value networks read it, else None."""
+        if not self.uses_state:
+            return None
+        x = getattr(frag[self.agents[0]], field)
+        if x is None:
+            raise KeyError(f"this {self.name} reads the env's global state, but the batch lacks "
+                           f"the fields {list(STATE_FIELDS)}")
+        return x
+
     def _group_rows(self, group: str, frag: Mapping[str, AgentFragment], advantage: Tensors,
                     target: Tensors) -> GroupRows:
         """The group's rows; ``target`` is what the value network's output is fitted to."""
         members = self.groups[group]
-        critic = self._critic_inputs(group, {a: f.obs for a, f in frag.items()})
+        critic = self._critic_inputs(group, {a: f.obs for a, f in frag.items()},
+                                     self._fragment_state(frag, "state"))
         n, dim = frag[members[0]].reward.numel(), self.heads[group].dim
 
         def rows(x: torch.Tensor) -> torch.Tensor:  # (T, E, ...) -> (T * E, ...)
@@ -348,9 +393,14 @@ class OnPolicyMultiAgent(Algorithm):
     def clone(self) -> OnPolicyMultiAgent:
         """An independent copy with the same state (tensors are copied, never shared)."""
         new = type(self)(self.observation_spaces, self.action_spaces, self.net_config, self.hp,
-                         self.device, seed=0)
+                         self.device, seed=0, **self._extra_init())
         new.load_state_dict(self.state_dict())
         return new
+
+    def _extra_init(self) -> dict[str, Any]:
+        """Constructor arguments beyond the common ones, for :meth:`clone` (MAPPO: the state
+        space)."""
+        return {}
 
     def reseed(self, seed: int | None) -> None:
         """New random streams (sampling, minibatch order); see ``OffPolicyMultiAgent.reseed``."""
@@ -363,9 +413,9 @@ class OnPolicyMultiAgent(Algorithm):
         """Change ``hp[name]``; ``lr`` goes straight into every optimiser's param groups, Adam's
         moment estimates kept (see ``OffPolicyMultiAgent.set_hyperparameter`` for why)."""
         value = check_ppo_hyperparameter(self.DEFAULT_HP, name, value, self.name)
-        if name == "value_norm" and value != self.hp[name]:
-            raise ValueError("value_norm is fixed when the learner is built (the value networks' "
-                             "outputs are normalised or not); it cannot be changed on a learner")
+        if name in FIXED_HP and value != self.hp[name]:
+            raise ValueError(f"{name} is fixed when the learner is built (it shapes the value "
+                             f"networks); it cannot be changed on a learner")
         self.hp[name] = value
         if name == "lr":
             self.nets.set_lr(list(self.nets.online), value)

@@ -2,12 +2,14 @@
 
 Fields arrive as ``batch[field][agent]`` of shape ``(T, E, ...)`` (``T`` vectorised steps of
 ``E`` sub-envs); scalar fields may be ``(T, E)`` or ``(T, E, 1)``. Observations are arrays, or
-PettingZoo-style dicts ``{"observation": (T, E, ...), "action_mask": (T, E, n)}``.
+PettingZoo-style dicts ``{"observation": (T, E, ...), "action_mask": (T, E, n)}``. The optional
+``STATE_FIELDS`` (``state``, ``next_state``: the env's global state ``(T, E, state_dim)``) are
+read when present.
 
 Cleaning rules (NaN placeholders of inactive rows must never reach a loss or a gradient:
 ``NaN * 0`` is NaN, and so is a masked row's gradient through ``exp`` or a NaN action):
 observations NaN -> 0; actions -> the policy head's internal form with placeholders made valid;
-reward / terminated / log_prob / value -> 0 on inactive rows.
+reward / terminated / log_prob / value -> 0 on inactive rows; states NaN -> 0.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gymnasium import spaces
 
 from distmarl.algorithms.policy_heads import PolicyHead, mask_tensor
 from distmarl.algorithms.spaces import obs_tensor
-from distmarl.types import ON_POLICY_FIELDS
+from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
 
 __all__ = ["ON_POLICY_FIELDS", "AgentFragment", "clean_fragment", "obs_and_mask",
            "policy_obs_space"]  # ON_POLICY_FIELDS lives in distmarl.types, kept here for old imports
@@ -59,6 +61,8 @@ class AgentFragment(NamedTuple):
     active: torch.Tensor  #: (T, E) bool
     log_prob: torch.Tensor  #: (T, E) behaviour log-prob, 0 where inactive
     value: torch.Tensor  #: (T, E) behaviour V(obs), 0 where inactive
+    state: torch.Tensor | None = None  #: (T, E, state_dim) global state, or None
+    next_state: torch.Tensor | None = None  #: (T, E, state_dim) true next global state
 
 
 def clean_fragment(batch: Mapping[str, Mapping[str, Any]],
@@ -104,6 +108,12 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, space: spaces.S
         return torch.where(active, torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0),
                            torch.zeros_like(x))
 
+    def state(field: str) -> torch.Tensor | None:
+        if field not in batch:
+            return None
+        x = flat(batch[field][a]).float()
+        return torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0).reshape(t, e, -1)
+
     obs, mask = obs_and_mask(flat(batch["obs"][a]), space, device)
     next_obs, _ = obs_and_mask(flat(batch["next_obs"][a]), space, device)
     action = head.from_env(flat(batch["action"][a]))
@@ -118,4 +128,6 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, space: spaces.S
         active=active,
         log_prob=zeroed(col("log_prob")),
         value=zeroed(col("value")),
+        state=state(STATE_FIELDS[0]),
+        next_state=state(STATE_FIELDS[1]),
     )

@@ -4,7 +4,8 @@
 length in *vectorised* steps (a fragment holds ``learn_step * num_envs`` transitions per agent),
 used by whoever collects (the runtime, or the single-process loop). ``target_kl`` may be None
 (no early stop), as in AgileRL. ``value_norm`` (MAPPO's value normalisation,
-:mod:`distmarl.algorithms.value_norm`) is fixed when the learner is built.
+:mod:`distmarl.algorithms.value_norm`) and MAPPO's ``global_state`` (its value networks read the
+env's ``env.state()`` where the env has one) are fixed when the learner is built.
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ PPO_HP: dict[str, Any] = {
     "value_norm": True,
 }
 
+#: MAPPO's: IPPO's and ``global_state``.
+MAPPO_HP: dict[str, Any] = {**PPO_HP, "global_state": True}
+
 _INTS = {"batch_size", "learn_step", "update_epochs"}
 _POSITIVE = {"lr", "max_grad_norm"}
 _UNIT = {"gamma", "gae_lambda"}  # within [0, 1]
 _NON_NEGATIVE = {"clip_coef", "ent_coef", "vf_coef", "target_kl"}
 _OPTIONAL = {"target_kl"}  # None switches the feature off
-_BOOLS = {"value_norm"}
+_BOOLS = {"value_norm", "global_state"}
 
 
 def check_ppo_hyperparameters(defaults: Mapping[str, Any], hp: Mapping[str, Any] | None,

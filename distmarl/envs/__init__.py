@@ -14,7 +14,7 @@ from distmarl.envs.errors import (
     SubEnvError,
 )
 from distmarl.envs.groups import AgentGroup, agent_groups, group_of
-from distmarl.envs.infos import apply_env_defined_actions, true_next_obs
+from distmarl.envs.infos import apply_env_defined_actions, true_next_obs, true_next_state
 from distmarl.envs.make import EnvFactory, make_env, make_vector_env, to_parallel
 from distmarl.envs.vector import VectorParallelEnv
 
@@ -34,4 +34,5 @@ __all__ = [
     "make_vector_env",
     "to_parallel",
     "true_next_obs",
+    "true_next_state",
 ]

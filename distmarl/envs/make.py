@@ -69,9 +69,11 @@ def make_vector_env(
     seed: int | None = None,
     num_workers: int | None = None,
     nonfinite: str = "raise",
+    record_state: bool = False,
     **env_kwargs: Any,
 ) -> Any:
-    """``VectorParallelEnv`` of ``num_envs`` copies of ``make_env(spec, **env_kwargs)``."""
+    """``VectorParallelEnv`` of ``num_envs`` copies of ``make_env(spec, **env_kwargs)``
+    (``record_state``: also return each sub-env's ``env.state()``, see ``VectorParallelEnv``)."""
     from distmarl.envs.vector import VectorParallelEnv
 
     resolve(spec)  # fail here, with a clear message, rather than in every worker
@@ -81,6 +83,7 @@ def make_vector_env(
         seed=seed,
         num_workers=num_workers,
         nonfinite=nonfinite,  # type: ignore[arg-type]
+        record_state=record_state,
     )
 
 

@@ -15,6 +15,9 @@ all sub-envs in-process and every async worker process runs one over its slice. 
   placeholder for dead agents); one still in ``env.agents`` (waiting) ``terminated=False``.
   Truncation placeholders are False. Actions are passed only for agents in ``env.agents``, as
   the PettingZoo parallel API requires.
+* **Global state** (when the layout records it): ``state[i]`` is ``env.state()`` after each
+  reset and step (after the autoreset where one happened), ``final_state[i]`` the state of the
+  ending step, read before the autoreset.
 * **AgileRL agent masking.** ``info[agent]["env_defined_actions"]`` (None: the policy acts) and
   the older top-level ``info["agent_mask"]`` / ``info["env_defined_actions"]`` dicts, plus
   PettingZoo's turn-based ``info[agent]["active_agent"]``, become ``policy[a][i]`` (True: the
@@ -31,7 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.envs.spaces import Buffers, VectorLayout, get_path, placeholder, space_leaves
+from distmarl.envs.spaces import (
+    Buffers,
+    VectorLayout,
+    get_path,
+    placeholder,
+    space_leaves,
+    state_leaf,
+)
 
 #: Keys taken out of per-agent infos (they are returned as masks / arrays instead).
 AGENT_INFO_KEYS = frozenset({"env_defined_actions", "active_agent"})
@@ -56,6 +66,8 @@ def check_compatible(env: Any, layout: VectorLayout, index: int) -> None:
         acts = space_leaves(env.action_space(a))
         if acts != (layout.act_leaves[a],):
             raise ValueError(f"sub-env {index}: action space of {a!r} differs from sub-env 0")
+    if layout.state is not None and state_leaf(env) != layout.state:
+        raise ValueError(f"sub-env {index}: state space differs from sub-env 0")
 
 
 def has_content(info: Mapping[str, Any], agents: frozenset[str]) -> bool:
@@ -103,6 +115,7 @@ class SubEnvRunner:
         }
         self._act_shape = {a: layout.act_leaves[a].shape for a in self.agents}
         self._masked = [False] * len(self.envs)  # may sub-env j have env-defined actions set?
+        self._state = layout.state is not None
         for a in self.agents:
             bufs.eda[a][self.start : self.stop] = np.nan
         self.current = start
@@ -116,6 +129,8 @@ class SubEnvRunner:
             obs, info = env.reset(seed=seeds[j], options=options)
             self._write_obs(i, obs, self.bufs.obs, self.bufs.observed)
             self._write_after(i, env, obs, info, None)
+            if self._state:
+                self.bufs.state[i] = env.state()  # type: ignore[index]
             if has_content(info, self._agent_set):
                 out.append((i, info))
         return out
@@ -143,9 +158,13 @@ class SubEnvRunner:
             if ended:
                 self._write_obs(i, obs, bufs.final_obs, bufs.final_observed)
                 final_info = info if has_content(info, self._agent_set) else None
+                if self._state:
+                    bufs.final_state[i] = env.state()  # type: ignore[index]
                 obs, info = env.reset()
             self._write_obs(i, obs, bufs.obs, bufs.observed)
             self._write_after(i, env, obs, info, None if ended else (term, trunc))
+            if self._state:
+                bufs.state[i] = env.state()  # type: ignore[index]
             info_out = info if has_content(info, self._agent_set) else None
             if info_out is not None or final_info is not None:
                 out.append((i, info_out, final_info))

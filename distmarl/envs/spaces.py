@@ -5,7 +5,8 @@ Discrete, MultiDiscrete or MultiBinary inside Dict / Tuple spaces. Each leaf get
 ``(num_envs, *leaf.shape)``; ``assemble`` rebuilds the nested structure from the leaf arrays.
 
 ``VectorLayout`` is the plain, picklable description of every array a vector env exchanges with
-its sub-envs (observations, final observations, rewards, flags, masks, actions). ``buffers(raw)``
+its sub-envs (observations, final observations, rewards, flags, masks, actions, and the env's
+global state ``env.state()`` when it is recorded). ``buffers(raw)``
 lays the arrays out on any byte buffer: a numpy array in sync mode, a shared-memory ``RawArray``
 in async mode, so both modes run the same code on the same layout.
 """
@@ -106,7 +107,9 @@ class Buffers:
     ``reward[a]`` float64; bool ``(num_envs,)``: ``term[a]``, ``trunc[a]``, ``observed[a]`` (a
     real observation in ``obs``), ``active[a]`` (observed and not done: acts next step),
     ``final_observed[a]``, ``live[a]`` (in ``env.agents``), ``policy[a]``; ``eda[a]`` float64 and ``action[a]`` in the
-    action dtype, both ``(num_envs, *act_shape)``; ``ended`` bool ``(num_envs,)``.
+    action dtype, both ``(num_envs, *act_shape)``; ``ended`` bool ``(num_envs,)``. With a
+    recorded global state: ``state`` ``(num_envs, *state_shape)`` (``env.state()`` after the
+    step or reset) and ``final_state`` (before an autoreset); None otherwise.
     """
 
     obs: dict[str, list[np.ndarray]] = field(default_factory=dict)
@@ -122,6 +125,20 @@ class Buffers:
     eda: dict[str, np.ndarray] = field(default_factory=dict)
     action: dict[str, np.ndarray] = field(default_factory=dict)
     ended: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    state: np.ndarray | None = None
+    final_state: np.ndarray | None = None
+
+
+def state_leaf(env: Any) -> Leaf:
+    """The leaf of ``env.state()``: ``env.state_space`` must be a Box (PettingZoo's convention
+    for envs with a global state); ValueError naming the env's type otherwise."""
+    space = getattr(env, "state_space", None)
+    if not isinstance(space, spaces.Box):
+        raise ValueError(
+            f"{type(env).__name__} has no global state to record: its state_space is "
+            f"{space!r}, a gymnasium Box is needed (PettingZoo envs with env.state() define one)"
+        )
+    return Leaf((), tuple(int(d) for d in space.shape), np.dtype(space.dtype))
 
 
 @dataclass(frozen=True)
@@ -132,16 +149,20 @@ class VectorLayout:
     agents: tuple[str, ...]
     obs_leaves: dict[str, tuple[Leaf, ...]]
     act_leaves: dict[str, Leaf]
+    #: the global state's leaf when ``env.state()`` is recorded, else None
+    state: Leaf | None = None
 
     @classmethod
-    def from_env(cls, env: Any, num_envs: int) -> VectorLayout:
-        """Read ``possible_agents`` and the spaces of one parallel env."""
+    def from_env(cls, env: Any, num_envs: int, record_state: bool = False) -> VectorLayout:
+        """Read ``possible_agents`` and the spaces of one parallel env (and its state space,
+        with ``record_state``)."""
         agents = tuple(env.possible_agents)
         return cls(
             num_envs=num_envs,
             agents=agents,
             obs_leaves={a: space_leaves(env.observation_space(a)) for a in agents},
             act_leaves={a: action_leaf(env.action_space(a), a) for a in agents},
+            state=state_leaf(env) if record_state else None,
         )
 
     def fields(self) -> list[tuple[tuple[Any, ...], tuple[int, ...], np.dtype]]:
@@ -160,6 +181,9 @@ class VectorLayout:
             for name in ("term", "trunc", "observed", "active", "final_observed", "live", "policy"):
                 out.append(((name, a), (n,), flag))
         out.append((("ended",), (n,), flag))
+        if self.state is not None:
+            for name in ("state", "final_state"):
+                out.append(((name,), (n, *self.state.shape), self.state.dtype))
         return out
 
     def nbytes(self) -> int:
@@ -181,8 +205,8 @@ class VectorLayout:
             name = key[0]
             if name in ("obs", "final_obs"):
                 getattr(bufs, name).setdefault(key[1], []).append(view)
-            elif name == "ended":
-                bufs.ended = view
+            elif len(key) == 1:  # ended, state, final_state
+                setattr(bufs, name, view)
             else:
                 getattr(bufs, name)[key[1]] = view
         return bufs

@@ -31,6 +31,10 @@ the env's own infos batched (see ``infos.py``) and, always:
   ``(num_envs, *act_shape)``: the action the env imposes instead, NaN where it imposes none.
   ``step`` puts these in place of the given actions (AgileRL's agent masking).
 * ``infos["nonfinite"][agent]``: bool ``(num_envs,)``, rows dropped for NaN / inf values.
+* With ``record_state=True`` only: ``infos["state"]`` ``(num_envs, *state_shape)``, each sub-env's
+  global state ``env.state()`` of the returned observations (after an autoreset: the reset
+  state), and ``infos["final_state"]``, the state of the step that ended an episode (NaN rows
+  elsewhere); ``true_next_state(infos)`` picks a transition's next state from them.
 
 Missing agents get reward 0 and are reported terminated once gone from the env (see
 ``runner.py``). ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``; autoresets are unseeded, so
@@ -72,6 +76,9 @@ class VectorParallelEnv:
             naming sub-env and agent; ``"drop"``: such rows become missing-agent rows (NaN
             observation, reward 0, inactive, flagged in ``infos["nonfinite"]``) and are counted
             in ``dropped_nonfinite``.
+        record_state: also return every sub-env's global state ``env.state()`` in
+            ``infos["state"]`` / ``infos["final_state"]`` (MAPPO's centralised value input);
+            the env must define a Box ``state_space``, else ValueError.
     """
 
     def __init__(
@@ -83,6 +90,7 @@ class VectorParallelEnv:
         num_workers: int | None = None,
         context: str | None = None,
         nonfinite: Literal["raise", "drop"] = "raise",
+        record_state: bool = False,
     ) -> None:
         if len(env_fns) == 0:
             raise ValueError("env_fns is empty: give at least one env factory")
@@ -98,6 +106,7 @@ class VectorParallelEnv:
         self._seed = seed
         self._needs_reset = True
         self._eda: dict[str, np.ndarray] = {}
+        self._record_state = record_state
         workers = min(self.num_envs, available_cores()) if num_workers is None else num_workers
         if mode == "async" and not 1 <= workers <= self.num_envs:
             raise ValueError(f"num_workers must be in 1..{self.num_envs}, got {workers}")
@@ -118,7 +127,7 @@ class VectorParallelEnv:
 
     def _describe(self, env: Any) -> None:
         """Read agents, spaces and metadata from one sub-env; precompute per-agent constants."""
-        self.layout = VectorLayout.from_env(env, self.num_envs)
+        self.layout = VectorLayout.from_env(env, self.num_envs, self._record_state)
         agents = self.layout.agents
         clash = RESERVED_KEYS.intersection(agents)
         if clash:
@@ -158,6 +167,15 @@ class VectorParallelEnv:
     def worker_pids(self) -> list[int]:
         """Process ids of the async workers (empty in sync mode)."""
         return self.backend.pids
+
+    @property
+    def state_space(self) -> spaces.Box | None:
+        """Space of one sub-env's global state when it is recorded (``record_state``), else
+        None."""
+        leaf = self.layout.state
+        if leaf is None:
+            return None
+        return spaces.Box(-np.inf, np.inf, leaf.shape, leaf.dtype)  # type: ignore[arg-type]
 
     def single_observation_space(self, agent: str) -> spaces.Space:
         """Observation space of ``agent`` in one sub-env."""
@@ -321,6 +339,10 @@ class VectorParallelEnv:
             _final_info=ended.copy(),
             nonfinite=nonfinite,
         )
+        if bufs.state is not None and bufs.final_state is not None:
+            final_state = np.full_like(bufs.final_state, np.nan)
+            final_state[ended] = bufs.final_state[ended]
+            infos.update(state=bufs.state.copy(), final_state=final_state)
         self._eda = {a: e.copy() for a, e in eda.items() if not np.isnan(e).all()}
         obs = {a: self._assemble(a, obs_leaves[a]) for a in obs_leaves}
         return obs, rewards, terms, truncs, infos

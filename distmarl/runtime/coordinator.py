@@ -26,7 +26,13 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.config import ExperimentConfig
-from distmarl.factory import algorithm_class, buffer_kwargs, env_spaces, is_on_policy
+from distmarl.factory import (
+    algorithm_class,
+    buffer_kwargs,
+    env_spaces,
+    is_on_policy,
+    reads_state,
+)
 from distmarl.hpo import HyperparameterConfig, Lineage, Mutations, RLParameter, TournamentSelection
 from distmarl.hpo.pbt import AsyncExploit
 from distmarl.runtime import evolution, faults, persistence
@@ -95,7 +101,8 @@ class Coordinator:
                                    m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,
                                    m.mutate_elite)
         self.exploit = AsyncExploit(evo.bottom_frac, evo.top_frac)
-        self.buffer = make_buffer_actor(buffer_kwargs(cfg, self.agents),
+        fields = buffer_kwargs(cfg, self.agents, reads_state(cfg.algorithm, self.spaces))
+        self.buffer = make_buffer_actor(fields,
                                         num_cpus=self.resources.buffer["num_cpus"],
                                         **faults.ACTOR_OPTIONS)
         self.learners = [

@@ -33,7 +33,7 @@ from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.onpolicy_rollout import fragment_to_batch
 from distmarl.runtime.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
-from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS, SampleBatch
+from distmarl.types import OFF_POLICY_FIELDS, SampleBatch
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class TrainResult(NamedTuple):
 class LearnerShell:
     """The plain class behind :data:`LearnerActor`."""
 
-    def __init__(self, slot: int, algo_cfg: AlgorithmConfig, spaces: tuple[dict, dict],
+    def __init__(self, slot: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
                  buffer: Any, seed: int, weight_sync_updates: int = 8,
                  num_envs: int = 1) -> None:
         import torch
@@ -103,7 +103,7 @@ class LearnerShell:
 
     def _learn_fragment(self, batch: SampleBatch) -> dict[str, float]:
         """One PPO update on one fragment (rows ``(T * E, ...)`` -> tensors ``(T, E, ...)``)."""
-        data = dict(zip(ON_POLICY_FIELDS, batch.data))
+        data = dict(zip(self.algo.fields, batch.data, strict=True))
         return self.algo.learn(fragment_to_batch(data, self.num_envs, self.device))
 
     def discard_pending(self) -> int:

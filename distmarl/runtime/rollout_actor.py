@@ -45,14 +45,15 @@ class RolloutShell:
     """The plain class behind :data:`RolloutWorkerActor`."""
 
     def __init__(self, slot: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
-                 spaces: tuple[dict, dict], buffer: Any, seed: int) -> None:
+                 spaces: tuple[Any, ...], buffer: Any, seed: int) -> None:
         import torch
 
         torch.set_num_threads(1)
         self.slot, self.worker, self.seed = slot, worker, seed
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
-        self.venv = make_venv(env_cfg, seed=seed)
+        self.venv = make_venv(env_cfg, seed=seed,
+                              record_state=bool(getattr(self.algo, "uses_state", False)))
         self.on_policy = bool(getattr(self.algo, "on_policy", False))
         collector = OnPolicyCollector if self.on_policy else Collector
         self.collector = collector(self.venv, self.algo, seed=seed)

@@ -66,6 +66,11 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
     for slot, state in enumerate(ckpt.members):  # learned: weights moved from their start
         fresh = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=cfg.seed * 1009 + slot)
         assert state["algo"]["algorithm"] == "MAPPO" and state["algo"]["learn_steps"] > 0
+        # the value networks read [own obs, env.state()] (3 + 14 and 11 + 14 wide), learned
+        # from fragments that carried the state (they would raise without it)
+        online = state["algo"]["networks"]["online"]
+        assert online["value/speaker"]["encoder.linears.0.weight"].shape[1] == 17
+        assert online["value/listener"]["encoder.linears.0.weight"].shape[1] == 25
         start = dict(tensors(fresh.state_dict()["networks"]["online"]))
         end = dict(tensors(state["algo"]["networks"]["online"]))
         assert start and end

@@ -1,0 +1,131 @@
+"""MAPPO's value networks on the env's global state: ``[own obs, env.state()]`` when built with
+a ``state_space`` and ``global_state`` on; the joint observation otherwise. The collector records
+the state and the true next state; learning reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from distmarl.algorithms import IPPO, MAPPO, ON_POLICY_FIELDS
+from distmarl.config import load_config
+from distmarl.envs import make_vector_env
+from distmarl.factory import buffer_fields, env_spaces, make_algorithm, reads_state
+from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
+from distmarl.types import STATE_FIELDS
+from tests.algorithms.ppo_helpers import NET
+
+SPREAD = dict(continuous_actions=True, max_cycles=5)
+SPREAD_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "configs" / "spread_mappo.yaml"
+
+
+def spread(num_envs: int = 2, record_state: bool = True):
+    return make_vector_env("mpe2:simple_spread_v3", num_envs, mode="sync", seed=0,
+                           record_state=record_state, **SPREAD)
+
+
+def spaces_of(venv) -> tuple[dict, dict]:
+    return ({a: venv.single_observation_space(a) for a in venv.possible_agents},
+            {a: venv.single_action_space(a) for a in venv.possible_agents})
+
+
+def value_in(algo, group: str = "agent") -> int:
+    return algo.value_net(group).arch.encoder.in_dim
+
+
+def test_value_input_is_own_obs_and_state_or_the_joint_obs() -> None:
+    with spread() as venv:
+        obs_sp, act_sp = spaces_of(venv)
+        with_state = MAPPO(obs_sp, act_sp, NET, seed=0, state_space=venv.state_space)
+        joint = MAPPO(obs_sp, act_sp, NET, hp={"global_state": False}, seed=0,
+                      state_space=venv.state_space)
+        no_space = MAPPO(obs_sp, act_sp, NET, seed=0)
+    assert with_state.uses_state and value_in(with_state) == 18 + 54
+    assert with_state.fields == (*ON_POLICY_FIELDS, *STATE_FIELDS)
+    for algo in (joint, no_space):
+        assert not algo.uses_state and value_in(algo) == 3 * 18
+        assert algo.fields == ON_POLICY_FIELDS
+    assert value_in(IPPO(obs_sp, act_sp, NET, seed=0)) == 18
+
+
+def test_values_read_the_state_and_acting_without_it_is_refused() -> None:
+    with spread() as venv:
+        obs, infos = venv.reset(seed=0)
+        algo = MAPPO(*spaces_of(venv), NET, seed=0, state_space=venv.state_space)
+    with pytest.raises(ValueError, match="record_state=True"):
+        algo.act_with_info(obs)
+    _, extras = algo.act_with_info(obs, state=infos["state"])
+    own = torch.as_tensor(obs["agent_1"])
+    expect = algo.values("agent", torch.cat([own, torch.as_tensor(infos["state"])], dim=1))
+    np.testing.assert_allclose(extras["value"]["agent_1"], expect.detach().numpy(), rtol=1e-6)
+    _, moved = algo.act_with_info(obs, state=infos["state"] + 1.0)  # same obs, other state
+    assert not np.allclose(moved["value"]["agent_1"], extras["value"]["agent_1"])
+    algo.act(obs)  # acting alone needs no state
+
+
+def test_collected_fragments_carry_state_and_true_next_state_and_learn() -> None:
+    with spread() as venv:
+        algo = MAPPO(*spaces_of(venv), NET, seed=0, state_space=venv.state_space)
+        data = OnPolicyCollector(venv, algo, seed=0).collect(7).data
+    assert list(data) == [*ON_POLICY_FIELDS, *STATE_FIELDS]
+    agents = ["agent_0", "agent_1", "agent_2"]
+    for field, obs_field in (("state", "obs"), ("next_state", "next_obs")):
+        expect = np.concatenate([data[obs_field][a] for a in agents], axis=1)  # spread's state
+        for a in agents:  # the same rows under every agent
+            np.testing.assert_allclose(data[field][a], expect)
+    # rows 8, 9 (step 4) end the 5-step episodes: their next state is the final one, not the
+    # reset state that the next step's rows start from
+    assert not np.allclose(data["next_state"]["agent_0"][8:10], data["state"]["agent_0"][10:12])
+    np.testing.assert_allclose(data["next_state"]["agent_0"][:8], data["state"]["agent_0"][2:10])
+    batch = fragment_to_batch(data, num_envs=2)
+    before = {k: v.clone() for k, v in algo.value_net("agent").state_dict().items()}
+    metrics = algo.learn(batch)
+    assert np.isfinite(metrics["loss/value/agent"])
+    assert any(not torch.equal(v, algo.value_net("agent").state_dict()[k])
+               for k, v in before.items())
+    for f in STATE_FIELDS:
+        del batch[f]
+    with pytest.raises(KeyError, match="lacks the fields"):
+        algo.learn(batch)
+
+
+def test_a_collector_needs_a_venv_that_records_the_state() -> None:
+    with spread() as recording:
+        algo = MAPPO(*spaces_of(recording), NET, seed=0, state_space=recording.state_space)
+    with spread(record_state=False) as venv:
+        with pytest.raises(ValueError, match="record_state=True"):
+            OnPolicyCollector(venv, algo, seed=0)
+
+
+def test_global_state_is_fixed_and_survives_clone_and_state_dict() -> None:
+    with spread() as venv:
+        algo = MAPPO(*spaces_of(venv), NET, seed=0, state_space=venv.state_space)
+    with pytest.raises(ValueError, match="global_state is fixed"):
+        algo.set_hyperparameter("global_state", False)
+    algo.set_hyperparameter("global_state", True)  # unchanged: allowed
+    twin = algo.clone()
+    assert twin.uses_state and value_in(twin) == 72
+    for k, v in algo.value_net("agent").state_dict().items():
+        assert torch.equal(v, twin.value_net("agent").state_dict()[k])
+    with pytest.raises(ValueError, match="state_space must be a gymnasium Box"):
+        MAPPO(*spaces_of(venv), NET, seed=0, state_space="(54,)")
+    with pytest.raises(ValueError, match="IPPO has no hyperparameter 'global_state'"):
+        IPPO(*spaces_of(venv), NET, hp={"global_state": True}, seed=0)
+
+
+def test_the_factory_gives_the_state_to_mappo_only_when_asked() -> None:
+    cfg = load_config(SPREAD_CONFIG, [])
+    spaces = env_spaces(cfg.env)
+    assert spaces.state.shape == (54,)
+    assert reads_state(cfg.algorithm, spaces) and make_algorithm(cfg.algorithm, spaces).uses_state
+    assert buffer_fields("MAPPO", True)[-2:] == STATE_FIELDS
+    off = load_config(SPREAD_CONFIG, ["algorithm.hp.global_state=false"])
+    assert not reads_state(off.algorithm, spaces)
+    assert not make_algorithm(off.algorithm, spaces).uses_state
+    ippo = load_config(SPREAD_CONFIG, ["algorithm.name=IPPO"])
+    assert not reads_state(ippo.algorithm, spaces)
+    assert not reads_state(cfg.algorithm, spaces[:2])  # no state space known
+    assert buffer_fields("IPPO") == ON_POLICY_FIELDS
