@@ -66,6 +66,26 @@ class MAPPO(OnPolicyMultiAgent):
     def _extra_init(self) -> dict[str, Any]:
         return {"state_space": self._given_state_space}
 
+    def _value_input(self) -> str:
+        return "own_obs+state" if self.uses_state else "joint_obs"
+
+    def state_dict(self) -> dict[str, Any]:
+        """:meth:`OnPolicyMultiAgent.state_dict` plus ``value_input``: what the value networks
+        read (``"own_obs+state"`` or ``"joint_obs"``)."""
+        return {**super().state_dict(), "value_input": self._value_input()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """As :meth:`OnPolicyMultiAgent.load_state_dict`; a state whose value networks read
+        another input (states saved before ``value_input`` existed read the joint observation)
+        is refused with a ValueError that says how to load it."""
+        theirs = state.get("value_input", "joint_obs")
+        if state.get("algorithm") == self.name and theirs != self._value_input():
+            fix = ("algorithm.hp.global_state=false" if theirs == "joint_obs"
+                   else "algorithm.hp.global_state=true on an env with env.state()")
+            raise ValueError(f"MAPPO state's value networks read {theirs}, this MAPPO's read "
+                             f"{self._value_input()}; build it with {fix} to load this state")
+        super().load_state_dict(state)
+
     def _critic_dim(self, group: str) -> int:
         if self.state_space is not None:
             return self.obs_dims[self.groups[group][0]] + obs_dim(self.state_space)

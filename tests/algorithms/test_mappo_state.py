@@ -110,6 +110,15 @@ def test_global_state_is_fixed_and_survives_clone_and_state_dict() -> None:
     assert twin.uses_state and value_in(twin) == 72
     for k, v in algo.value_net("agent").state_dict().items():
         assert torch.equal(v, twin.value_net("agent").state_dict()[k])
+    assert twin.state_dict()["value_input"] == "own_obs+state"
+    joint = MAPPO(*spaces_of(venv), NET, seed=0)
+    with pytest.raises(ValueError, match=r"read own_obs\+state, this MAPPO's read joint_obs; "
+                                         r"build it with algorithm.hp.global_state=true"):
+        joint.load_state_dict(algo.state_dict())
+    old = {k: v for k, v in joint.state_dict().items() if k != "value_input"}  # before the key
+    with pytest.raises(ValueError, match="global_state=false"):
+        algo.load_state_dict(old)
+    joint.load_state_dict(old)
     with pytest.raises(ValueError, match="state_space must be a gymnasium Box"):
         MAPPO(*spaces_of(venv), NET, seed=0, state_space="(54,)")
     with pytest.raises(ValueError, match="IPPO has no hyperparameter 'global_state'"):
