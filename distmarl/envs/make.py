@@ -5,7 +5,8 @@ A spec is ``"package.module:attr"``. ``attr`` may be an env module (``"mpe2:simp
 callable returning an env (``"my_pkg.envs:make_arena"``). Without ``:attr`` the module itself
 must be an env module. Keyword arguments pass through to the env (``continuous_actions=True``,
 ``max_cycles=25``). An AEC env is converted: ``aec_to_parallel`` when its metadata says it is
-parallelizable, else ``turn_based_aec_to_parallel`` (one agent acts per step).
+parallelizable, else ``turn_based_aec_to_parallel`` (one agent acts per step). PettingZoo's
+standard wrapper stack is stepped through a lighter parallel view (:mod:`distmarl.envs.light`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pettingzoo.utils.conversions import aec_to_parallel, turn_based_aec_to_para
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from distmarl.envs.errors import EnvSpecError, MissingPackageError
+from distmarl.envs.light import lighten
 
 #: pip command per package (or PettingZoo env family) that holds envs, for error messages.
 PIP_NAMES: dict[str, str] = {
@@ -36,14 +38,19 @@ PIP_NAMES: dict[str, str] = {
 MOVED: dict[str, str] = {"pettingzoo.mpe": "mpe2", "pettingzoo.magent": "magent2"}
 
 
-def make_env(spec: str | Callable[..., Any], **kwargs: Any) -> ParallelEnv:
-    """Build the parallel env named by ``spec`` (or returned by the callable ``spec``)."""
+def make_env(spec: str | Callable[..., Any], *, light: bool = True, **kwargs: Any
+             ) -> ParallelEnv:
+    """Build the parallel env named by ``spec`` (or returned by the callable ``spec``).
+    ``light``: PettingZoo's standard AEC stack is stepped through
+    :class:`~distmarl.envs.light.LightParallel` (same steps, less overhead); False keeps
+    PettingZoo's own wrappers."""
     factory = resolve(spec) if isinstance(spec, str) else spec
     try:
         env = factory(**kwargs)
     except ImportError as exc:
         raise _import_error(str(spec), exc) from exc
-    return to_parallel(env, str(spec))
+    env = to_parallel(env, str(spec))
+    return lighten(env) if light else env
 
 
 class EnvFactory:

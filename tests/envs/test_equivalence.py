@@ -1,7 +1,10 @@
 """The vector env equals N single mpe2 envs stepped with the same seeds and actions.
 
 Sub-envs get different ``max_cycles`` so episodes end (and autoreset) at different steps; the
-final observations must be the single envs' last observations, never their reset ones.
+final observations must be the single envs' last observations, never their reset ones. The
+vector env steps mpe2 through :class:`~distmarl.envs.light.LightParallel`; the single envs are
+PettingZoo's own stack (``light=False``), so this also checks that the two step alike, with
+continuous actions partly out of bounds (clipped by both).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import numpy as np
 import pytest
 
 from distmarl.envs import EnvFactory, VectorParallelEnv, true_next_obs
+from distmarl.envs.light import LightParallel
 
 CYCLES = (3, 4, 6)  # max_cycles of the three sub-envs
 STEPS = 13
@@ -24,7 +28,7 @@ def random_actions(venv: VectorParallelEnv, rng: np.random.Generator) -> dict[st
             out[a] = rng.integers(0, space.n, size=venv.num_envs)
         else:
             shape = (venv.num_envs, *space.shape)
-            out[a] = rng.uniform(space.low, space.high, size=shape).astype(space.dtype)
+            out[a] = rng.uniform(space.low - 0.3, space.high + 0.3, size=shape).astype(space.dtype)
     return out
 
 
@@ -33,10 +37,14 @@ def random_actions(venv: VectorParallelEnv, rng: np.random.Generator) -> dict[st
 @pytest.mark.parametrize("name", ["simple_speaker_listener_v4", "simple_spread_v3"])
 def test_vector_env_equals_single_envs(name: str, continuous: bool, mode: str) -> None:
     fns = [EnvFactory(f"mpe2:{name}", max_cycles=c, continuous_actions=continuous) for c in CYCLES]
-    singles = [fn() for fn in fns]
+    singles = [EnvFactory(f"mpe2:{name}", max_cycles=c, continuous_actions=continuous,
+                          light=False)() for c in CYCLES]
+    assert not isinstance(singles[0], LightParallel)
     rng = np.random.default_rng(0)
     endings = 0
     with VectorParallelEnv(fns, mode=mode, num_workers=2 if mode == "async" else None) as venv:
+        if mode == "sync":
+            assert isinstance(venv.backend.runner.envs[0], LightParallel)
         obs, infos = venv.reset(seed=SEED)
         for i, env in enumerate(singles):
             ref, _ = env.reset(seed=SEED + i)
