@@ -3,8 +3,8 @@
 :class:`OnPolicyCollector` is :class:`distmarl.rollout.Collector` for IPPO / MAPPO: it acts with
 ``algo.act_with_info`` and records ``ON_POLICY_FIELDS`` (the off-policy fields plus ``log_prob``
 and ``value``; plus ``STATE_FIELDS`` for an algorithm whose value networks read the env's global
-state, from a vector env made with ``record_state=True``) in the same time-major layout; :func:`fragment_to_batch` turns such rows into the
-``(T, E, ...)`` tensors ``algo.learn`` takes. Usage (the single-process loop)::
+state, from a vector env made with ``record_state=True``) in the same time-major layout;
+:func:`fragment_to_batch` turns such rows into the ``(T, E, ...)`` tensors ``algo.learn`` takes. Usage (the single-process loop)::
 
     collector = OnPolicyCollector(venv, algo, seed=0)
     rollout = collector.collect(algo.hp["learn_step"])       # one fragment

@@ -5,8 +5,8 @@ agents; :mod:`distmarl.algorithms.sharing`): ``policy/<group>`` maps an agent's 
 to its action distribution (:mod:`distmarl.algorithms.policy_heads`; Box policies also have a
 learned ``log_std/<group>`` vector), ``value/<group>`` maps the critic input of one agent
 (:meth:`OnPolicyMultiAgent._critic_inputs`: its own observation in IPPO; in MAPPO the joint
-observation, or its own observation and the env's global state) to ``V``. A group's agents are stacked along the batch axis, so every agent's rows contribute
-to the one shared gradient.
+observation, or its own observation and the env's global state) to ``V``. A group's agents are
+stacked along the batch axis, so every agent's rows contribute to the one shared gradient.
 
 Usage (the single-process loop; the runtime does the same across processes)::
 
