@@ -35,6 +35,11 @@ def interval(value: int | str, max_steps: int, parts: int) -> int:
     return max(0, int(value))
 
 
+#: tries to create the MLflow runs before a run goes on untracked, and the pause between them
+TRACKING_START_ATTEMPTS = 3
+TRACKING_RETRY_S = 2.0
+
+
 def make_tracker(coord: Coordinator) -> Any:
     t = coord.cfg.tracking
     if not t.mlflow:
@@ -56,11 +61,17 @@ def start_tracking(coord: Coordinator) -> None:
     commit = _git_commit()
     if commit:
         tags["git.commit"] = commit
-    try:
-        coord.tracker.start(cfg.flat(), tags, [m.hp for m in coord.members])
-    except Exception as err:  # noqa: BLE001 - tracking must not stop training
-        log.warning("MLflow could not start (%s): tracking is off for this run", err)
-        coord.tracker = NullTracker()
+    for attempt in range(1, TRACKING_START_ATTEMPTS + 1):
+        try:
+            coord.tracker.start(cfg.flat(), tags, [m.hp for m in coord.members])
+            break
+        except Exception as err:  # noqa: BLE001 - tracking must not stop training
+            if attempt == TRACKING_START_ATTEMPTS:
+                log.warning("MLflow could not start (%s): tracking is off for this run", err)
+                coord.tracker = NullTracker()
+            else:  # a busy server may miss one request's timeout; start() resumes where it was
+                log.warning("MLflow start, attempt %d failed (%s): retrying", attempt, err)
+                time.sleep(TRACKING_RETRY_S)
     coord.run_dir.mkdir(parents=True, exist_ok=True)
     (coord.run_dir / "config.yaml").write_text(cfg.to_yaml())
     coord._write_every = interval(cfg.tracking.write_interval, cfg.training.max_steps, 100)

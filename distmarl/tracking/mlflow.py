@@ -70,6 +70,8 @@ class MlflowTracker:
         self.resume = dict(resume or {})
         self.parent_id: str | None = self.resume.get("parent")
         self.member_ids: list[str] = list(self.resume.get("members", []))
+        #: runs whose params are logged (a resumed run's were, by the earlier tracker)
+        self._params_logged: set[str] = {r for r in (self.parent_id, *self.member_ids) if r}
         self._metrics: deque[tuple[str, str, float, int, int]] = deque()
         self._artifacts: deque[tuple[str, str, str | None]] = deque()
         self._lock = threading.Lock()
@@ -85,25 +87,26 @@ class MlflowTracker:
     # ------------------------------------------------------------------ runs
     def start(self, params: Mapping[str, Any], tags: Mapping[str, str],
               member_params: list[Mapping[str, Any]]) -> dict[str, Any]:
-        """Create (or, resuming, reopen) the parent run and one child run per member."""
+        """Create (or, resuming, reopen) the parent run and one child run per member. After a
+        failure (a request timed out) calling it again goes on from where it stopped."""
         exp_id = self._experiment_id()
         if self.parent_id is None:
             parent = self.client.create_run(exp_id, run_name=self.run_name,
                                             tags={k: str(v) for k, v in tags.items()})
             self.parent_id = parent.info.run_id
-            self._log_params(self.parent_id, params)
         else:
             self.client.update_run(self.parent_id, status="RUNNING")
+        self._log_params_once(self.parent_id, params)
         for member, hp in enumerate(member_params):
             if member < len(self.member_ids):
                 self.client.update_run(self.member_ids[member], status="RUNNING")
-                continue
-            child = self.client.create_run(
-                exp_id, run_name=f"member-{member}",
-                tags={"mlflow.parentRunId": self.parent_id, "distmarl.member": str(member)},
-            )
-            self.member_ids.append(child.info.run_id)
-            self._log_params(child.info.run_id, hp)
+            else:
+                child = self.client.create_run(
+                    exp_id, run_name=f"member-{member}",
+                    tags={"mlflow.parentRunId": self.parent_id, "distmarl.member": str(member)},
+                )
+                self.member_ids.append(child.info.run_id)
+            self._log_params_once(self.member_ids[member], hp)
         self._thread = threading.Thread(target=self._loop, name="mlflow-flush", daemon=True)
         self._thread.start()
         return self.run_ids()
@@ -121,6 +124,11 @@ class MlflowTracker:
             self.artifact_dir.mkdir(parents=True, exist_ok=True)
             location = self.artifact_dir.resolve().as_uri()
         return self.client.create_experiment(self.experiment_name, artifact_location=location)
+
+    def _log_params_once(self, run_id: str, params: Mapping[str, Any]) -> None:
+        if run_id not in self._params_logged:
+            self._log_params(run_id, params)
+            self._params_logged.add(run_id)
 
     def _log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
