@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from distmarl.config import AlgorithmConfig, EnvConfig, ExperimentConfig
-from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS, STATE_FIELDS
+from distmarl.types import OFF_POLICY_FIELDS, on_policy_fields
 
 #: A buffer holds at least this many times the fragments an on-policy population can have
 #: waiting at once (see :func:`check_on_policy_buffer`).
@@ -88,7 +88,7 @@ def buffer_fields(name: str, global_state: bool = False) -> tuple[str, ...]:
     (``global_state``: their value networks read the env's state, see :func:`reads_state`)."""
     if not is_on_policy(name):
         return OFF_POLICY_FIELDS
-    return (*ON_POLICY_FIELDS, *STATE_FIELDS) if global_state else ON_POLICY_FIELDS
+    return on_policy_fields(global_state)
 
 
 def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:

@@ -21,7 +21,7 @@ import torch
 
 from distmarl.envs import apply_env_defined_actions, true_next_obs, true_next_state
 from distmarl.rollout import EpisodeScores, Rollout, _stack_time_major
-from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
+from distmarl.types import on_policy_fields
 
 
 class OnPolicyCollector:
@@ -45,7 +45,7 @@ class OnPolicyCollector:
         if self.uses_state and getattr(venv, "state_space", None) is None:
             raise ValueError(f"{algo.name} reads the env's global state: make the vector env "
                              f"with record_state=True")
-        self.fields = (*ON_POLICY_FIELDS, *STATE_FIELDS) if self.uses_state else ON_POLICY_FIELDS
+        self.fields = on_policy_fields(self.uses_state)
         obs, self.infos = venv.reset(seed=seed)
         self.obs = _with_info_masks(obs, self.infos)
         self.episodes = EpisodeScores(venv.num_envs)

@@ -63,3 +63,9 @@ ON_POLICY_FIELDS: tuple[str, ...] = (*OFF_POLICY_FIELDS, "log_prob", "value")
 #: (MAPPO on an env with ``env.state()``): the state before and after the step, ``(n,
 #: state_dim)``, the same rows under every agent (the buffer's rings are per agent).
 STATE_FIELDS: tuple[str, ...] = ("state", "next_state")
+
+
+def on_policy_fields(global_state: bool) -> tuple[str, ...]:
+    """The fields an on-policy member stores, in buffer order: ``ON_POLICY_FIELDS``, then
+    ``STATE_FIELDS`` when its value function reads the env's global state."""
+    return (*ON_POLICY_FIELDS, *STATE_FIELDS) if global_state else ON_POLICY_FIELDS

@@ -61,7 +61,7 @@ from distmarl.algorithms.sharing import group_net_configs, shared_groups
 from distmarl.algorithms.spaces import obs_dim
 from distmarl.algorithms.value_norm import RunningMoments
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
-from distmarl.types import STATE_FIELDS
+from distmarl.types import STATE_FIELDS, on_policy_fields
 
 __all__ = ["ON_POLICY_FIELDS", "OnPolicyMultiAgent"]
 
@@ -132,7 +132,7 @@ class OnPolicyMultiAgent(Algorithm):
     @property
     def fields(self) -> tuple[str, ...]:
         """The transition fields a fragment for this learner holds, in buffer order."""
-        return (*ON_POLICY_FIELDS, *STATE_FIELDS) if self.uses_state else ON_POLICY_FIELDS
+        return on_policy_fields(self.uses_state)
 
     def _critic_dim(self, group: str) -> int:
         """Width of ``value/<group>``'s input."""
