@@ -95,9 +95,9 @@ def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:
     """Whether members of ``cfg`` read the env's global state: an algorithm that can (MAPPO),
     with ``hp["global_state"]`` on, on an env with a state space (``spaces[2]``)."""
     cls = algorithm_class(cfg.name)
-    if not getattr(cls, "reads_state", False) or len(spaces) < 3 or spaces[2] is None:
+    if not getattr(cls, "reads_state", False):
         return False
-    return bool(cfg.hp.get("global_state", cls.DEFAULT_HP.get("global_state", False)))
+    return cls.reads_state_with(cfg.hp, spaces[2] if len(spaces) > 2 else None)
 
 
 def initial_learn_step(cfg: ExperimentConfig) -> int:

@@ -59,9 +59,16 @@ class MAPPO(OnPolicyMultiAgent):
             raise ValueError(f"state_space must be a gymnasium Box (the env's state_space), got "
                              f"{state_space!r}")
         self._given_state_space = state_space
-        use = (hp or {}).get("global_state", MAPPO_HP["global_state"])
-        self.state_space = state_space if (use and state_space is not None) else None
+        self.state_space = state_space if self.reads_state_with(hp, state_space) else None
         super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
+
+    @classmethod
+    def reads_state_with(cls, hp: Mapping[str, Any] | None,
+                         state_space: spaces.Space | None) -> bool:
+        """Whether a MAPPO built with ``hp`` and ``state_space`` reads the env's global state:
+        ``hp["global_state"]`` (default on) and a state space given."""
+        use = (hp or {}).get("global_state", cls.DEFAULT_HP["global_state"])
+        return bool(use) and state_space is not None
 
     def _extra_init(self) -> dict[str, Any]:
         return {"state_space": self._given_state_space}
