@@ -15,6 +15,13 @@ and ``os.nice(10)``.
     .venv/bin/python benchmarks/learning.py --algos MADDPG MATD3 --seeds 0 1 2 \
         --steps 300000 --eval-every 10000 --json out.json [--set algorithm.hp.batch_size=256]
 
+``--final-episodes N`` scores each trained member (and the baselines) on N fixed episodes (one
+spread episode's score varies by about +-13, so 100 episodes leave a standard error of about 1.3
+points per member, 1000 about 0.4); ``--save-dir DIR`` keeps the trained members, and
+``--rescore DIR`` (same ``--config`` / ``--set``) scores them again without training. With two
+or more ``--algos`` the report ends with the last one's fixed-episode score minus the first's,
+seed by seed, its mean and standard error.
+
 Target (issue 4): MADDPG and MATD3 both reach -30 within 300k env steps on at least 2 of 3 seeds.
 """
 
@@ -114,8 +121,12 @@ def final_score(history: Sequence[tuple[int, float]], last: int = FINAL_EVALS) -
 
 def run_one(algo: str, seed: int, steps: int, eval_every: int,
             config_path: str | Path | None = None, sets: Sequence[str] = (),
-            target: float = TARGET, log: bool = False) -> dict[str, Any]:
-    """Train one member of ``algo`` for ``steps`` env steps; figures as plain JSON-able data."""
+            target: float = TARGET, log: bool = False,
+            final_episodes: int = BASELINE_EPISODES,
+            save_dir: str | Path | None = None) -> dict[str, Any]:
+    """Train one member of ``algo`` for ``steps`` env steps; figures as plain JSON-able data.
+    The trained member is scored on ``final_episodes`` fixed episodes and, with ``save_dir``,
+    its ``state_dict()`` is saved there (``<algo>_seed<seed>.pt``, see :func:`rescore`)."""
     import torch
 
     torch.set_num_threads(1)
@@ -127,14 +138,78 @@ def run_one(algo: str, seed: int, steps: int, eval_every: int,
         result = train_member(cfg, steps, seed, eval_every, log)
     wall = time.perf_counter() - start
     history = [(int(s), float(score)) for s, score in result["history"]]
-    final_eval = score_policy(cfg, result["algo"]) if "algo" in result else None
-    return {"algo": cfg.algorithm.name, "seed": seed, "steps": int(result["env_steps"]),
+    final_eval = (score_policy(cfg, result["algo"], final_episodes) if "algo" in result
+                  else None)
+    saved = save_member(result["algo"], save_dir, cfg.algorithm.name, seed) \
+        if save_dir and "algo" in result else None
+    return {"saved": saved, "algo": cfg.algorithm.name, "seed": seed, "steps": int(result["env_steps"]),
             "sets": list(sets), "updates": int(result.get("updates", 0)),
             "history": history, "final_score": final_score(history),
             "final_eval": final_eval,
             "steps_to_target": steps_to(history, target),
             "steps_to_target_smoothed": steps_to_smoothed(history, target), "target": target,
             "wall_seconds": wall}
+
+
+def save_member(algo: Any, save_dir: str | Path, name: str, seed: int) -> str:
+    """``algo.state_dict()`` to ``save_dir/<name>_seed<seed>.pt``; returns the path."""
+    import torch
+
+    path = Path(save_dir) / f"{name}_seed{seed}.pt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"algorithm": name, "seed": seed, "state": algo.state_dict()}, path)
+    return str(path)
+
+
+def rescore(save_dir: str | Path, config_path: str | Path | None = None,
+            sets: Sequence[str] = (), episodes: int = BASELINE_EPISODES) -> list[dict[str, Any]]:
+    """Score every member saved in ``save_dir`` (by ``--save-dir``) on ``episodes`` fixed
+    episodes, without training: ``[{"algo", "seed", "final_eval"}]``. ``config_path`` and
+    ``sets`` must be those of the run that saved them."""
+    import torch
+
+    from distmarl.factory import env_spaces, make_algorithm
+
+    paths = sorted(Path(save_dir).glob("*_seed*.pt"))
+    if not paths:
+        raise FileNotFoundError(f"no saved members (<algo>_seed<seed>.pt) in {save_dir}")
+    out = []
+    for path in paths:
+        saved = torch.load(path, weights_only=False)
+        cfg = load(saved["algorithm"], config_path, sets)
+        algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=saved["seed"])
+        algo.load_state_dict(saved["state"])
+        out.append({"algo": saved["algorithm"], "seed": int(saved["seed"]),
+                    "final_eval": score_policy(cfg, algo, episodes)})
+    return out
+
+
+def paired_difference(results: Sequence[dict[str, Any]], first: str, second: str
+                      ) -> dict[str, Any] | None:
+    """``second`` minus ``first`` in fixed-episode final score, seed by seed over the seeds both
+    ran: ``{"seeds", "differences", "mean", "se"}`` (``se``: standard error of the mean, None
+    with one seed); None when they share no seed."""
+    score = {(r["algo"], r["seed"]): r["final_eval"]["mean"] for r in results
+             if r.get("final_eval")}
+    seeds = sorted(s for a, s in score if a == first and (second, s) in score)
+    if not seeds:
+        return None
+    diffs = [score[(second, s)] - score[(first, s)] for s in seeds]
+    se = float(np.std(diffs, ddof=1) / math.sqrt(len(diffs))) if len(diffs) > 1 else None
+    return {"seeds": seeds, "differences": diffs, "mean": float(np.mean(diffs)), "se": se}
+
+
+def print_paired(results: Sequence[dict[str, Any]], algos: Sequence[str]) -> None:
+    """The paired difference of the last algorithm against the first (with two or more)."""
+    algos = list(dict.fromkeys(algos))
+    if len(algos) < 2:
+        return
+    d = paired_difference(results, algos[0], algos[-1])
+    if d is not None:
+        se = "-" if d["se"] is None else f"{d['se']:.2f}"
+        per = ", ".join(f"{x:+.1f}" for x in d["differences"])
+        print(f"{algos[-1]} minus {algos[0]}, fixed-episode eval, seeds {d['seeds']}: "
+              f"mean {d['mean']:+.2f} (standard error {se}); per seed {per}")
 
 
 class _Prefixed:
@@ -264,11 +339,28 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="jobs at a time")
     parser.add_argument("--json", default=None, help="write results here")
     parser.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
+    parser.add_argument("--final-episodes", type=int, default=BASELINE_EPISODES,
+                        help="fixed episodes scoring each trained member and the baselines")
+    parser.add_argument("--save-dir", default=None,
+                        help="save each trained member's state_dict here")
+    parser.add_argument("--rescore", default=None, metavar="DIR",
+                        help="no training: score the members saved in DIR (same --config/--set)")
     args = parser.parse_args()
+    if args.final_episodes < 1:
+        parser.error(f"--final-episodes must be >= 1, got {args.final_episodes}")
 
     os.nice(10)
     start = time.perf_counter()
-    baselines = baseline_scores(args.config, args.set)
+    if args.rescore:
+        scored = rescore(args.rescore, args.config, args.set, args.final_episodes)
+        for r in scored:
+            fe = r["final_eval"]
+            print(f"{r['algo']:<10} seed {r['seed']:>3}: {fe['mean']:.2f} (std {fe['std']:.1f}, "
+                  f"{fe['episodes']} episodes)")
+        have = {r["algo"] for r in scored}
+        print_paired(scored, [a for a in args.algos if a in have] or sorted(have))
+        return
+    baselines = baseline_scores(args.config, args.set, args.final_episodes)
     for name, b in baselines.items():
         print(f"{name} policy: {b['mean']:.1f} over {b['episodes']} episodes", flush=True)
     jobs = [(a, s) for a in args.algos for s in args.seeds]
@@ -277,7 +369,8 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.workers, mp_context=ctx,
                              initializer=_worker_init) as pool:
         futures = {pool.submit(run_one, a, s, args.steps, args.eval_every, args.config,
-                               tuple(args.set), TARGET, not args.quiet): (a, s)
+                               tuple(args.set), TARGET, not args.quiet, args.final_episodes,
+                               args.save_dir): (a, s)
                    for a, s in jobs}
         for fut in as_completed(futures):
             r = fut.result()
@@ -289,6 +382,7 @@ def main() -> None:
                   f"{_fmt(r['final_eval'] and r['final_eval']['mean'])}; evals: {evals}", flush=True)
     summary = summarise(results)
     print_report(results, summary, baselines, args.steps)
+    print_paired(results, args.algos)
     total = time.perf_counter() - start
     print(f"total wall time {total:.0f} s")
     if args.json:
@@ -296,6 +390,8 @@ def main() -> None:
             {"steps": args.steps, "eval_every": args.eval_every, "sets": args.set,
              "config": str(args.config or CONFIG), "baselines": baselines, "summary": summary,
              "results": sorted(results, key=lambda r: (r["algo"], r["seed"])),
+             "paired": paired_difference(results, args.algos[0], args.algos[-1])
+             if len(set(args.algos)) > 1 else None,
              "wall_seconds": total}, indent=1))
 
 
