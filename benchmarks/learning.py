@@ -138,17 +138,17 @@ def run_one(algo: str, seed: int, steps: int, eval_every: int,
         result = train_member(cfg, steps, seed, eval_every, log)
     wall = time.perf_counter() - start
     history = [(int(s), float(score)) for s, score in result["history"]]
-    final_eval = (score_policy(cfg, result["algo"], final_episodes) if "algo" in result
-                  else None)
-    saved = save_member(result["algo"], save_dir, cfg.algorithm.name, seed) \
-        if save_dir and "algo" in result else None
-    return {"saved": saved, "algo": cfg.algorithm.name, "seed": seed, "steps": int(result["env_steps"]),
+    trained = result.get("algo")
+    final_eval = None if trained is None else score_policy(cfg, trained, final_episodes)
+    saved = None if trained is None or not save_dir else \
+        save_member(trained, save_dir, cfg.algorithm.name, seed)
+    return {"algo": cfg.algorithm.name, "seed": seed, "steps": int(result["env_steps"]),
             "sets": list(sets), "updates": int(result.get("updates", 0)),
             "history": history, "final_score": final_score(history),
             "final_eval": final_eval,
             "steps_to_target": steps_to(history, target),
             "steps_to_target_smoothed": steps_to_smoothed(history, target), "target": target,
-            "wall_seconds": wall}
+            "wall_seconds": wall, "saved": saved}
 
 
 def save_member(algo: Any, save_dir: str | Path, name: str, seed: int) -> str:
@@ -199,16 +199,21 @@ def paired_difference(results: Sequence[dict[str, Any]], first: str, second: str
     return {"seeds": seeds, "differences": diffs, "mean": float(np.mean(diffs)), "se": se}
 
 
-def print_paired(results: Sequence[dict[str, Any]], algos: Sequence[str]) -> None:
-    """The paired difference of the last algorithm against the first (with two or more)."""
-    algos = list(dict.fromkeys(algos))
-    if len(algos) < 2:
-        return
-    d = paired_difference(results, algos[0], algos[-1])
+def last_minus_first(results: Sequence[dict[str, Any]], algos: Sequence[str]
+                     ) -> dict[str, Any] | None:
+    """:func:`paired_difference` of the last of ``algos`` against the first, with ``"first"``
+    and ``"second"`` naming them; None with fewer than two algorithms or no shared seed."""
+    order = list(dict.fromkeys(algos))
+    d = paired_difference(results, order[0], order[-1]) if len(order) > 1 else None
+    return None if d is None else {"first": order[0], "second": order[-1], **d}
+
+
+def print_paired(d: dict[str, Any] | None) -> None:
+    """One line for a :func:`last_minus_first` result (nothing for None)."""
     if d is not None:
         se = "-" if d["se"] is None else f"{d['se']:.2f}"
         per = ", ".join(f"{x:+.1f}" for x in d["differences"])
-        print(f"{algos[-1]} minus {algos[0]}, fixed-episode eval, seeds {d['seeds']}: "
+        print(f"{d['second']} minus {d['first']}, fixed-episode eval, seeds {d['seeds']}: "
               f"mean {d['mean']:+.2f} (standard error {se}); per seed {per}")
 
 
@@ -358,7 +363,8 @@ def main() -> None:
             print(f"{r['algo']:<10} seed {r['seed']:>3}: {fe['mean']:.2f} (std {fe['std']:.1f}, "
                   f"{fe['episodes']} episodes)")
         have = {r["algo"] for r in scored}
-        print_paired(scored, [a for a in args.algos if a in have] or sorted(have))
+        print_paired(last_minus_first(scored, [a for a in args.algos if a in have]
+                                      or sorted(have)))
         return
     baselines = baseline_scores(args.config, args.set, args.final_episodes)
     for name, b in baselines.items():
@@ -382,7 +388,8 @@ def main() -> None:
                   f"{_fmt(r['final_eval'] and r['final_eval']['mean'])}; evals: {evals}", flush=True)
     summary = summarise(results)
     print_report(results, summary, baselines, args.steps)
-    print_paired(results, args.algos)
+    paired = last_minus_first(results, args.algos)
+    print_paired(paired)
     total = time.perf_counter() - start
     print(f"total wall time {total:.0f} s")
     if args.json:
@@ -390,8 +397,7 @@ def main() -> None:
             {"steps": args.steps, "eval_every": args.eval_every, "sets": args.set,
              "config": str(args.config or CONFIG), "baselines": baselines, "summary": summary,
              "results": sorted(results, key=lambda r: (r["algo"], r["seed"])),
-             "paired": paired_difference(results, args.algos[0], args.algos[-1])
-             if len(set(args.algos)) > 1 else None,
+             "paired": paired,
              "wall_seconds": total}, indent=1))
 
 

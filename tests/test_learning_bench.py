@@ -35,6 +35,10 @@ def test_paired_difference_is_second_minus_first_over_shared_seeds() -> None:
     one = learning.paired_difference(results[:1] + results[3:4], "IPPO", "MAPPO")
     assert one["differences"] == [1.0] and one["se"] is None
     assert learning.paired_difference(results, "IPPO", "MATD3") is None
+    # the report's line: the last algorithm named against the first, a repeat counted once
+    assert learning.last_minus_first(results, ["IPPO", "MAPPO", "IPPO"]) == {
+        "first": "IPPO", "second": "MAPPO", **d}
+    assert learning.last_minus_first(results, ["IPPO", "IPPO"]) is None
 
 
 def test_a_saved_member_rescores_to_its_trained_score(tmp_path: Path) -> None:
