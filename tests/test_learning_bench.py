@@ -62,3 +62,12 @@ def test_a_saved_member_rescores_to_its_trained_score(tmp_path: Path) -> None:
 def test_rescore_names_the_directory_without_members(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
         learning.rescore(tmp_path, SPREAD)
+
+
+def test_final_episodes_below_one_is_refused_by_name() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learning.py"),
+                          "--final-episodes", "0"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "--final-episodes must be >= 1, got 0" in out.stderr
