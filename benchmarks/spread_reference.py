@@ -10,11 +10,16 @@ Scored on the same fixed episodes as ``benchmarks/learning.py``'s trained member
   relative to itself) and steers to its own landmark. All agents find the same assignment, so
   this is a decentralised policy that covers every landmark: spread's coordination solved.
 
+``--members DIR`` (members saved by ``learning.py --save-dir``, with the config they were trained
+on) adds a profile of what each policy does by the end of an episode, next to the controllers':
+the sum over landmarks of the nearest agent's distance, the landmarks with an agent within 0.1
+(mpe2's "covered"), and how many different landmarks the agents are nearest to.
+
 Both steer with a PD law ``u = kp * (target - pos) - kd * vel`` mapped onto mpe2's continuous
 action ``[no-op, -x, +x, -y, +y]`` in ``[0, 1]`` (the env applies ``u_x = a[2] - a[1]``).
 
     .venv/bin/python benchmarks/spread_reference.py --config examples/configs/spread_mappo.yaml \
-        --episodes 1000 [--json out.json]
+        --episodes 1000 [--members DIR] [--json out.json]
 """
 
 from __future__ import annotations
@@ -111,11 +116,63 @@ def reference_scores(config_path: str | Path = SPREAD_CONFIG, sets: Sequence[str
             for rule in ("greedy", "matched")}
 
 
+def end_profile(policy: Any, episodes: int = 200, seed: int = 10_000, max_cycles: int = 25
+                ) -> dict[str, float]:
+    """Means over ``episodes`` single-env spread episodes (seeds ``seed + i``, actions without
+    exploration) of the score summed over agents and, at the episode's last step:
+    ``sum_min_dist`` (sum over landmarks of the nearest agent's distance), ``covered`` (landmarks
+    with an agent within 0.1) and ``distinct`` (different landmarks among the agents' nearest)."""
+    from mpe2 import simple_spread_v3
+
+    env = simple_spread_v3.parallel_env(continuous_actions=True, max_cycles=max_cycles)
+    rows = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=seed + i)
+        score = 0.0
+        while env.agents:
+            act = policy.act({a: o[None] for a, o in obs.items()}, explore=False)
+            obs, rew, _, _, _ = env.step({a: act[a][0] for a in env.agents})
+            score += float(sum(rew.values()))
+            world = env.unwrapped.world  # positions of the step just taken
+            agents = np.array([a.state.p_pos for a in world.agents])
+            landmarks = np.array([lm.state.p_pos for lm in world.landmarks])
+        dist = np.linalg.norm(agents[:, None] - landmarks[None], axis=-1)  # (agents, landmarks)
+        rows.append((score, dist.min(0).sum(), (dist.min(0) < 0.1).sum(),
+                     len(set(dist.argmin(1).tolist()))))
+    env.close()
+    return dict(zip(("score", "sum_min_dist", "covered", "distinct"),
+                    (float(x) for x in np.mean(rows, axis=0)), strict=True))
+
+
+def saved_members(save_dir: str | Path, config_path: str | Path = SPREAD_CONFIG,
+                  sets: Sequence[str] = ()) -> dict[str, Any]:
+    """``{"<algo> seed <seed>": algorithm}`` for every member ``learning.py --save-dir`` saved in
+    ``save_dir`` (built with the config it was trained with)."""
+    import torch
+
+    from distmarl.factory import env_spaces, make_algorithm
+
+    lb = _learning()
+    paths = sorted(Path(save_dir).glob("*_seed*.pt"))
+    if not paths:
+        raise FileNotFoundError(f"no saved members (<algo>_seed<seed>.pt) in {save_dir}")
+    out = {}
+    for path in paths:
+        saved = torch.load(path, weights_only=False)
+        cfg = lb.load(saved["algorithm"], config_path, sets)
+        algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=saved["seed"])
+        algo.load_state_dict(saved["state"])
+        out[f"{saved['algorithm']} seed {saved['seed']}"] = algo
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(SPREAD_CONFIG))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--members", default=None, metavar="DIR")
+    parser.add_argument("--profile-episodes", type=int, default=200)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     if args.episodes < 1:
@@ -124,8 +181,19 @@ def main() -> None:
     for rule, s in scores.items():
         print(f"{rule:8s} controller: {s['mean']:6.1f} (std {s['std']:.1f}, {s['episodes']} "
               f"episodes)")
+    policies = {f"{rule} controller": SpreadController(rule) for rule in ("greedy", "matched")}
+    if args.members:
+        policies.update(saved_members(args.members, args.config, args.set))
+    profiles = {}
+    print(f"\nat the end of {args.profile_episodes} episodes (single env, seeds 10000+):")
+    print(f"{'policy':20s} {'score':>7s} {'sum min dist':>13s} {'covered':>8s} {'distinct':>9s}")
+    for name, policy in policies.items():
+        p = profiles[name] = end_profile(policy, args.profile_episodes)
+        print(f"{name:20s} {p['score']:7.1f} {p['sum_min_dist']:13.2f} {p['covered']:6.2f}/3 "
+              f"{p['distinct']:7.2f}/3")
     if args.json:
-        Path(args.json).write_text(json.dumps(scores, indent=2))
+        Path(args.json).write_text(json.dumps({"scores": scores, "profiles": profiles},
+                                              indent=2))
 
 
 if __name__ == "__main__":
