@@ -161,11 +161,11 @@ def save_member(algo: Any, save_dir: str | Path, name: str, seed: int) -> str:
     return str(path)
 
 
-def rescore(save_dir: str | Path, config_path: str | Path | None = None,
-            sets: Sequence[str] = (), episodes: int = BASELINE_EPISODES) -> list[dict[str, Any]]:
-    """Score every member saved in ``save_dir`` (by ``--save-dir``) on ``episodes`` fixed
-    episodes, without training: ``[{"algo", "seed", "final_eval"}]``. ``config_path`` and
-    ``sets`` must be those of the run that saved them."""
+def load_members(save_dir: str | Path, config_path: str | Path | None = None,
+                 sets: Sequence[str] = ()) -> list[tuple[str, int, Any, Any]]:
+    """Every member saved in ``save_dir`` (by ``--save-dir``), in file-name order:
+    ``[(algo name, seed, config, algorithm with the saved state)]``. ``config_path`` and ``sets``
+    must be those of the run that saved them."""
     import torch
 
     from distmarl.factory import env_spaces, make_algorithm
@@ -179,9 +179,17 @@ def rescore(save_dir: str | Path, config_path: str | Path | None = None,
         cfg = load(saved["algorithm"], config_path, sets)
         algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=saved["seed"])
         algo.load_state_dict(saved["state"])
-        out.append({"algo": saved["algorithm"], "seed": int(saved["seed"]),
-                    "final_eval": score_policy(cfg, algo, episodes)})
+        out.append((saved["algorithm"], int(saved["seed"]), cfg, algo))
     return out
+
+
+def rescore(save_dir: str | Path, config_path: str | Path | None = None,
+            sets: Sequence[str] = (), episodes: int = BASELINE_EPISODES) -> list[dict[str, Any]]:
+    """Score every member saved in ``save_dir`` (by ``--save-dir``) on ``episodes`` fixed
+    episodes, without training: ``[{"algo", "seed", "final_eval"}]``. ``config_path`` and
+    ``sets`` must be those of the run that saved them."""
+    return [{"algo": name, "seed": seed, "final_eval": score_policy(cfg, algo, episodes)}
+            for name, seed, cfg, algo in load_members(save_dir, config_path, sets)]
 
 
 def paired_difference(results: Sequence[dict[str, Any]], first: str, second: str
@@ -279,11 +287,29 @@ def baseline_scores(config_path: str | Path | None = None, sets: Sequence[str] =
     return out
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int | None = None) -> None:
+    """A job process: nice 10, one torch thread, and (Linux) it ends with ``parent``, the
+    benchmark's process, even when that one is killed outright (jobs run for many minutes)."""
     os.nice(10)  # other people share this machine
+    if parent is not None:
+        die_with_parent(parent)
     import torch
 
     torch.set_num_threads(1)
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask Linux to send this process SIGTERM when its parent process ``parent`` ends
+    (``prctl(PR_SET_PDEATHSIG)``), and exit at once if it has already ended. Elsewhere: no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
 
 
 def _fmt_steps(s: int | None) -> str:
@@ -373,7 +399,7 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=args.workers, mp_context=ctx,
-                             initializer=_worker_init) as pool:
+                             initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(run_one, a, s, args.steps, args.eval_every, args.config,
                                tuple(args.set), TARGET, not args.quiet, args.final_episodes,
                                args.save_dir): (a, s)

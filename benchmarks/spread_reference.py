@@ -148,22 +148,8 @@ def saved_members(save_dir: str | Path, config_path: str | Path = SPREAD_CONFIG,
                   sets: Sequence[str] = ()) -> dict[str, Any]:
     """``{"<algo> seed <seed>": algorithm}`` for every member ``learning.py --save-dir`` saved in
     ``save_dir`` (built with the config it was trained with)."""
-    import torch
-
-    from distmarl.factory import env_spaces, make_algorithm
-
-    lb = _learning()
-    paths = sorted(Path(save_dir).glob("*_seed*.pt"))
-    if not paths:
-        raise FileNotFoundError(f"no saved members (<algo>_seed<seed>.pt) in {save_dir}")
-    out = {}
-    for path in paths:
-        saved = torch.load(path, weights_only=False)
-        cfg = lb.load(saved["algorithm"], config_path, sets)
-        algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=saved["seed"])
-        algo.load_state_dict(saved["state"])
-        out[f"{saved['algorithm']} seed {saved['seed']}"] = algo
-    return out
+    return {f"{name} seed {seed}": algo
+            for name, seed, _, algo in _learning().load_members(save_dir, config_path, sets)}
 
 
 def main() -> None:

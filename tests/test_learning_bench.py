@@ -71,3 +71,47 @@ def test_final_episodes_below_one_is_refused_by_name() -> None:
                           "--final-episodes", "0"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "--final-episodes must be >= 1, got 0" in out.stderr
+
+
+_PARENT = """
+import os, sys, time
+sys.path.insert(0, {bench!r})
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+import learning
+ctx = multiprocessing.get_context("spawn")
+pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=learning._worker_init,
+                           initargs=(os.getpid(),))
+print(pool.submit(os.getpid).result(), flush=True)
+pool.submit(time.sleep, 120)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_job_processes_end_when_the_benchmark_is_killed() -> None:
+    import signal
+    import subprocess
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT.format(bench=str(ROOT / "benchmarks"))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(parent.stdout.readline())  # type: ignore[union-attr]
+        assert _alive(worker)
+        parent.send_signal(signal.SIGKILL)  # no chance to shut its pool down
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(worker)
+    finally:
+        parent.kill()
