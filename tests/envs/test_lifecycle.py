@@ -142,6 +142,9 @@ from distmarl.envs import VectorParallelEnv
 from tests.envs.toy_envs import DyingEnv
 
 if __name__ == "__main__":
+    # Ctrl-C as in a terminal: a suite started in the background (`pytest &` from a script)
+    # passes SIGINT down ignored, and Python then leaves it ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     venv = VectorParallelEnv([partial(DyingEnv, (10**9,) * 2, delay=0.02)] * 2, mode="async")
     print(*venv.worker_pids, flush=True)
     venv.reset()
