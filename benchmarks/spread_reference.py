@@ -25,6 +25,7 @@ action ``[no-op, -x, +x, -y, +y]`` in ``[0, 1]`` (the env applies ``u_x = a[2] -
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import itertools
 import json
@@ -40,8 +41,9 @@ SPREAD_CONFIG = ROOT / "examples" / "configs" / "spread_mappo.yaml"
 KP, KD = 4.0, 2.0  # PD gains (the best of 1/0, 1/0.5, 2/1 and 4/2 on 200 episodes)
 
 
+@functools.cache
 def _learning() -> Any:
-    """``benchmarks/learning.py`` as a module (its ``load``, ``score_policy``)."""
+    """``benchmarks/learning.py`` as a module (its ``load``, ``score_policy``), loaded once."""
     spec = importlib.util.spec_from_file_location("learning_bench", ROOT / "benchmarks" /
                                                   "learning.py")
     assert spec is not None and spec.loader is not None
@@ -161,8 +163,10 @@ def main() -> None:
     parser.add_argument("--profile-episodes", type=int, default=200)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    if args.episodes < 1:
-        parser.error(f"--episodes must be at least 1, got {args.episodes}")
+    for flag, value in (("--episodes", args.episodes),
+                        ("--profile-episodes", args.profile_episodes)):
+        if value < 1:
+            parser.error(f"{flag} must be at least 1, got {value}")
     scores = reference_scores(args.config, args.set, args.episodes)
     for rule, s in scores.items():
         print(f"{rule:8s} controller: {s['mean']:6.1f} (std {s['std']:.1f}, {s['episodes']} "

@@ -106,3 +106,12 @@ def test_saved_members_come_back_with_their_weights(tmp_path: Path) -> None:
     assert ours.keys() == theirs.keys()
     for name, w in ours.items():
         np.testing.assert_array_equal(theirs[name], w)
+
+
+@pytest.mark.parametrize("flag", ["--episodes", "--profile-episodes"])
+def test_the_script_refuses_fewer_than_one_episode_by_flag(flag: str) -> None:
+    import subprocess
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "spread_reference.py"),
+                           flag, "0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"{flag} must be at least 1, got 0" in proc.stderr
