@@ -10,7 +10,7 @@ seconds; per algorithm: the mean final score over seeds and how many seeds reach
 uniform random policy is scored in the same run (~100 episodes, same scoring code).
 
 Jobs run as separate processes, at most ``--workers`` (2) at a time, each with one torch thread
-and ``os.nice(10)``.
+and ``os.nice(10)``; on Linux they end with the benchmark's process, even when it is killed.
 
     .venv/bin/python benchmarks/learning.py --algos MADDPG MATD3 --seeds 0 1 2 \
         --steps 300000 --eval-every 10000 --json out.json [--set algorithm.hp.batch_size=256]
