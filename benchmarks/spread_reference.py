@@ -135,9 +135,9 @@ def end_profile(policy: Any, episodes: int = 200, seed: int = 10_000, max_cycles
             act = policy.act({a: o[None] for a, o in obs.items()}, explore=False)
             obs, rew, _, _, _ = env.step({a: act[a][0] for a in env.agents})
             score += float(sum(rew.values()))
-            world = env.unwrapped.world  # positions of the step just taken
-            agents = np.array([a.state.p_pos for a in world.agents])
-            landmarks = np.array([lm.state.p_pos for lm in world.landmarks])
+        world = env.unwrapped.world  # as the last step left it (no reset yet)
+        agents = np.array([a.state.p_pos for a in world.agents])
+        landmarks = np.array([lm.state.p_pos for lm in world.landmarks])
         dist = np.linalg.norm(agents[:, None] - landmarks[None], axis=-1)  # (agents, landmarks)
         rows.append((score, dist.min(0).sum(), (dist.min(0) < 0.1).sum(),
                      len(set(dist.argmin(1).tolist()))))
