@@ -5,13 +5,18 @@
   learned vector per policy, CleanRL's choice). Sampled ``u`` is clipped to [-1, 1] before it
   reaches the env, and the log-probability is that of the *clipped* ``u``: stored actions are the
   clipped ones (what the env got), so old and new log-probs are evaluated at the same point and
-  the ratio is consistent whoever stores the action. The mean stays inside the range: clipping
-  then only moves a sample towards the mean, so a stored action is never further from the mean
-  than the sample was. (With an unbounded mean, a mean that drifts past a bound sees every
-  action clipped to that bound, many standard deviations away: log-probs of -1e3 and ratios that
-  overflow, which is how PPO on simple_spread collapsed.) Log-probs and entropy are in
-  normalised units (they differ from env units by the constant ``sum(log half)``, which cancels
-  in every ratio and gradient).
+  the ratio is consistent whoever stores the action. That probability is the clipped Gaussian's
+  own (Fujita & Maeda 2018, "Clipped Action Policy Gradient"): a dimension at a bound scores the
+  Gaussian's mass beyond it, ``log Phi((mean - 1) / std)`` at +1 and ``log Phi((-1 - mean) /
+  std)`` at -1, an interior one its density. Scoring a bound by the density *at* the bound would
+  not be a likelihood: its score (the gradient of the log-prob) would no longer have expectation
+  zero, and the policy gradient would be biased (at the initial std of 0.5, for raw outputs 0.5
+  and -1, the expected score is -0.22 and -0.42 for the log-std and -0.12 and +0.17 for the
+  outputs, instead of 0). The mean stays inside the range: with an unbounded mean that drifts
+  past a bound, nearly every sample is clipped to that bound, its probability is nearly 1, and
+  the policy gets no gradient back. Log-probs and entropy are in normalised units (they differ
+  from env units by the constant ``sum(log half)``, which cancels in every ratio and gradient);
+  the entropy is the unclipped Gaussian's.
 - Discrete: a categorical over the logits; an action mask (bool ``(B, n)``, True = legal) sets
   illegal logits to ``-1e8``. A row with no legal action is treated as unmasked.
 """
@@ -30,6 +35,9 @@ from distmarl.algorithms.spaces import gumbel
 #: initial log-std of Gaussian policies: std 0.5 of the half-range, ~2% of samples per side clip
 INIT_LOG_STD = math.log(0.5)
 LOG_STD_BOUNDS = (-5.0, 2.0)
+#: a normalised action this close to a bound counts as clipped to it (float round trips through
+#: env units; a Gaussian sample landing this close unclipped has probability ~1e-6 * density)
+AT_BOUND = 1e-6
 _MASKED_LOGIT = -1e8
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -93,10 +101,16 @@ class GaussianHead(PolicyHead):
     @staticmethod
     def _log_prob_entropy(mean: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor
                           ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Diagonal-Gaussian log-prob of ``action`` and entropy, both ``(B,)``."""
+        """Clipped diagonal-Gaussian log-prob of ``action`` (``(B, dim)`` in [-1, 1]) and the
+        unclipped Gaussian's entropy, both ``(B,)``: per dimension, the mass beyond the bound
+        for an action at a bound (within :data:`AT_BOUND`), else the density."""
         ls = _bounded(log_std).expand_as(mean)
-        z = (action - mean) / ls.exp()
-        log_prob = (-0.5 * z.pow(2) - ls - _HALF_LOG_2PI).sum(-1)
+        std = ls.exp()
+        density = -0.5 * ((action - mean) / std).pow(2) - ls - _HALF_LOG_2PI
+        above = torch.special.log_ndtr((mean - 1.0) / std)  # log P(sample >= +1)
+        below = torch.special.log_ndtr((-1.0 - mean) / std)  # log P(sample <= -1)
+        log_prob = torch.where(action >= 1.0 - AT_BOUND, above,
+                               torch.where(action <= -1.0 + AT_BOUND, below, density)).sum(-1)
         entropy = (0.5 + _HALF_LOG_2PI + ls).sum(-1)
         return log_prob, entropy
 

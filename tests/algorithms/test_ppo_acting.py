@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -102,9 +104,11 @@ def test_action_masks_from_dict_observations_and_from_the_caller(cls) -> None:
     assert (masks["p_1"][np.arange(n), out["p_1"]].astype(bool) | none_legal["p_1"]).all()
 
 
-def test_gaussian_mean_stays_in_range_so_clipped_actions_keep_a_sane_log_prob() -> None:
-    """A raw output far past the bound: the mean is tanh(out), inside [-1, 1], and the clipped
-    sample's log-prob stays near the density's peak instead of tens of stds away."""
+def test_gaussian_mean_stays_in_range_and_a_clipped_action_scores_the_mass_beyond_its_bound(
+) -> None:
+    """A raw output far past the bound: the mean is tanh(out), inside [-1, 1]; an action at a
+    bound scores log P(sample beyond it) (about log 0.5 here, the mean being almost the bound),
+    an interior action the Gaussian density."""
     from distmarl.algorithms.policy_heads import INIT_LOG_STD, GaussianHead
 
     head = GaussianHead(spaces.Box(0.0, 1.0, (2,)), torch.device("cpu"))
@@ -113,8 +117,36 @@ def test_gaussian_mean_stays_in_range_so_clipped_actions_keep_a_sane_log_prob() 
     gen = torch.Generator().manual_seed(0)
     u, log_prob = head.sample(out.expand(512, 2), log_std, None, True, gen)
     assert u.min() >= -1.0 and u.max() <= 1.0
-    peak = 2 * (-INIT_LOG_STD - 0.5 * np.log(2 * np.pi))  # log-density at the mean, 2 dims
-    assert torch.all(log_prob <= peak + 1e-5) and torch.all(log_prob > peak - 8.0)
+    assert 0.4 < float((u[:, 0] == 1.0).float().mean()) < 0.6  # half the samples clip at +1
     lp, _ = head.evaluate(out, log_std, torch.tensor([[1.0, -1.0]]), None)
-    assert float(lp) == pytest.approx(peak, abs=1e-3)  # the bound is (almost) the mean
+    assert float(lp) == pytest.approx(2 * np.log(0.5), abs=1e-3)
+    std, mean = 0.5, float(np.tanh(0.3))
+    lp, _ = head.evaluate(torch.tensor([[0.3, 0.3]]), log_std, torch.tensor([[1.0, 0.2]]), None)
+    above = np.log(0.5 * math.erfc((1.0 - mean) / (std * np.sqrt(2))))  # log P(N >= 1)
+    density = -0.5 * ((0.2 - mean) / std) ** 2 - np.log(std) - 0.5 * np.log(2 * np.pi)
+    assert float(lp) == pytest.approx(above + density, abs=1e-5)
     np.testing.assert_allclose(head.to_env(torch.tanh(out)), [[1.0, 0.0]], atol=1e-6)
+
+
+@pytest.mark.parametrize("log_std0", [float(np.log(0.5)), 0.1])
+def test_gaussian_score_has_expectation_zero_with_clipping(log_std0: float) -> None:
+    """The log-prob of clipped samples is a true likelihood: the mean over 200k samples of its
+    gradient (w.r.t. the log-std and the raw output) is 0, where a quarter to a half of the
+    samples are clipped; scoring the bound by the density there gives -0.1 to -0.6."""
+    from distmarl.algorithms.policy_heads import GaussianHead
+
+    head = GaussianHead(spaces.Box(0.0, 1.0, (2,)), torch.device("cpu"))
+    n = 200_000
+    out = torch.tensor([[0.5, -1.0]], requires_grad=True)
+    log_std = torch.full((2,), log_std0, requires_grad=True)
+    gen = torch.Generator().manual_seed(1)
+    u, _ = head.sample(out.detach().expand(n, 2), log_std.detach(), None, True, gen)
+    assert float((u.abs() >= 1.0).float().mean()) > 0.2
+    lp, _ = head.evaluate(out.expand(n, 2), log_std, u, None)
+    g_ls, g_out = torch.autograd.grad(lp.mean(), [log_std, out])
+    np.testing.assert_allclose(g_ls.numpy(), 0.0, atol=0.01)  # standard error ~0.003
+    np.testing.assert_allclose(g_out.numpy(), 0.0, atol=0.01)
+    z = (u - torch.tanh(out)) / log_std.exp()
+    at_bound = (-0.5 * z.pow(2) - log_std).sum(-1).mean()  # the density at the clipped point
+    b_ls, b_out = torch.autograd.grad(at_bound, [log_std, out])
+    assert float(b_ls.abs().min()) > 0.1 and float(b_out.abs().min()) > 0.1
