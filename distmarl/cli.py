@@ -69,24 +69,27 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _job_client(address: str) -> Any:
+def _talk_to_cluster(address: str, action: Callable[[Any], int]) -> int:
+    """Build the job server's client (with the Ray token, see ``distmarl.job_auth``) and run
+    ``action(client)``. A server that refuses the token, or wants one none was found for, exits
+    4 naming what to set; one that cannot be reached or answers an error (an unknown job id)
+    exits 4 with Ray's message."""
+    from ray.dashboard.utils import get_address_for_submission_client
+    from ray.exceptions import AuthenticationError
     from ray.job_submission import JobSubmissionClient
 
-    return JobSubmissionClient(address)
-
-
-def _talk_to_cluster(address: str, action: Callable[[], int]) -> int:
-    """Run ``action``; a job server that cannot be reached, refuses the token or answers an
-    error (an unknown job id) exits 4 with Ray's message."""
-    from ray.exceptions import AuthenticationError
-
-    from distmarl import jobs
+    from distmarl import job_auth, jobs
 
     try:
-        return int(action())
-    except (ConnectionError, AuthenticationError, RuntimeError) as err:
+        url = get_address_for_submission_client(address)  # applies $RAY_API_SERVER_ADDRESS
+        client = JobSubmissionClient(url, headers=job_auth.token_headers(url))
+        return int(action(client))
+    except AuthenticationError as err:
+        refused = err.message.startswith("Authentication failed")
+        print(job_auth.auth_failure_message(url, refused), file=sys.stderr)
+    except (ConnectionError, RuntimeError) as err:
         print(f"distmarl: Ray job server {address}: {err}", file=sys.stderr)
-        return jobs.EXIT_UNREACHABLE
+    return jobs.EXIT_UNREACHABLE
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -97,17 +100,14 @@ def _submit(args: argparse.Namespace) -> int:
         runtime_env_file=args.runtime_env, mlflow_uri=args.mlflow_uri,
         forward_mlflow_env=not args.no_mlflow_env, submission_id=args.submission_id)
     address = args.address or jobs.default_address()
-    return _talk_to_cluster(address, lambda: jobs.run_submit(
-        lambda: _job_client(address), request, address=address, wait=not args.no_wait))
+    return _talk_to_cluster(address, lambda client: jobs.run_submit(
+        client, request, address=address, wait=not args.no_wait))
 
 
 def _jobs(args: argparse.Namespace) -> int:
     from distmarl import jobs
 
-    address = args.address or jobs.default_address()
-
-    def action() -> int:
-        client = _job_client(address)
+    def action(client: Any) -> int:
         if args.jobs_command == "list":
             return jobs.list_jobs(client)
         if args.jobs_command == "status":
@@ -116,7 +116,7 @@ def _jobs(args: argparse.Namespace) -> int:
             return jobs.job_logs(client, args.job_id, follow_logs=args.follow)
         return jobs.stop_job(client, args.job_id, wait=args.wait)
 
-    return _talk_to_cluster(address, action)
+    return _talk_to_cluster(args.address or jobs.default_address(), action)
 
 
 def _add_submit_parsers(sub: Any) -> None:
@@ -127,7 +127,8 @@ def _add_submit_parsers(sub: Any) -> None:
         description="Validate CONFIG here, ship it with the job, run `distmarl train` on the "
                     "cluster and follow its logs. Exits 0 when the job SUCCEEDED, 1 when it "
                     "FAILED, 3 when it was STOPPED, 2 on a config error, 4 when the job server "
-                    "cannot be reached. MLflow URI and credentials (MLFLOW_TRACKING_URI, "
+                    "cannot be reached or refuses the request (a missing or wrong Ray token: the "
+                    "message names what to set). MLflow URI and credentials (MLFLOW_TRACKING_URI, "
                     "_USERNAME, _PASSWORD, _TOKEN) reach the job only as runtime_env env_vars.")
     sm.add_argument("config", help="experiment YAML")
     sm.add_argument("--address", help=address_help)

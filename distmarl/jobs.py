@@ -13,6 +13,8 @@ How a submission travels (deploy/README.md has the whole picture):
   entrypoint, the job metadata or the shipped config (``tracking.mlflow_uri`` is moved out of
   it, since the run logs its config as MLflow params), and every echo masks them.
 
+- **The Ray token** of a token-protected job server is found as ``distmarl.job_auth`` says.
+
 This module imports no Ray: ``distmarl.cli`` builds the ``JobSubmissionClient`` and passes it
 in, so only ``distmarl.runtime`` and the CLI import ray (tests/test_layering.py).
 """
@@ -28,7 +30,7 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +152,21 @@ def new_submission_id(name: str) -> str:
     return f"distmarl-{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
+def local_working_dir(wd: str | Path | None) -> Path | None:
+    """``--working-dir`` (or the runtime_env file's ``working_dir``) as an existing local
+    folder: the config is added to it, so a remote package cannot be one."""
+    if wd is None:
+        return None
+    if "://" in str(wd):
+        raise ConfigError(f"working_dir {wd}: distmarl submit adds the config to the working "
+                          "dir, so it must be a local folder (ship remote packages with "
+                          "py_modules or bake them into the image)")
+    path = Path(wd).expanduser().resolve()
+    if not path.is_dir():
+        raise ConfigError(f"--working-dir {path} is not a folder")
+    return path
+
+
 def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
                        working_dir: str | Path | None = None,
                        runtime_env_file: str | Path | None = None,
@@ -167,18 +184,8 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
     runtime_env["env_vars"] = {**file_env, **env}
     if not runtime_env["env_vars"]:
         del runtime_env["env_vars"]
-
-    wd = working_dir if working_dir is not None else runtime_env.pop("working_dir", None)
-    runtime_env.pop("working_dir", None)
-    wd_path = None
-    if wd is not None:
-        if "://" in str(wd):
-            raise ConfigError(f"working_dir {wd}: distmarl submit adds the config to the working "
-                              "dir, so it must be a local folder (ship remote packages with "
-                              "py_modules or bake them into the image)")
-        wd_path = Path(wd).expanduser().resolve()
-        if not wd_path.is_dir():
-            raise ConfigError(f"--working-dir {wd_path} is not a folder")
+    file_wd = runtime_env.pop("working_dir", None)
+    wd_path = local_working_dir(working_dir if working_dir is not None else file_wd)
 
     config_yaml = (f"# {Path(config).name} as resolved by `distmarl submit` "
                    f"(distmarl {__version__}); tracking.mlflow_uri travels as MLFLOW_TRACKING_URI\n"
@@ -317,9 +324,9 @@ def outcome(client: Any, job_id: str, status: str, err: IO[str] = sys.stderr) ->
     return EXIT_STOPPED if status == "STOPPED" else EXIT_FAILED
 
 
-def run_submit(make_client: Callable[[], Any], request: JobRequest, *, address: str,
-               wait: bool = True, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
-    client = make_client()
+def run_submit(client: Any, request: JobRequest, *, address: str, wait: bool = True,
+               out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+    """Submit ``request`` and, with ``wait``, follow it to its end; returns the exit code."""
     job_id = submit(client, request, address=address, err=err)
     print(f"distmarl: submitted {job_id}", file=err, flush=True)
     if not wait:

@@ -29,8 +29,9 @@ def cluster():
 
 
 def run_cli(cluster: LocalRayCluster, *args: str, env: dict[str, str] | None = None,
-            timeout: float = 240, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    """``distmarl ARGS`` in a subprocess pointed at ``cluster`` (token, PATH)."""
+            timeout: float = 240, cwd: Path = ROOT, token: str = "path") -> subprocess.CompletedProcess:
+    """``distmarl ARGS`` in a subprocess pointed at ``cluster`` (PATH, the token where
+    ``token`` says: see ``LocalRayCluster.env``)."""
     return subprocess.run([sys.executable, "-m", "distmarl.cli", *args],
-                          env={**cluster.env(), **(env or {})}, cwd=cwd, capture_output=True,
+                          env={**cluster.env(token), **(env or {})}, cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)

@@ -6,7 +6,8 @@ temp dir, and teardown kills exactly those processes: the node's session, anythi
 line or working directory is under the node's temp dir (job drivers run from a working dir
 unpacked there). Every port Ray would otherwise take at a fixed default (GCS 6379, dashboard
 8265, client server 10001, dashboard agent 52365) is a free one picked here; the dashboard and
-job server listen on 127.0.0.1 only. Token authentication is on, with a token file of its own.
+job server listen on 127.0.0.1 only. Token authentication is on, with a token file of its own;
+``env(token=...)`` gives clients that find it in each of the places Ray looks, or nowhere.
 """
 
 from __future__ import annotations
@@ -72,23 +73,43 @@ class LocalRayCluster:
         self.token_file = self.base / "token"
         self.token_file.write_text(secrets.token_hex(32))
         self.token_file.chmod(0o600)
+        (self.base / "empty-home").mkdir()
+        (self.base / "home" / ".ray").mkdir(parents=True)
+        shutil.copy(self.token_file, self.base / "home" / ".ray" / "auth_token")
 
     @property
     def address(self) -> str:
         """The job server (the dashboard)."""
         return f"http://127.0.0.1:{self.dashboard_port}"
 
-    def env(self) -> dict[str, str]:
-        """The environment of every process that talks to this cluster: the token, the venv's
-        `python` / `distmarl` first on PATH (job entrypoints run `python -m distmarl.cli`), no
-        stray addresses or MLflow settings from the outer shell."""
+    def env(self, token: str = "path") -> dict[str, str]:
+        """The environment of every process that talks to this cluster: the venv's `python` /
+        `distmarl` first on PATH (job entrypoints run `python -m distmarl.cli`), no stray
+        addresses or MLflow settings from the outer shell, and the token where ``token`` says:
+
+        - ``"path"``: ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH`` (the nodes' own way);
+        - ``"home"``: only in ``$HOME/.ray/auth_token``, Ray's default file, ``RAY_AUTH_MODE``
+          unset: a client on a machine where ``ray get-auth-token --generate`` ran;
+        - ``"env"``: only in ``RAY_AUTH_TOKEN``, ``RAY_AUTH_MODE`` unset;
+        - ``"none"``: nowhere (an empty ``$HOME``), ``RAY_AUTH_MODE`` unset.
+
+        Ray reads ``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` before ``$HOME/.ray``, and the
+        other cases get a ``$HOME`` of this cluster's, so no client reads the user's own token.
+        """
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("RAY_", "MLFLOW_")) and k != "VIRTUAL_ENV"}
-        env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", RAY_AUTH_MODE="token",
-                   RAY_AUTH_TOKEN_PATH=str(self.token_file), RAY_USAGE_STATS_ENABLED="0",
+        env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", RAY_USAGE_STATS_ENABLED="0",
                    RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
                    # a busy 2-core machine can take more than Ray's default to register a node
                    RAY_raylet_start_wait_time_s="180")
+        if token == "path":
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token_file))
+        elif token in ("home", "env", "none"):
+            env["HOME"] = str(self.base / ("home" if token == "home" else "empty-home"))
+            if token == "env":
+                env["RAY_AUTH_TOKEN"] = self.token_file.read_text()
+        else:
+            raise ValueError(f"token={token!r}: one of 'path', 'home', 'env', 'none'")
         env.update(self.extra_env)
         return env
 

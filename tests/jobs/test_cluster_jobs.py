@@ -1,7 +1,9 @@
 """`distmarl submit` / `distmarl jobs` against a real two-node Ray cluster on this machine.
 
 One tiny training job is shared by the assertions on its outcome (a job costs ~30-70 s here,
-most of it process start-up); a job that fails and one that is stopped follow.
+most of it process start-up); a job that fails and one that is stopped follow. The cluster has
+token authentication on; the clients find its token in each place Ray looks (``token=`` of
+``run_cli``), or nowhere.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ SUMMARY = re.compile(r"^distmarl: max_steps after ([\d,]+) env steps .* run in (
 def tiny_job(cluster, tmp_path_factory):
     """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, learners and
     rollout workers asking 0.5 CPU each: the four fill the cluster's 2 CPUs, one CPU per node,
-    so they must spread across both nodes."""
+    so they must spread across both nodes. The token is only in Ray's default file
+    ($HOME/.ray/auth_token) and RAY_AUTH_MODE is unset, as on a machine where a local
+    `ray.init` or `ray get-auth-token --generate` wrote it."""
     tmp = tmp_path_factory.mktemp("tiny-job")
     db = tmp / "mlflow.db"
     uri = f"sqlite:///{db}"
@@ -40,7 +44,7 @@ def tiny_job(cluster, tmp_path_factory):
                    "--set", "resources.num_cpus_per_worker=0.5",
                    "--submission-id", "tiny-job-test",
                    env={"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": SECRET},
-                   timeout=300)
+                   timeout=300, token="home")
     return {"proc": proc, "uri": uri, "db": db, "id": "tiny-job-test"}
 
 
@@ -57,7 +61,10 @@ def test_submit_follows_the_job_to_success(tiny_job, cluster) -> None:
 
 
 def test_job_status_and_logs_through_the_cli(tiny_job, cluster) -> None:
-    status = run_cli(cluster, "jobs", "status", "tiny-job-test", "--json", "--address", cluster.address)
+    """Each finds the token in another place: Ray's default file, RAY_AUTH_TOKEN, and
+    RAY_AUTH_MODE=token with RAY_AUTH_TOKEN_PATH."""
+    status = run_cli(cluster, "jobs", "status", "tiny-job-test", "--json",
+                     "--address", cluster.address, token="home")
     assert status.returncode == 0, status.stderr
     info = json.loads(status.stdout)
     assert info["status"] == "SUCCEEDED"
@@ -66,7 +73,8 @@ def test_job_status_and_logs_through_the_cli(tiny_job, cluster) -> None:
     assert info["runtime_env"]["env_vars"] == {"MLFLOW_TRACKING_URI": "<hidden>",
                                                "MLFLOW_TRACKING_USERNAME": "<hidden>",
                                                "MLFLOW_TRACKING_PASSWORD": "<hidden>"}
-    logs = run_cli(cluster, "jobs", "logs", "tiny-job-test", "--address", cluster.address)
+    logs = run_cli(cluster, "jobs", "logs", "tiny-job-test", "--address", cluster.address,
+                   token="env")
     assert logs.returncode == 0 and SUMMARY.search(logs.stdout), logs.stdout[-2000:]
     listed = run_cli(cluster, "jobs", "list", "--address", cluster.address)
     row = next(line for line in listed.stdout.splitlines() if line.startswith("tiny-job-test"))
@@ -160,3 +168,28 @@ def test_unknown_job_id_exits_4(cluster) -> None:
     proc = run_cli(cluster, "jobs", "status", "no-such-job", "--address", cluster.address)
     assert proc.returncode == 4
     assert "no-such-job" in proc.stderr and "does not exist" in proc.stderr
+
+
+def test_a_missing_or_wrong_token_exits_4_naming_what_to_set(cluster) -> None:
+    """Nothing is sent without the token; the one stderr line says which variables and which
+    file to put it in, without a traceback."""
+    default_file = f"{cluster.base}/empty-home/.ray/auth_token"
+    for args in (("submit", str(TINY), "--no-mlflow-env", "--submission-id", "never-sent"),
+                 ("jobs", "list")):
+        proc = run_cli(cluster, *args, "--address", cluster.address, token="none", timeout=60)
+        assert proc.returncode == 4, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f"distmarl: Ray job server {cluster.address} requires a token and none was found. "
+            "Put the cluster's token (`ray get-auth-token` on its head prints it) in "
+            f"RAY_AUTH_TOKEN, or in a file named by RAY_AUTH_TOKEN_PATH, or in {default_file}."]
+    wrong = run_cli(cluster, "jobs", "list", "--address", cluster.address, token="none",
+                    env={"RAY_AUTH_TOKEN": "not-the-token"}, timeout=60)
+    assert wrong.returncode == 4 and "Traceback" not in wrong.stderr
+    assert f"{cluster.address} refused the token from RAY_AUTH_TOKEN. Put" in wrong.stderr
+    assert "not-the-token" not in wrong.stderr
+    disabled = run_cli(cluster, "jobs", "list", "--address", cluster.address, token="home",
+                       env={"RAY_AUTH_MODE": "disabled"}, timeout=60)
+    assert disabled.returncode == 4 and "Traceback" not in disabled.stderr
+    assert disabled.stderr.strip().endswith(", and set RAY_AUTH_MODE=token (or unset it).")
+    listed = run_cli(cluster, "jobs", "list", "--address", cluster.address)
+    assert listed.returncode == 0 and "never-sent" not in listed.stdout

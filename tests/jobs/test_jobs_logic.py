@@ -79,7 +79,10 @@ def test_submit_with_a_bad_field_exits_2_before_contacting_anything(capsys) -> N
     assert "buffer.capacity" in err and "Ray job server" not in err
 
 
-def test_submit_to_a_server_that_is_not_there_exits_4(capsys) -> None:
+def test_submit_to_a_server_that_is_not_there_exits_4(capsys, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # the token lookup never sees the user's ~/.ray
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
     unused = f"http://127.0.0.1:{free_port()}"
     code = main(["submit", str(TINY), "--address", unused, "--no-mlflow-env"])
     assert code == jobs.EXIT_UNREACHABLE
@@ -189,7 +192,7 @@ class FakeClient:
 
 def run(client, **kw):
     out, err = io.StringIO(), io.StringIO()
-    code = jobs.run_submit(lambda: client, prepare(submission_id="job-1"),
+    code = jobs.run_submit(client, prepare(submission_id="job-1"),
                            address="http://h:8265", out=out, err=err, **kw)
     return code, out.getvalue(), err.getvalue()
 
