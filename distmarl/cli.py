@@ -80,6 +80,7 @@ def _talk_to_cluster(address: str, action: Callable[[Any], int]) -> int:
 
     from distmarl import job_auth, jobs
 
+    url = address
     try:
         url = get_address_for_submission_client(address)  # applies $RAY_API_SERVER_ADDRESS
         client = JobSubmissionClient(url, headers=job_auth.token_headers(url))

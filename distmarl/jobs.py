@@ -12,7 +12,6 @@ How a submission travels (deploy/README.md has the whole picture):
   ``..._PASSWORD``, ``..._TOKEN``) travel only as ``runtime_env.env_vars``: never in the
   entrypoint, the job metadata or the shipped config (``tracking.mlflow_uri`` is moved out of
   it, since the run logs its config as MLflow params), and every echo masks them.
-
 - **The Ray token** of a token-protected job server is found as ``distmarl.job_auth`` says.
 
 This module imports no Ray: ``distmarl.cli`` builds the ``JobSubmissionClient`` and passes it
@@ -287,7 +286,7 @@ def follow(client: Any, job_id: str, out: IO[str] = sys.stdout,
 
     try:
         asyncio.run(tail())
-    except Exception as error:  # noqa: BLE001 - any broken stream: fall back to polling
+    except Exception as error:  # any broken stream, whatever Ray raises: fall back to polling
         print(f"distmarl: log stream of {job_id} broke ({error}); waiting for the job", file=err)
         status = wait_terminal(client, job_id)
         out.write(client.get_job_logs(job_id)[written:])

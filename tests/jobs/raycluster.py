@@ -12,6 +12,7 @@ job server listen on 127.0.0.1 only. Token authentication is on, with a token fi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -173,10 +174,8 @@ class LocalRayCluster:
         pids = self.node_processes(index)
         for sig in (signal.SIGSTOP, signal.SIGKILL):
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
         return pids
 
     def wait_for_job_server(self, timeout_s: float = 60) -> None:
@@ -237,10 +236,8 @@ class LocalRayCluster:
         for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
             pids = self.processes()
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
             deadline = time.monotonic() + wait
             while pids and time.monotonic() < deadline:
                 time.sleep(0.2)

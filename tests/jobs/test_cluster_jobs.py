@@ -154,7 +154,7 @@ def test_stopping_a_followed_job_makes_submit_exit_3(cluster) -> None:
             time.sleep(0.5)
         stop = run_cli(cluster, "jobs", "stop", "long-job", "--wait", "--address", cluster.address)
         assert stop.returncode == 0 and "now STOPPED" in stop.stdout, stop.stdout + stop.stderr
-        out, err = submit.communicate(timeout=60)
+        _, err = submit.communicate(timeout=60)
     finally:
         if submit.poll() is None:
             submit.kill()

@@ -427,7 +427,7 @@ def test_readme_commands_exist() -> None:
         line = re.sub(r"<[^>\s]+>", "X", line.split(" #")[0])  # placeholders: <ID>
         for argv in shell_commands(line):
             argv = [a for a in argv if not re.match(r"^[A-Z_]+=", a)]
-            if argv and argv[0].endswith("distmarl") or argv[:3] == ["python", "-m", "distmarl.cli"]:
+            if (argv and argv[0].endswith("distmarl")) or argv[:3] == ["python", "-m", "distmarl.cli"]:
                 commands.append(["distmarl", *argv[1:]] if argv[0].endswith("distmarl") else argv)
     used = {tuple(c[1:3]) if c[1] == "jobs" else (c[1],) for c in commands
             if c[0] == "distmarl"}
