@@ -4,9 +4,9 @@ A Ray head started while a token exists (``~/.ray/auth_token``, written by ``ray
 get-auth-token --generate`` and by any local ``ray.init``) turns token authentication on, and
 its job server then answers 401 to a request without ``Authorization: Bearer <token>``. Ray's
 ``JobSubmissionClient`` sends that header only when ``RAY_AUTH_MODE=token`` is set in the
-client's environment. distmarl closes the gap for a job server on this machine (a local head, or
-a tunnel / port-forward to ``127.0.0.1``): with ``RAY_AUTH_MODE`` unset it sends the token from
-where Ray keeps it. A job server elsewhere gets a token only when ``RAY_AUTH_MODE=token`` says
+client's environment. For a job server on this machine (a local head, or a tunnel /
+port-forward to ``127.0.0.1``) distmarl sends the token from where Ray keeps it when
+``RAY_AUTH_MODE`` is unset. A job server elsewhere gets a token only when ``RAY_AUTH_MODE=token`` says
 so, as with Ray's own clients, so a local token never travels to another machine unasked.
 
 Where Ray's token loader looks, first found wins (the same rules as Ray's loader, checked
