@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -56,9 +55,6 @@ class BufferShell:
             return AddResult(False, 0, self.buffer.counter)
         rows = self.buffer.add(chunk.data, member=chunk.member)
         return AddResult(True, rows, self.buffer.counter)
-
-    def add_many(self, chunks: Sequence[TransitionChunk]) -> list[AddResult]:
-        return [self.add(c) for c in chunks]
 
     def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
                replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> SampleBatch | None:
@@ -109,9 +105,6 @@ class BufferShell:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.buffer.load_state_dict(state)
-
-    def ping(self) -> bool:
-        return True
 
     def incarnation(self) -> str:
         return self._incarnation
