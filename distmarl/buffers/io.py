@@ -45,7 +45,8 @@ def _from_arrow(col: pa.ChunkedArray, shape: tuple[int, ...], dtype: np.dtype, n
     if values.dtype != dtype:
         raise ValueError(f"buffer file {path}: column '{name}' holds {values.dtype}, expected {dtype}")
     try:
-        return values.reshape(len(arr), *shape)
+        rows: np.ndarray = values.reshape(len(arr), *shape)
+        return rows
     except ValueError:
         raise ValueError(f"buffer file {path}: column '{name}' rows do not have shape {shape}") from None
 

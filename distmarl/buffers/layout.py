@@ -15,10 +15,22 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.buffers.schema import BufferSchema, ColumnSpec, flatten, lookup, unflatten
+from distmarl.buffers.schema import (
+    BufferSchema,
+    ColumnSpec,
+    LeafPath,
+    flatten,
+    lookup,
+    unflatten,
+)
 
 _SHAPE = attrgetter("shape")
 _DTYPE = attrgetter("dtype")
+#: The shape of one row of a column.
+Shape = tuple[int, ...]
+#: A column as a save is checked against it: (field index, agent, path in the value, row
+#: shape, storage dtype, input dtypes accepted so far, spec).
+_Column = tuple[int, str, LeafPath, Shape, np.dtype, set[np.dtype], ColumnSpec]
 
 
 def check_mappings(field_names: Sequence[str], agent_ids: Sequence[str],
@@ -54,8 +66,7 @@ class ColumnLayout:
         self.agent_ids = list(schema.agent_ids)
         self._agent_set = frozenset(self.agent_ids)
         field_index = {f: i for i, f in enumerate(self.field_names)}
-        # (field index, agent, path, shape, storage dtype, accepted input dtypes, spec)
-        self._columns: list[tuple[int, str, tuple, tuple, np.dtype, set[np.dtype], ColumnSpec]] = [
+        self._columns: list[_Column] = [
             (field_index[c.field], c.agent, c.path, c.shape, c.dtype, {c.dtype}, c)
             for c in schema.columns
         ]
@@ -67,10 +78,10 @@ class ColumnLayout:
         self.fast_path = not self._structured
         self._fast_keys = [(field_index[c.field], c.agent) for c in schema.columns]
         self._fast_agent_counts = [len(self.agent_ids)] * len(self.field_names)
-        self._fast_shapes: dict[int, list[tuple]] = {}  # num_envs -> expected shapes
+        self._fast_shapes: dict[int, list[Shape]] = {}  # num_envs -> expected array shapes
         first_dtypes = [c.dtype for c in schema.columns]
         self._first_dtypes = first_dtypes
-        self._fast_dtypes: set[tuple] = {tuple(first_dtypes)}
+        self._fast_dtypes: set[tuple[np.dtype, ...]] = {tuple(first_dtypes)}
         # per field, per agent: (agent, structure, indices of its columns)
         self._assembly = [
             [(agent, schema.structures[(name, agent)],
@@ -104,44 +115,21 @@ class ColumnLayout:
     def prepare(self, values: Sequence[Any], vectorised: bool) -> tuple[list[np.ndarray], int]:
         """Check every leaf against the schema and return the arrays to write, ``(n, *shape)``,
         and ``n``. Without ``vectorised`` a value is one row (no leading axis)."""
-        if len(values) != len(self.field_names):
-            check_mappings(self.field_names, self.agent_ids, values)
-        for per_agent in values:
-            if not isinstance(per_agent, Mapping) or per_agent.keys() != self._agent_set:
-                check_mappings(self.field_names, self.agent_ids, values)
+        self._check_keys(values)
         out: list[np.ndarray] = []
-        n = -1
-        first: tuple | None = None
         for fi, agent, path, shape, dtype, ok_dtypes, spec in self._columns:
             value = values[fi][agent]
-            if path:
-                value = _leaf(value, spec)
-            arr = np.asarray(value)
-            if vectorised:
-                if arr.shape[1:] != shape or arr.ndim == 0:
-                    raise ValueError(_shape_error(spec, arr.shape, ("num_envs", *shape)))
-            else:
+            arr = np.asarray(_leaf(value, spec) if path else value)
+            if not vectorised:
                 if arr.shape != shape:
                     raise ValueError(_shape_error(spec, arr.shape, shape))
                 arr = arr[None]
+            elif arr.shape[1:] != shape or arr.ndim == 0:
+                raise ValueError(_shape_error(spec, arr.shape, ("num_envs", *shape)))
             if arr.dtype not in ok_dtypes:
-                if not np.can_cast(arr.dtype, dtype, "same_kind"):
-                    raise ValueError(
-                        f"agent '{spec.agent}' field '{spec.name.split('/', 1)[1]}': dtype "
-                        f"{arr.dtype} cannot be stored in a {dtype} column (first save's dtype)"
-                    )
-                ok_dtypes.add(arr.dtype)
-            if n != arr.shape[0]:
-                if n == -1:
-                    n, first = arr.shape[0], (spec, arr.shape)
-                else:
-                    assert first is not None
-                    raise ValueError(
-                        f"agents disagree on num_envs: agent '{first[0].agent}' field "
-                        f"'{first[0].field}' has shape {first[1]} but agent '{spec.agent}' field "
-                        f"'{spec.field}' has shape {arr.shape}"
-                    )
+                _accept_dtype(arr.dtype, dtype, ok_dtypes, spec)
             out.append(arr)
+        n = self._common_rows(out)
         if self._structured:
             self._check_structures(values)
         self._fast_dtypes.add(tuple(a.dtype for a in out))
@@ -159,6 +147,26 @@ class ColumnLayout:
             out.append(d)
         return tuple(out)
 
+    def _check_keys(self, values: Sequence[Any]) -> None:
+        """:func:`check_mappings`, run only when a quick look finds something off."""
+        if len(values) != len(self.field_names) or any(
+            not isinstance(v, Mapping) or v.keys() != self._agent_set for v in values
+        ):
+            check_mappings(self.field_names, self.agent_ids, values)
+
+    def _common_rows(self, arrays: Sequence[np.ndarray]) -> int:
+        """The row count every array shares, else ValueError naming two that disagree."""
+        n = arrays[0].shape[0] if arrays else 0
+        for arr, column in zip(arrays, self._columns, strict=True):
+            if arr.shape[0] != n:
+                first, spec = self._columns[0][-1], column[-1]
+                raise ValueError(
+                    f"agents disagree on num_envs: agent '{first.agent}' field "
+                    f"'{first.field}' has shape {arrays[0].shape} but agent '{spec.agent}' "
+                    f"field '{spec.field}' has shape {arr.shape}"
+                )
+        return int(n)
+
     def _check_structures(self, values: Sequence[Mapping[str, Any]]) -> None:
         """Structured (dict / tuple) values must keep the first save's keys exactly."""
         for fi, agent, structure in self._structured:
@@ -168,6 +176,18 @@ class ColumnLayout:
                     f"agent '{agent}' field '{self.field_names[fi]}': structure {got} differs "
                     f"from the first save's {structure}"
                 )
+
+
+def _accept_dtype(got: np.dtype, stored: np.dtype, accepted: set[np.dtype],
+                  spec: ColumnSpec) -> None:
+    """Add ``got`` to a column's ``accepted`` input dtypes if it casts safely to ``stored``,
+    else ValueError naming the column."""
+    if not np.can_cast(got, stored, "same_kind"):
+        raise ValueError(
+            f"agent '{spec.agent}' field '{spec.name.split('/', 1)[1]}': dtype "
+            f"{got} cannot be stored in a {stored} column (first save's dtype)"
+        )
+    accepted.add(got)
 
 
 def _leaf(value: Any, spec: ColumnSpec) -> Any:
@@ -180,7 +200,7 @@ def _leaf(value: Any, spec: ColumnSpec) -> Any:
         ) from None
 
 
-def _shape_error(spec: ColumnSpec, got: tuple, expected: tuple) -> str:
+def _shape_error(spec: ColumnSpec, got: Shape, expected: tuple[int | str, ...]) -> str:
     return (
         f"agent '{spec.agent}' field '{spec.name.split('/', 1)[1]}': shape {tuple(got)} does "
         f"not match {tuple(expected)} (from the first save)"

@@ -199,7 +199,7 @@ class MultiAgentReplayBuffer:
 
     def sample_numpy(self, batch_size: int, consumer: str = "default",
                      member: int | None = None,
-                     replay_ratio: float | None | BufferRatio = BUFFER_RATIO,
+                     replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
                      ) -> SampleBatch | None:
         """A batch as numpy arrays (see :class:`~distmarl.types.SampleBatch`), new rows first,
         or None before ``learning_starts``, while rate-limited, or when there is nothing to
@@ -210,7 +210,7 @@ class MultiAgentReplayBuffer:
         ``member=m, replay_ratio=0`` while off-policy learners mix in replay)."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        r = self.replay_ratio if replay_ratio is BUFFER_RATIO else _check_ratio(replay_ratio)
+        r = self.replay_ratio if isinstance(replay_ratio, BufferRatio) else _check_ratio(replay_ratio)
         if not self.can_sample(batch_size):
             return None
         assert self.storage is not None and self._layout is not None
@@ -222,7 +222,7 @@ class MultiAgentReplayBuffer:
         return SampleBatch(self._layout.assemble(self.storage.gather(indices)), num_new, indices)
 
     def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
-               replay_ratio: float | None | BufferRatio = BUFFER_RATIO,
+               replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
                ) -> tuple[dict[str, Any], ...] | None:
         """A batch as a tuple in ``field_names`` order of ``agent -> torch.Tensor`` on
         ``device``, shape ``(batch_size, *field_shape)``; None when :meth:`sample_numpy` is."""
@@ -231,7 +231,8 @@ class MultiAgentReplayBuffer:
             return None
         from distmarl.buffers.tensors import to_torch
 
-        return to_torch(batch.data, self.device)
+        tensors: tuple[dict[str, Any], ...] = to_torch(batch.data, self.device)
+        return tensors
 
     # ------------------------------------------------------------------ state
     def stats(self) -> dict[str, Any]:

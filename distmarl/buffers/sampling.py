@@ -106,14 +106,15 @@ class ConsumerState:
 def _member_rows(storage: RingStorage, start: int, member: int) -> np.ndarray:
     """Global indices of ``member``'s rows from ``start`` to the newest, in insertion order."""
     candidates = np.arange(start, storage.counter, dtype=np.int64)
-    return candidates[storage.members_of(candidates) == member]
+    mine: np.ndarray = candidates[storage.members_of(candidates) == member]
+    return mine
 
 
 def new_row_share(batch_size: int, replay_ratio: float | None) -> int:
     """How many of ``batch_size`` rows should be new rows: ``round(batch_size * (1 - r))``."""
     if replay_ratio is None:
         return 0
-    return int(round(batch_size * (1.0 - replay_ratio)))
+    return round(batch_size * (1.0 - replay_ratio))
 
 
 def uniform_rows(
@@ -128,7 +129,8 @@ def uniform_rows(
     mine = stored[storage.members_of(stored) == member]
     if len(mine) == 0:
         return _NO_ROWS
-    return mine[rng.integers(0, len(mine), size=count)]
+    drawn: np.ndarray = mine[rng.integers(0, len(mine), size=count)]
+    return drawn
 
 
 class Sampler:

@@ -57,13 +57,13 @@ class BufferShell:
         return AddResult(True, rows, self.buffer.counter)
 
     def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
-               replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> SampleBatch | None:
+               replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> SampleBatch | None:
         """One batch (see :meth:`MultiAgentReplayBuffer.sample_numpy`), or None."""
         return self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio)
 
     def sample_many(self, batch_size: int, consumer: str, num_batches: int,
                     member: int | None = None,
-                    replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> list[SampleBatch]:
+                    replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> list[SampleBatch]:
         """Up to ``num_batches`` batches in one call (stops at the first None): a learner that
         does several updates per step pays Ray's per-call cost once."""
         out = []
@@ -76,14 +76,14 @@ class BufferShell:
 
     def sample_packed(self, batch_size: int, consumer: str = "default",
                       member: int | None = None,
-                      replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> bytes:
+                      replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> bytes:
         """:meth:`sample` as one bytes object (``unpack_batches`` gives a list of 0 or 1
         batches): Ray sends one byte string far cheaper than a dozen arrays."""
         return self.sample_many_packed(batch_size, consumer, 1, member, replay_ratio)
 
     def sample_many_packed(self, batch_size: int, consumer: str, num_batches: int,
                            member: int | None = None,
-                           replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> bytes:
+                           replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> bytes:
         """:meth:`sample_many` as one bytes object (read it with ``unpack_batches``)."""
         return pack_batches(self.sample_many(batch_size, consumer, num_batches, member,
                                              replay_ratio))

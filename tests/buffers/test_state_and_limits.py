@@ -143,12 +143,12 @@ def test_buffer_file_with_wrong_schema(tmp_path) -> None:
     with pytest.raises(ValueError, match="column 'speaker_0/action'"):
         MultiAgentReplayBuffer.load(tmp_path / "retyped.arrow")
     _table_with(tmp_path / "foreign.arrow", pa.table({"x": [1, 2]}))
-    with pytest.raises(ValueError, match="no 'distmarl.buffer' metadata"):
+    with pytest.raises(ValueError, match=r"no 'distmarl\.buffer' metadata"):
         MultiAgentReplayBuffer.load(tmp_path / "foreign.arrow")
     (tmp_path / "junk.arrow").write_bytes(b"not arrow at all")
-    with pytest.raises(ValueError, match="junk.arrow is not a readable"):
+    with pytest.raises(ValueError, match=r"junk\.arrow is not a readable"):
         MultiAgentReplayBuffer.load(tmp_path / "junk.arrow")
-    with pytest.raises(FileNotFoundError, match="nothere.arrow"):
+    with pytest.raises(FileNotFoundError, match=r"nothere\.arrow"):
         MultiAgentReplayBuffer.load(tmp_path / "nothere.arrow")
 
 

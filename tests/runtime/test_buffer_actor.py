@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -73,7 +75,7 @@ def test_many_writers_and_readers_lose_and_duplicate_nothing(ray_local) -> None:
     readers = [_reader_cls(ray).remote(buffer, f"learner-{i}") for i in range(READERS)]
     write_refs = [w.run.remote() for w in writers]
     read_refs = [r.read.remote(40) for r in readers]  # concurrently with the writers
-    written = sorted(sum(ray.get(write_refs), []))
+    written = sorted(itertools.chain.from_iterable(ray.get(write_refs)))
     ray.get(read_refs)
     total = WRITERS * CHUNKS * CHUNK_ROWS
     assert len(written) == total == len(set(written))
@@ -88,7 +90,7 @@ def test_many_writers_and_readers_lose_and_duplicate_nothing(ray_local) -> None:
         parts = [p for p in new_parts if p]
         for part in parts:
             assert part == list(range(part[0], part[0] + len(part)))
-        assert all(a[-1] < b[0] for a, b in zip(parts, parts[1:], strict=False))
+        assert all(a[-1] < b[0] for a, b in itertools.pairwise(parts))
         assert parts[-1][-1] == total - 1
         c = stats["consumers"][f"learner-{i}"]
         assert c["received_new"] == len(new_ids) and c["dropped"] == 0 and c["pending"] == 0
@@ -130,7 +132,7 @@ def test_save_and_load_through_the_actor(ray_local, tmp_path) -> None:
     assert stats["counter"] == 40 and stats["consumers"]["learner-2"]["cursor"] == 15
     batch = ray.get(b.sample.remote(100, "learner-2", 2))
     np.testing.assert_array_equal(batch.indices, np.arange(15, 40))
-    with pytest.raises(FileNotFoundError, match="missing.arrow"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.arrow"):
         ray.get(b.load.remote(str(tmp_path / "missing.arrow")))
     assert ray.get(b.stats.remote())["counter"] == 40  # a failed load changed nothing
     ray.kill(a)
