@@ -199,11 +199,10 @@ class SampleToInsertRatio:
         if error_buffer <= 0:
             raise ValueError(f"error_buffer must be > 0, got {error_buffer}")
         self.samples_per_insert = float(samples_per_insert)
-        self.error_buffer = float(error_buffer)
         self.min_size_to_sample = max(1, int(min_size_to_sample))
         offset = self.samples_per_insert * self.min_size_to_sample
-        self.min_diff = offset - self.error_buffer
-        self.max_diff = offset + self.error_buffer
+        self.min_diff = offset - float(error_buffer)
+        self.max_diff = offset + float(error_buffer)
         self.inserts = 0
         self.samples = 0
 
