@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from distmarl.buffers.schema import BufferSchema
+from distmarl.buffers.storage import MEMBER_COLUMN
 
 META_KEY = b"distmarl.buffer"
 
@@ -44,13 +45,14 @@ def _from_arrow(col: pa.ChunkedArray, shape: tuple[int, ...], dtype: np.dtype, n
     if values.dtype != dtype:
         raise ValueError(f"buffer file {path}: column '{name}' holds {values.dtype}, expected {dtype}")
     try:
-        return values.reshape(len(arr), *shape)
+        rows: np.ndarray = values.reshape(len(arr), *shape)
+        return rows
     except ValueError:
         raise ValueError(f"buffer file {path}: column '{name}' rows do not have shape {shape}") from None
 
 
 def write_state(state: dict[str, Any], path: Path) -> Path:
-    """Write ``state`` (from ``buffer_state``) to ``path`` via a temporary file and a rename."""
+    """Write ``state`` (a ``MultiAgentReplayBuffer.state_dict()``) to ``path`` via a temporary file and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = state["columns"]
     names = list(columns)
@@ -87,7 +89,7 @@ def read_state(path: Path) -> dict[str, Any]:
     columns: dict[str, np.ndarray] = {}
     if meta.get("schema") is not None:
         schema = BufferSchema.from_json(meta["schema"])
-        expected = {c.name for c in schema.columns} | {"__member__"}
+        expected = {c.name for c in schema.columns} | {MEMBER_COLUMN}
         missing = sorted(expected - set(table.column_names))
         unknown = sorted(set(table.column_names) - expected)
         if missing or unknown:
@@ -96,6 +98,6 @@ def read_state(path: Path) -> dict[str, Any]:
         for spec in schema.columns:
             columns[spec.name] = _from_arrow(table.column(spec.name), spec.shape, spec.dtype,
                                              spec.name, path)
-        columns["__member__"] = _from_arrow(table.column("__member__"), (), np.dtype(np.int32),
-                                            "__member__", path)
+        columns[MEMBER_COLUMN] = _from_arrow(table.column(MEMBER_COLUMN), (), np.dtype(np.int32),
+                                             MEMBER_COLUMN, path)
     return {"meta": meta, "columns": columns}

@@ -1,4 +1,15 @@
-"""Which rows a sample returns: per-consumer mix-in of new rows, uniform replay, rate limiting.
+"""Which rows a sample returns: per-consumer new rows, uniform replay, rate limiting.
+
+A batch of ``batch_size`` rows drawn with ``replay_ratio``:
+
+- ``None``: uniform replay, every row drawn uniformly (with replacement) from the stored rows.
+- ``r`` in ``(0, 1)``, mix-in: the new part is the *newest* ``round(batch_size * (1 - r))``
+  rows this consumer has not received, the rest uniform replay (RLlib's mix-in: a row added
+  just before a sample comes back in that sample). Older unreceived rows are passed over: they
+  are never returned as new, stay reachable by replay, and are counted in the consumer's
+  ``skipped``. A consumer seen for the first time gets the newest rows.
+- ``0``, streaming: only new rows, each exactly once and oldest first (an on-policy learner
+  reads its member's rows this way); a batch holds fewer rows when fewer are new.
 
 Pure index arithmetic over :class:`~distmarl.buffers.storage.RingStorage`'s global row indices;
 nothing here copies row data.
@@ -6,57 +17,104 @@ nothing here copies row data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from distmarl.buffers.storage import RingStorage
 
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
 
 @dataclass
 class ConsumerState:
-    """One reader's position in the stream of rows.
+    """One reader's position in the stream of rows, and its counters.
 
-    ``cursor`` is the global index of the first row this consumer has not yet received as new;
-    ``dropped`` counts rows that were overwritten before it received them.
+    ``cursor``: global index of the first row this consumer has neither received as new nor
+    passed over. ``received_new``: rows returned to it as new. ``dropped``: rows the ring
+    overwrote before it received or passed over them. ``skipped``: rows passed over by mix-in
+    sampling because newer rows filled the new part (still reachable by replay).
     """
 
     cursor: int = 0
     received_new: int = 0
     dropped: int = 0
+    skipped: int = 0
+
+    def stream(self, storage: RingStorage, limit: int, member: int | None) -> np.ndarray:
+        """Up to ``limit`` unreceived rows, oldest first; the cursor moves past them only.
+
+        With ``member`` set, rows of other members are skipped over (they are not for this
+        consumer) without counting.
+        """
+        start = self._first_stored(storage)
+        if limit <= 0 or start >= storage.counter:
+            return _NO_ROWS
+        if member is None:
+            stop = min(storage.counter, start + limit)
+            taken = np.arange(start, stop, dtype=np.int64)
+            self.cursor = stop
+        else:
+            mine = _member_rows(storage, start, member)
+            taken = mine[:limit]
+            self.cursor = int(taken[-1]) + 1 if len(taken) == limit else storage.counter
+        self.received_new += len(taken)
+        return taken
+
+    def mix_in(self, storage: RingStorage, limit: int, member: int | None) -> np.ndarray:
+        """The newest ``limit`` unreceived rows (``member``'s only when given), in insertion
+        order; every older unreceived row is passed over, so the cursor moves to the end."""
+        start = self._first_stored(storage)
+        stop = storage.counter
+        if member is None:
+            unreceived = stop - start
+            taken = np.arange(stop - min(max(limit, 0), unreceived), stop, dtype=np.int64)
+        else:
+            mine = _member_rows(storage, start, member) if start < stop else _NO_ROWS
+            unreceived = len(mine)
+            taken = mine[unreceived - min(max(limit, 0), unreceived):]
+        self.cursor = stop
+        self.received_new += len(taken)
+        self.skipped += unreceived - len(taken)
+        return taken
+
+    def pending(self, storage: RingStorage | None) -> int:
+        """Unreceived rows still stored (of any member)."""
+        if storage is None:
+            return 0
+        return max(0, storage.counter - max(self.cursor, storage.oldest))
+
+    def state_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> ConsumerState:
+        """A consumer from :meth:`state_dict` (a state without ``skipped`` counts none)."""
+        return cls(cursor=int(state["cursor"]), received_new=int(state["received_new"]),
+                   dropped=int(state["dropped"]), skipped=int(state.get("skipped", 0)))
+
+    def _first_stored(self, storage: RingStorage) -> int:
+        """Move the cursor past rows the ring overwrote (counting them) and return it."""
+        start = max(self.cursor, storage.oldest)
+        self.dropped += start - self.cursor
+        self.cursor = start
+        return start
+
+
+def _member_rows(storage: RingStorage, start: int, member: int) -> np.ndarray:
+    """Global indices of ``member``'s rows from ``start`` to the newest, in insertion order."""
+    candidates = np.arange(start, storage.counter, dtype=np.int64)
+    mine: np.ndarray = candidates[storage.members_of(candidates) == member]
+    return mine
 
 
 def new_row_share(batch_size: int, replay_ratio: float | None) -> int:
     """How many of ``batch_size`` rows should be new rows: ``round(batch_size * (1 - r))``."""
     if replay_ratio is None:
         return 0
-    return int(round(batch_size * (1.0 - replay_ratio)))
-
-
-def take_new_rows(
-    storage: RingStorage, consumer: ConsumerState, limit: int, member: int | None
-) -> np.ndarray:
-    """Advance ``consumer`` over up to ``limit`` unreceived rows, oldest first; return them.
-
-    With ``member`` set, rows of other members are skipped (they are not for this consumer).
-    """
-    start = max(consumer.cursor, storage.oldest)
-    consumer.dropped += start - consumer.cursor
-    if limit <= 0 or start >= storage.counter:
-        consumer.cursor = start
-        return np.empty(0, dtype=np.int64)
-    if member is None:
-        stop = min(storage.counter, start + limit)
-        taken = np.arange(start, stop, dtype=np.int64)
-        consumer.cursor = stop
-    else:
-        candidates = np.arange(start, storage.counter, dtype=np.int64)
-        mine = candidates[storage.members_of(candidates) == member]
-        taken = mine[:limit]
-        consumer.cursor = int(taken[-1]) + 1 if len(taken) == limit else storage.counter
-    consumer.received_new += len(taken)
-    return taken
+    return round(batch_size * (1.0 - replay_ratio))
 
 
 def uniform_rows(
@@ -64,14 +122,64 @@ def uniform_rows(
 ) -> np.ndarray:
     """``count`` stored rows drawn uniformly with replacement (only ``member``'s when given)."""
     if count <= 0 or storage.size == 0:
-        return np.empty(0, dtype=np.int64)
+        return _NO_ROWS
     if member is None:
         return storage.oldest + rng.integers(0, storage.size, size=count, dtype=np.int64)
     stored = storage.stored_indices()
     mine = stored[storage.members_of(stored) == member]
     if len(mine) == 0:
-        return np.empty(0, dtype=np.int64)
-    return mine[rng.integers(0, len(mine), size=count)]
+        return _NO_ROWS
+    drawn: np.ndarray = mine[rng.integers(0, len(mine), size=count)]
+    return drawn
+
+
+class Sampler:
+    """The consumers' cursors and the replay generator: picks the global rows of each batch.
+
+    :param seed: seed of the generator that draws replay rows.
+    """
+
+    def __init__(self, seed: int | None) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.consumers: dict[str, ConsumerState] = {}
+
+    def consumer(self, name: str, storage: RingStorage | None) -> ConsumerState:
+        """The named consumer; a new one starts at the oldest stored row."""
+        state = self.consumers.get(name)
+        if state is None:
+            oldest = 0 if storage is None else storage.oldest
+            state = self.consumers[name] = ConsumerState(cursor=oldest)
+        return state
+
+    def draw(self, storage: RingStorage, batch_size: int, consumer: str, member: int | None,
+             replay_ratio: float | None) -> tuple[np.ndarray, int]:
+        """Global indices of one batch, new rows first, and how many are new (see the module
+        docstring for what each ``replay_ratio`` returns)."""
+        state = self.consumer(consumer, storage)
+        if replay_ratio is None:
+            return uniform_rows(storage, batch_size, self.rng, member), 0
+        if replay_ratio == 0:
+            new = state.stream(storage, batch_size, member)
+            return new, len(new)
+        new = state.mix_in(storage, new_row_share(batch_size, replay_ratio), member)
+        replay = uniform_rows(storage, batch_size - len(new), self.rng, member)
+        return np.concatenate([new, replay]), len(new)
+
+    def stats(self, storage: RingStorage | None) -> dict[str, dict[str, int]]:
+        """Per consumer: its counters and ``pending`` (unreceived rows still stored)."""
+        return {name: {**s.state_dict(), "pending": s.pending(storage)}
+                for name, s in self.consumers.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """``consumers`` (name -> counters) and ``rng`` (the generator's state): JSON-able."""
+        return {"consumers": {name: s.state_dict() for name, s in self.consumers.items()},
+                "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        consumers = {str(name): ConsumerState.from_state(c)
+                     for name, c in state["consumers"].items()}
+        self.rng.bit_generator.state = state["rng"]
+        self.consumers = consumers
 
 
 class SampleToInsertRatio:
@@ -91,13 +199,18 @@ class SampleToInsertRatio:
         if error_buffer <= 0:
             raise ValueError(f"error_buffer must be > 0, got {error_buffer}")
         self.samples_per_insert = float(samples_per_insert)
-        self.error_buffer = float(error_buffer)
         self.min_size_to_sample = max(1, int(min_size_to_sample))
         offset = self.samples_per_insert * self.min_size_to_sample
-        self.min_diff = offset - self.error_buffer
-        self.max_diff = offset + self.error_buffer
+        self.min_diff = offset - float(error_buffer)
+        self.max_diff = offset + float(error_buffer)
         self.inserts = 0
         self.samples = 0
+
+    def record_insert(self, rows: int) -> None:
+        self.inserts += rows
+
+    def record_sample(self, rows: int) -> None:
+        self.samples += rows
 
     def diff(self, extra_inserts: int = 0, extra_samples: int = 0) -> float:
         return (self.inserts + extra_inserts) * self.samples_per_insert - (
@@ -115,6 +228,6 @@ class SampleToInsertRatio:
     def state_dict(self) -> dict[str, Any]:
         return {"inserts": self.inserts, "samples": self.samples}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.inserts = int(state["inserts"])
-        self.samples = int(state["samples"])
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        inserts, samples = int(state["inserts"]), int(state["samples"])
+        self.inserts, self.samples = inserts, samples

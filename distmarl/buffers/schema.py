@@ -16,6 +16,10 @@ import numpy as np
 
 #: A value's structure: ``None`` for an array leaf, else a dict (key -> structure) or a tuple.
 Structure = Any
+#: Where a leaf sits inside a value: dict keys and tuple positions, outermost first.
+LeafPath = tuple[str | int, ...]
+#: One array leaf of a value and its path.
+Leaf = tuple[LeafPath, Any]
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class ColumnSpec:
 
     agent: str
     field: str
-    path: tuple[str | int, ...]
+    path: LeafPath
     shape: tuple[int, ...]
     dtype: np.dtype
 
@@ -69,10 +73,10 @@ def storage_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-def flatten(value: Any, path: tuple[str | int, ...] = ()) -> tuple[Structure, list[tuple]]:
+def flatten(value: Any, path: LeafPath = ()) -> tuple[Structure, list[Leaf]]:
     """Split a value into its structure and ``(path, leaf)`` pairs, leaves in a fixed order."""
     if isinstance(value, Mapping):
-        leaves: list[tuple] = []
+        leaves: list[Leaf] = []
         structure = {}
         for key in value:
             structure[key], sub = flatten(value[key], (*path, key))
@@ -103,7 +107,7 @@ def unflatten(structure: Structure, leaves: Sequence[Any]) -> Any:
     return build(structure)
 
 
-def lookup(value: Any, path: tuple[str | int, ...]) -> Any:
+def lookup(value: Any, path: LeafPath) -> Any:
     """``value[path[0]][path[1]]...``."""
     for key in path:
         value = value[key]

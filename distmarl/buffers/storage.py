@@ -8,7 +8,8 @@ construction, and lets consumers keep plain integer cursors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,8 @@ from distmarl.buffers.schema import ColumnSpec
 
 #: Member tag of rows that belong to no population member.
 NO_MEMBER = -1
+#: Name of the member-tag column in a storage state (and in buffer files).
+MEMBER_COLUMN = "__member__"
 
 
 class RingStorage:
@@ -43,10 +46,6 @@ class RingStorage:
     def nbytes(self) -> int:
         """Bytes held by the preallocated arrays (the whole capacity)."""
         return sum(a.nbytes for a in self.arrays) + self.member.nbytes
-
-    def row_bytes(self) -> int:
-        """Bytes of one stored row, tags included."""
-        return self.nbytes() // self.capacity
 
     def write(self, values: Sequence[np.ndarray], n: int, member: int | None) -> None:
         """Append ``n`` rows; ``values[c]`` has shape ``(n, *specs[c].shape)``, already checked.
@@ -99,22 +98,32 @@ class RingStorage:
         """Global indices of all stored rows, oldest first."""
         return np.arange(self.oldest, self.counter, dtype=np.int64)
 
-    def clear(self) -> None:
-        self.counter = 0
-        self.size = 0
-        self.member.fill(NO_MEMBER)
-        self._tagged = False
-
     def logical_columns(self) -> tuple[list[np.ndarray], np.ndarray]:
         """Copies of every stored row in insertion order (oldest first), and their member tags."""
         idx = self.stored_indices()
         return self.gather(idx), self.members_of(idx)
 
-    def restore(self, values: Sequence[np.ndarray], member: np.ndarray, counter: int) -> None:
-        """Replace the contents with rows ``counter - n .. counter - 1`` given oldest first.
+    def state_dict(self) -> dict[str, Any]:
+        """``counter`` (rows ever added) and ``columns``: a copy of every stored row in insertion
+        order, ``{spec.name: (size, *spec.shape)}`` plus ``MEMBER_COLUMN: (size,) int32``."""
+        values, member = self.logical_columns()
+        columns = {spec.name: v for spec, v in zip(self.specs, values, strict=True)}
+        columns[MEMBER_COLUMN] = member
+        return {"counter": self.counter, "columns": columns}
 
-        Keeps the newest ``capacity`` rows when more are given (a smaller buffer).
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Replace the contents with a :meth:`state_dict` of storage with the same columns.
+
+        Every column is checked against ``specs`` first, so a bad state changes nothing. More
+        rows than the capacity (a state of a larger buffer) keep the newest ``capacity`` rows.
         """
+        columns = state["columns"]
+        member = np.asarray(columns[MEMBER_COLUMN], dtype=np.int32)
+        values = [_checked_column(columns, spec, len(member)) for spec in self.specs]
+        self._restore(values, member, int(state["counter"]))
+
+    def _restore(self, values: Sequence[np.ndarray], member: np.ndarray, counter: int) -> None:
+        """Replace the contents with rows ``counter - n .. counter - 1`` given oldest first."""
         n = len(member)
         keep = min(n, self.capacity)
         pos = np.arange(counter - keep, counter, dtype=np.int64) % self.capacity
@@ -124,3 +133,17 @@ class RingStorage:
         self._tagged = bool((self.member != NO_MEMBER).any())
         self.counter = int(counter)
         self.size = keep
+
+
+def _checked_column(columns: Mapping[str, Any], spec: ColumnSpec, rows: int) -> np.ndarray:
+    """``columns[spec.name]`` as an array of shape ``(rows, *spec.shape)`` and ``spec.dtype``,
+    else ValueError naming the column."""
+    if spec.name not in columns:
+        raise ValueError(f"buffer state has no column '{spec.name}'")
+    arr = np.asarray(columns[spec.name])
+    if arr.shape != (rows, *spec.shape) or arr.dtype != spec.dtype:
+        raise ValueError(
+            f"buffer state column '{spec.name}' has shape {arr.shape} dtype {arr.dtype}, "
+            f"expected {(rows, *spec.shape)} {spec.dtype}"
+        )
+    return arr

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -57,17 +56,14 @@ class BufferShell:
         rows = self.buffer.add(chunk.data, member=chunk.member)
         return AddResult(True, rows, self.buffer.counter)
 
-    def add_many(self, chunks: Sequence[TransitionChunk]) -> list[AddResult]:
-        return [self.add(c) for c in chunks]
-
     def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
-               replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> SampleBatch | None:
+               replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> SampleBatch | None:
         """One batch (see :meth:`MultiAgentReplayBuffer.sample_numpy`), or None."""
         return self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio)
 
     def sample_many(self, batch_size: int, consumer: str, num_batches: int,
                     member: int | None = None,
-                    replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> list[SampleBatch]:
+                    replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> list[SampleBatch]:
         """Up to ``num_batches`` batches in one call (stops at the first None): a learner that
         does several updates per step pays Ray's per-call cost once."""
         out = []
@@ -80,14 +76,14 @@ class BufferShell:
 
     def sample_packed(self, batch_size: int, consumer: str = "default",
                       member: int | None = None,
-                      replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> bytes:
+                      replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> bytes:
         """:meth:`sample` as one bytes object (``unpack_batches`` gives a list of 0 or 1
         batches): Ray sends one byte string far cheaper than a dozen arrays."""
         return self.sample_many_packed(batch_size, consumer, 1, member, replay_ratio)
 
     def sample_many_packed(self, batch_size: int, consumer: str, num_batches: int,
                            member: int | None = None,
-                           replay_ratio: float | None | BufferRatio = BUFFER_RATIO) -> bytes:
+                           replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> bytes:
         """:meth:`sample_many` as one bytes object (read it with ``unpack_batches``)."""
         return pack_batches(self.sample_many(batch_size, consumer, num_batches, member,
                                              replay_ratio))
@@ -109,9 +105,6 @@ class BufferShell:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.buffer.load_state_dict(state)
-
-    def ping(self) -> bool:
-        return True
 
     def incarnation(self) -> str:
         return self._incarnation

@@ -117,17 +117,79 @@ def test_mix_in_share_of_new_rows_is_exact() -> None:
     assert abs(new_total / total - (1 - r)) < 1e-9
 
 
-def test_mix_in_new_rows_come_oldest_first_and_each_once() -> None:
+def test_mix_in_returns_the_just_added_rows_behind_a_backlog() -> None:
+    """4,000 rows stored, one sample, then 8 new rows before each sample(64) at r = 0.75: the
+    new part of every batch is exactly the 8 rows just added (8/64 of the batch), however
+    large the backlog the first sample passed over."""
+    buf = make(100_000, replay_ratio=0.75)
+    buf.add(rows(np.arange(4000)))
+    first = buf.sample_numpy(64, "learner")
+    assert first.num_new == 16
+    np.testing.assert_array_equal(first.indices[:16], np.arange(3984, 4000))  # the newest
+    assert buf.stats()["consumers"]["learner"]["skipped"] == 4000 - 16
+    next_id, just_added_in_new, total = 4000, 0, 0
+    for _ in range(300):
+        just_added = np.arange(next_id, next_id + 8)
+        buf.add(rows(just_added))
+        next_id += 8
+        batch = buf.sample_numpy(64, "learner")
+        ids = check_aligned(batch.data)
+        assert len(ids) == 64 and batch.num_new == 8
+        np.testing.assert_array_equal(ids[:8], just_added)
+        assert np.isin(ids[8:], np.arange(next_id)).all()  # the rest is replay of stored rows
+        just_added_in_new += int(np.isin(ids[: batch.num_new], just_added).sum())
+        total += len(ids)
+    assert just_added_in_new / total == 8 / 64
+    stats = buf.stats()["consumers"]["learner"]
+    assert (stats["received_new"], stats["skipped"], stats["pending"]) == (16 + 300 * 8, 3984, 0)
+
+
+def test_mix_in_consumer_seen_first_gets_the_newest_rows() -> None:
     buf = make(10_000, replay_ratio=0.5)
     buf.add(rows(np.arange(300)))
-    seen = []
-    for _ in range(20):
+    batch = buf.sample_numpy(32, "late")
+    assert batch.num_new == 16
+    np.testing.assert_array_equal(batch.indices[:16], np.arange(284, 300))
+    buf.add(rows(np.arange(300, 305)))
+    after = buf.sample_numpy(32, "late")  # fewer new rows than the share: all of them
+    assert after.num_new == 5 and len(after.indices) == 32
+    np.testing.assert_array_equal(after.indices[:5], np.arange(300, 305))
+    assert buf.sample_numpy(32, "late").num_new == 0  # nothing new: all replay
+    c = buf.consumers["late"]
+    assert (c.cursor, c.received_new, c.skipped, c.dropped) == (305, 21, 284, 0)
+
+
+def test_mix_in_passes_over_older_rows_when_more_arrive_than_the_share() -> None:
+    """More rows added between samples than the new share: the newest come back, the older
+    ones are never returned as new (only as replay), and every row is received or skipped."""
+    buf = make(10_000, replay_ratio=0.5)
+    received: list[int] = []
+    next_id = 0
+    for n in [40, 3, 16, 17, 100, 1]:
+        buf.add(rows(np.arange(next_id, next_id + n)))
+        next_id += n
         batch = buf.sample_numpy(32, "c")
-        seen.extend(batch.indices[: batch.num_new].tolist())
-    assert seen == list(range(300))[: len(seen)] and len(seen) == 300  # 20 * 16 >= 300
+        new = batch.indices[: batch.num_new].tolist()
+        assert new == list(range(next_id - min(n, 16), next_id))
+        received.extend(new)
+    c = buf.consumers["c"]
+    assert len(set(received)) == len(received) == c.received_new
+    assert c.received_new + c.skipped == next_id
+
+
+def test_mix_in_with_member_filter_returns_that_members_newest_rows() -> None:
+    buf = make(1000, replay_ratio=0.5)
+    for start in range(0, 120, 10):
+        buf.add(rows(np.arange(start, start + 10)), member=(start // 10) % 3)
+    batch = buf.sample_numpy(16, "m1", member=1)
+    ids = check_aligned(batch.data)
+    assert batch.num_new == 8 and set((ids // 10) % 3) == {1}
+    np.testing.assert_array_equal(ids[:8], np.arange(102, 110))  # member 1's newest rows
+    assert buf.consumers["m1"].skipped == 40 - 8  # member 1's older rows, not the others'
 
 
 def test_replay_ratio_zero_streams_each_new_row_once_then_none() -> None:
+    """r = 0 is in-order streaming: a backlog comes back oldest first, each row once."""
     buf = make(1000, replay_ratio=0.0)
     buf.add(rows(np.arange(50)))
     a = buf.sample_numpy(32, "c")

@@ -38,10 +38,10 @@ def test_rate_limiter_keeps_the_ratio_over_a_long_run() -> None:
     size = 0
     for _ in range(5000):
         if rng.random() < 0.7 and limiter.can_insert(10, size):  # a fast writer
-            limiter.inserts += 10
+            limiter.record_insert(10)
             size += 10
         elif limiter.can_sample(32, size):
-            limiter.samples += 32
+            limiter.record_sample(32)
     ratio = limiter.samples / limiter.inserts
     assert abs(limiter.diff() - 100) <= 100 + 32
     assert 1.9 < ratio <= 2.0
@@ -62,6 +62,21 @@ def test_state_dict_round_trip_restores_rows_cursors_and_rng() -> None:
     a.add(rows(np.arange(70, 75)))
     b.add(rows(np.arange(70, 75)))
     np.testing.assert_array_equal(a.sample_numpy(8, "y").indices, b.sample_numpy(8, "y").indices)
+
+
+def test_state_with_consumers_without_skipped_counts_loads() -> None:
+    """Saved states whose consumers carry no ``skipped`` counter load with zero skipped."""
+    a = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3, replay_ratio=0.0)
+    a.add(rows(np.arange(30)))
+    a.sample_numpy(10, "x")
+    state = a.state_dict()
+    assert state["meta"]["consumers"]["x"] == {"cursor": 10, "received_new": 10, "dropped": 0,
+                                               "skipped": 0}
+    del state["meta"]["consumers"]["x"]["skipped"]
+    b = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3, replay_ratio=0.0)
+    b.load_state_dict(state)
+    assert b.consumers["x"] == a.consumers["x"]
+    np.testing.assert_array_equal(b.sample_numpy(32, "x").indices, np.arange(10, 30))
 
 
 @pytest.mark.parametrize("suffix", [".arrow", ".parquet"])
@@ -128,12 +143,12 @@ def test_buffer_file_with_wrong_schema(tmp_path) -> None:
     with pytest.raises(ValueError, match="column 'speaker_0/action'"):
         MultiAgentReplayBuffer.load(tmp_path / "retyped.arrow")
     _table_with(tmp_path / "foreign.arrow", pa.table({"x": [1, 2]}))
-    with pytest.raises(ValueError, match="no 'distmarl.buffer' metadata"):
+    with pytest.raises(ValueError, match=r"no 'distmarl\.buffer' metadata"):
         MultiAgentReplayBuffer.load(tmp_path / "foreign.arrow")
     (tmp_path / "junk.arrow").write_bytes(b"not arrow at all")
-    with pytest.raises(ValueError, match="junk.arrow is not a readable"):
+    with pytest.raises(ValueError, match=r"junk\.arrow is not a readable"):
         MultiAgentReplayBuffer.load(tmp_path / "junk.arrow")
-    with pytest.raises(FileNotFoundError, match="nothere.arrow"):
+    with pytest.raises(FileNotFoundError, match=r"nothere\.arrow"):
         MultiAgentReplayBuffer.load(tmp_path / "nothere.arrow")
 
 
