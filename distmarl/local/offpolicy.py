@@ -60,6 +60,8 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
         t = time.perf_counter()
         while owed >= 1:  # the updates these transitions are owed
             batch = buffer.sample_numpy(int(algo.hp["batch_size"]))
+            if batch is None:  # rate-limited (buffer.samples_per_insert): owed until more data
+                break
             metrics = algo.learn(to_torch(dict(zip(OFF_POLICY_FIELDS, batch.data))))
             owed -= 1
             updates += 1
