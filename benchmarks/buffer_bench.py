@@ -1,6 +1,6 @@
 """Replay buffer speed and memory, against a plain numpy ring measured in the same run.
 
-    .venv/bin/python benchmarks/buffer_bench.py [--quick] [--no-actor]
+    .venv/bin/python -m benchmarks.buffer_bench [--quick] [--no-actor]
 
 Shapes are speaker-listener's (obs 3 and 11, actions 3 and 5, two agents; fields obs, action,
 reward, next_obs, done). Prints:
@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.timing import best_rate  # noqa: E402
-from distmarl.buffers import MultiAgentReplayBuffer  # noqa: E402
+from benchmarks.timing import best_rate
+from distmarl.buffers import MultiAgentReplayBuffer
 
 AGENTS = ["speaker_0", "listener_0"]
 FIELDS = ["obs", "action", "reward", "next_obs", "done"]

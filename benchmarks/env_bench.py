@@ -1,6 +1,6 @@
 """Env steps per second: VectorParallelEnv (sync / async; 1, 8, 32 sub-envs) vs a plain loop.
 
-Run: ``python benchmarks/env_bench.py [--env mpe2:simple_spread_v3] [--seconds 1.5]``
+    .venv/bin/python -m benchmarks.env_bench [--env mpe2:simple_spread_v3] [--seconds 1.5]
 
 Every configuration runs in this one process, with random actions drawn up front (policy cost
 excluded). "cores used" is measured, not assumed: CPU seconds of this process plus its worker

@@ -6,7 +6,7 @@ hidden layers of the usual "64-64" MLP, plus the head layer where critics take t
 One update = one ``learn(batch)`` call: every critic, the actors (MATD3: every ``policy_freq``-th
 call) and the soft target updates.
 
-    .venv/bin/python benchmarks/learner_speed.py [--threads 1] [--seconds 3]
+    .venv/bin/python -m benchmarks.learner_speed [--threads 1] [--seconds 3]
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """Does a member learn? Evaluation score against env steps on mpe2 speaker-listener (not a test).
 
-Each (algorithm, seed) job trains one member with the single-process reference trainer
-(``examples/single_process.py``; on-policy algorithms with ``examples/single_process_onpolicy.py``
-once it exists) on ``simple_speaker_listener_v4`` (continuous actions, 25-step episodes, score
-summed over agents), evaluating every ``--eval-every`` env steps on 32 episodes (4 per sub-env of
-the 8-sub-env eval venv, seeded per run and per evaluation). Reported per job: the evaluation history, the final score (mean of the
-last 3 evaluations), the env steps at which the score first reached ``--target`` and the wall
-seconds; per algorithm: the mean final score over seeds and how many seeds reached the target. A
-uniform random policy is scored in the same run (~100 episodes, same scoring code).
+Each (algorithm, seed) job trains one member with the single-process trainer of its family
+(:func:`distmarl.local.train_local`) on ``simple_speaker_listener_v4`` (continuous actions,
+25-step episodes, score summed over agents), evaluating every ``--eval-every`` env steps on 32
+episodes (4 per sub-env of the 8-sub-env eval venv, seeded per run and per evaluation). Reported
+per job: the evaluation history, the final score (mean of the last 3 evaluations), the env steps
+at which the score first reached ``--target`` and the wall seconds; per algorithm: the mean final
+score over seeds and how many seeds reached the target. A uniform random policy is scored in the
+same run (~100 episodes, same scoring code).
 
 Jobs run as separate processes, at most ``--workers`` (2) at a time, each with one torch thread
 and ``os.nice(10)``; on Linux they end with the benchmark's process, even when it is killed.
 
-    .venv/bin/python benchmarks/learning.py --algos MADDPG MATD3 --seeds 0 1 2 \
+    .venv/bin/python -m benchmarks.learning --algos MADDPG MATD3 --seeds 0 1 2 \
         --steps 300000 --eval-every 10000 --json out.json [--set algorithm.hp.batch_size=256]
 
 ``--final-episodes N`` scores each trained member (and the baselines) on N fixed episodes (one
@@ -22,14 +22,13 @@ points per member, 1000 about 0.4); ``--save-dir DIR`` keeps the trained members
 or more ``--algos`` the report ends with the last one's fixed-episode score minus the first's,
 seed by seed, its mean and standard error.
 
-Target (issue 4): MADDPG and MATD3 both reach -30 within 300k env steps on at least 2 of 3 seeds.
+Target: MADDPG and MATD3 both reach -30 within 300k env steps on at least 2 of 3 seeds.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import math
 import multiprocessing
@@ -44,15 +43,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
-EXAMPLES = ROOT / "examples"
-#: trainer script per algorithm family; each defines ``train_member(cfg, steps, seed,
-#: eval_every, log)`` returning at least ``history`` as ``[(env_steps, mean eval score), ...]``.
-TRAINERS = {"off_policy": EXAMPLES / "single_process.py",
-            "on_policy": EXAMPLES / "single_process_onpolicy.py"}
-ON_POLICY = {"IPPO", "MAPPO"}
 TARGET = -30.0
 FINAL_EVALS = 3  # final score = mean of the last 3 evaluations
 #: The trained policies and the baselines are also scored on the same fixed ~100 episodes (the
@@ -62,22 +53,6 @@ FINAL_EVALS = 3  # final score = mean of the last 3 evaluations
 BASELINE_EPISODES = 100
 BASELINE_SEED = 12345
 MIN_SEEDS_AT_TARGET = 2
-
-
-def _load_module(path: Path) -> Any:
-    if not path.exists():
-        raise FileNotFoundError(f"trainer {path} does not exist (yet)")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def trainer_for(algo_name: str) -> Any:
-    """The ``train_member`` function of the reference trainer for ``algo_name``."""
-    family = "on_policy" if algo_name in ON_POLICY else "off_policy"
-    return _load_module(TRAINERS[family]).train_member
 
 
 def load(algo: str, config_path: str | Path | None = None, sets: Sequence[str] = ()) -> Any:
@@ -129,21 +104,21 @@ def run_one(algo: str, seed: int, steps: int, eval_every: int,
     its ``state_dict()`` is saved there (``<algo>_seed<seed>.pt``, see :func:`rescore`)."""
     import torch
 
+    from distmarl.local import train_local
+
     torch.set_num_threads(1)
     cfg = load(algo, config_path, sets)
-    train_member = trainer_for(cfg.algorithm.name)
     start = time.perf_counter()
     with contextlib.redirect_stdout(_Prefixed(f"{algo} seed {seed}: ")) if log \
             else contextlib.nullcontext():
-        result = train_member(cfg, steps, seed, eval_every, log)
+        result = train_local(cfg, steps, seed, eval_every, log)
     wall = time.perf_counter() - start
-    history = [(int(s), float(score)) for s, score in result["history"]]
-    trained = result.get("algo")
-    final_eval = None if trained is None else score_policy(cfg, trained, final_episodes)
-    saved = None if trained is None or not save_dir else \
-        save_member(trained, save_dir, cfg.algorithm.name, seed)
-    return {"algo": cfg.algorithm.name, "seed": seed, "steps": int(result["env_steps"]),
-            "sets": list(sets), "updates": int(result.get("updates", 0)),
+    history = [(int(s), float(score)) for s, score in result.history]
+    final_eval = score_policy(cfg, result.algo, final_episodes)
+    saved = None if not save_dir else \
+        save_member(result.algo, save_dir, cfg.algorithm.name, seed)
+    return {"algo": cfg.algorithm.name, "seed": seed, "steps": int(result.env_steps),
+            "sets": list(sets), "updates": int(result.updates),
             "history": history, "final_score": final_score(history),
             "final_eval": final_eval,
             "steps_to_target": steps_to(history, target),

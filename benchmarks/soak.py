@@ -1,7 +1,7 @@
 """Soak: a long run of the example config, sampling every actor's memory and the object store.
 
-    .venv/bin/python benchmarks/soak.py                      # 30 minutes, a sample a minute
-    .venv/bin/python benchmarks/soak.py --minutes 2 --interval-s 15 --warmup-min 0.5  # smoke
+    .venv/bin/python -m benchmarks.soak                      # 30 minutes, a sample a minute
+    .venv/bin/python -m benchmarks.soak --minutes 2 --interval-s 15 --warmup-min 0.5  # smoke
 
 Runs ``examples/configs/speaker_listener_maddpg.yaml`` (``--config``, ``--set`` overrides)
 through the real trainer (``distmarl.runtime.trainer.train``, a local Ray, MLflow tracking and
@@ -43,7 +43,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
-sys.path.insert(0, str(ROOT))
 
 MIB = 1024 * 1024
 SHORT = {"Coordinator": "coord", "BufferShell": "buffer", "LearnerShell": "learner",
@@ -299,7 +298,7 @@ def print_verdicts(verdicts: list[Verdict], start_s: float | None, tolerance: fl
 # ------------------------------------------------------------------------------------ main
 def main() -> int:
     args = parse_args()
-    import ray  # noqa: F401 - first: it puts its psutil on sys.path
+    import ray  # first: it puts its psutil on sys.path
 
     from distmarl.config import load_config
     from distmarl.runtime.cluster import init_ray

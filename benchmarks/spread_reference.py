@@ -1,6 +1,6 @@
 """Hand-written controllers for mpe2 ``simple_spread_v3``: what a spread score means (not a test).
 
-Scored on the same fixed episodes as ``benchmarks/learning.py``'s trained members and baselines
+Scored on the same fixed episodes as :mod:`benchmarks.learning`'s trained members and baselines
 (its ``score_policy``, same ``--config`` / ``--set`` / ``--episodes``), summed over agents:
 
 * ``greedy``: every agent steers to the landmark nearest to itself. Agents that share a nearest
@@ -10,7 +10,7 @@ Scored on the same fixed episodes as ``benchmarks/learning.py``'s trained member
   relative to itself) and steers to its own landmark. All agents find the same assignment, so
   this is a decentralised policy that covers every landmark: spread's coordination solved.
 
-``--members DIR`` (members saved by ``learning.py --save-dir``, with the config they were trained
+``--members DIR`` (members saved by ``python -m benchmarks.learning --save-dir``, with the config they were trained
 on) adds a profile of what each policy does by the end of an episode, next to the controllers':
 the sum over landmarks of the nearest agent's distance, the landmarks with an agent within 0.1
 (mpe2's "covered"), and how many different landmarks the agents are nearest to.
@@ -18,39 +18,26 @@ the sum over landmarks of the nearest agent's distance, the landmarks with an ag
 Both steer with a PD law ``u = kp * (target - pos) - kd * vel`` mapped onto mpe2's continuous
 action ``[no-op, -x, +x, -y, +y]`` in ``[0, 1]`` (the env applies ``u_x = a[2] - a[1]``).
 
-    .venv/bin/python benchmarks/spread_reference.py --config examples/configs/spread_mappo.yaml \
+    .venv/bin/python -m benchmarks.spread_reference --config examples/configs/spread_mappo.yaml \
         --episodes 1000 [--members DIR] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import itertools
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks import learning
+
 ROOT = Path(__file__).resolve().parents[1]
 SPREAD_CONFIG = ROOT / "examples" / "configs" / "spread_mappo.yaml"
 KP, KD = 4.0, 2.0  # PD gains (the best of 1/0, 1/0.5, 2/1 and 4/2 on 200 episodes)
-
-
-@functools.cache
-def _learning() -> Any:
-    """``benchmarks/learning.py`` as a module (its ``load``, ``score_policy``), loaded once."""
-    spec = importlib.util.spec_from_file_location("learning_bench", ROOT / "benchmarks" /
-                                                  "learning.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("learning_bench", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def spread_parts(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -108,13 +95,12 @@ class SpreadController:
 def reference_scores(config_path: str | Path = SPREAD_CONFIG, sets: Sequence[str] = (),
                      episodes: int = 100) -> dict[str, dict[str, Any]]:
     """``{"greedy" | "matched": score_policy's {"mean", "std", "episodes"}}`` on the fixed
-    evaluation episodes of ``benchmarks/learning.py`` for this config."""
-    lb = _learning()
-    cfg = lb.load("MAPPO", config_path, [s for s in sets if s.startswith("env.")])
+    evaluation episodes of :mod:`benchmarks.learning` for this config."""
+    cfg = learning.load("MAPPO", config_path, [s for s in sets if s.startswith("env.")])
     if "simple_spread" not in cfg.env.spec:
         raise ValueError(f"the controllers are for simple_spread; the config's env is "
                          f"{cfg.env.spec!r}")
-    return {rule: lb.score_policy(cfg, SpreadController(rule), episodes)
+    return {rule: learning.score_policy(cfg, SpreadController(rule), episodes)
             for rule in ("greedy", "matched")}
 
 
@@ -148,10 +134,10 @@ def end_profile(policy: Any, episodes: int = 200, seed: int = 10_000, max_cycles
 
 def saved_members(save_dir: str | Path, config_path: str | Path = SPREAD_CONFIG,
                   sets: Sequence[str] = ()) -> dict[str, Any]:
-    """``{"<algo> seed <seed>": algorithm}`` for every member ``learning.py --save-dir`` saved in
-    ``save_dir`` (built with the config it was trained with)."""
+    """``{"<algo> seed <seed>": algorithm}`` for every member that ``benchmarks.learning
+    --save-dir`` saved in ``save_dir`` (built with the config it was trained with)."""
     return {f"{name} seed {seed}": algo
-            for name, seed, _, algo in _learning().load_members(save_dir, config_path, sets)}
+            for name, seed, _, algo in learning.load_members(save_dir, config_path, sets)}
 
 
 def main() -> None:

@@ -1,13 +1,13 @@
 """Population env steps/s and learner updates/s of distmarl, against baselines in the same run.
 
-    .venv/bin/python benchmarks/throughput.py [--steps 20000] [--workers 1 2] [--skip-agilerl]
-    .venv/bin/python benchmarks/throughput.py --time-to-target -30 --max-steps 150000 \
+    .venv/bin/python -m benchmarks.throughput [--steps 20000] [--workers 1 2] [--skip-agilerl]
+    .venv/bin/python -m benchmarks.throughput --time-to-target -30 --max-steps 150000 \
         [--set algorithm.hp.batch_size=256 ...]
 
 Settings as AgileRL's MADDPG example: population 4, 8 sub-envs per member, learn_step 16,
 batch 64 (examples/configs/speaker_listener_maddpg.yaml). Prints, each measured in this run:
   * distmarl on a local Ray: population env steps/s and updates/s,
-  * the single-process reference trainer (examples/single_process.py) doing the same work
+  * the single-process trainer (distmarl.local.train_off_policy) doing the same work
     (population x steps, same update-to-data ratio) in one process,
   * AgileRL's train_multi_agent_off_policy, when the `bench` extra is installed,
   * env steps/s against rollout workers per member (the scaling curve),
@@ -20,24 +20,13 @@ settings), e.g. to time distmarl at its recommended settings against AgileRL at 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
-sys.path.insert(0, str(ROOT))
-
-
-def _load_reference() -> Any:
-    spec = importlib.util.spec_from_file_location("single_process", ROOT / "examples" / "single_process.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
 
 
 def run_distmarl(steps: int, workers: int = 1, target: float | None = None,
@@ -72,13 +61,13 @@ def best_fitness_history(summary: dict[str, Any]) -> list[tuple[int, float]]:
 
 def run_reference(steps: int, population: int) -> dict[str, Any]:
     from distmarl.config import load_config
+    from distmarl.local import train_off_policy
 
-    ref = _load_reference()
     cfg = load_config(CONFIG)
     total, updates, wall = 0, 0, 0.0
     for member in range(population):  # the population trained one member after another
-        r = ref.train_member(cfg, steps, seed=member, eval_every=0, log=False)
-        total, updates, wall = total + r["env_steps"], updates + r["updates"], wall + r["wall_seconds"]
+        r = train_off_policy(cfg, steps, seed=member, eval_every=0, log=False)
+        total, updates, wall = total + r.env_steps, updates + r.updates, wall + r.wall_seconds
     return {"env_steps": total, "wall_seconds": wall, "env_steps_per_s": total / wall,
             "updates_per_s": updates / wall}
 

@@ -1,4 +1,4 @@
-"""A short demo of the shared replay buffer on a local Ray (the main job until the trainer lands).
+"""A short demo of the shared replay buffer on a local Ray.
 
 Two rollout actors step real mpe2 speaker-listener envs with random actions and write whole
 chunks to one ReplayBufferActor, tagged with their population member; two learner-like readers
@@ -86,7 +86,7 @@ def main() -> None:
     new_rows = {f"learner-{m}": 0 for m in range(2)}
     batches = 0
     while pending:
-        done, pending = ray.wait(pending, timeout=0.05)
+        _, pending = ray.wait(pending, timeout=0.05)
         for name in new_rows:
             for batch in ray.get(buffer.sample_many.remote(256, name, 4)):
                 new_rows[name] += batch.num_new

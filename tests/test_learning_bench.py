@@ -1,19 +1,16 @@
-"""The learning benchmark's measuring parts (benchmarks/learning.py): the paired difference
+"""The learning benchmark's measuring parts (benchmarks.learning): the paired difference
 between two algorithms, and saved members scoring exactly as they did when trained."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks import learning
+
 ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location("learning_bench", ROOT / "benchmarks" / "learning.py")
-learning = importlib.util.module_from_spec(_SPEC)
-sys.modules["learning_bench"] = learning
-_SPEC.loader.exec_module(learning)  # type: ignore[union-attr]
 
 SPREAD = ROOT / "examples" / "configs" / "spread_mappo.yaml"
 
@@ -67,18 +64,17 @@ def test_rescore_names_the_directory_without_members(tmp_path: Path) -> None:
 def test_final_episodes_below_one_is_refused_by_name() -> None:
     import subprocess
 
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learning.py"),
-                          "--final-episodes", "0"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "benchmarks.learning", "--final-episodes", "0"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "--final-episodes must be >= 1, got 0" in out.stderr
 
 
 _PARENT = """
-import os, sys, time
-sys.path.insert(0, {bench!r})
+import os, time
 from concurrent.futures import ProcessPoolExecutor
 import multiprocessing
-import learning
+from benchmarks import learning
 ctx = multiprocessing.get_context("spawn")
 pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=learning._worker_init,
                            initargs=(os.getpid(),))
@@ -102,8 +98,8 @@ def test_job_processes_end_when_the_benchmark_is_killed() -> None:
     import subprocess
     import time
 
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT.format(bench=str(ROOT / "benchmarks"))],
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
     try:
         worker = int(parent.stdout.readline())  # type: ignore[union-attr]
         assert _alive(worker)

@@ -1,19 +1,11 @@
-"""The soak benchmark's verdicts (benchmarks/soak.py): the level is taken once the replay
+"""The soak benchmark's verdicts (benchmarks.soak): the level is taken once the replay
 buffer is full, and the object store is judged on an absolute band."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location(
-    "soak", Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py")
-soak = importlib.util.module_from_spec(_SPEC)
-sys.modules["soak"] = soak  # dataclasses look their module up there
-_SPEC.loader.exec_module(soak)  # type: ignore[union-attr]
+from benchmarks import soak
 
 
 def _samples(rows: list[tuple[float, float, float | None]]) -> soak.Samples:

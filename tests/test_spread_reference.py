@@ -1,10 +1,9 @@
-"""The hand-written spread controllers of benchmarks/spread_reference.py: each agent finds, from
+"""The hand-written spread controllers of benchmarks.spread_reference: each agent finds, from
 its own observation, the same landmark assignment as one computed from the world's positions,
 and the controllers score as a coordinated / uncoordinated policy should."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 from pathlib import Path
@@ -13,12 +12,10 @@ import numpy as np
 import pytest
 from mpe2 import simple_spread_v3
 
+from benchmarks import learning
+from benchmarks import spread_reference as ref
+
 ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location("spread_reference",
-                                               ROOT / "benchmarks" / "spread_reference.py")
-ref = importlib.util.module_from_spec(_SPEC)
-sys.modules["spread_reference"] = ref
-_SPEC.loader.exec_module(ref)  # type: ignore[union-attr]
 
 
 def _world_assignment(env) -> dict[str, int]:
@@ -93,13 +90,12 @@ def test_saved_members_come_back_with_their_weights(tmp_path: Path) -> None:
 
     from distmarl.factory import env_spaces, make_algorithm
 
-    lb = ref._learning()
-    cfg = lb.load("IPPO", ref.SPREAD_CONFIG)
+    cfg = learning.load("IPPO", ref.SPREAD_CONFIG)
     member = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=7)
     with torch.no_grad():  # weights no fresh seed-7 member has
         for p in member.policy_net("agent").parameters():
             p.add_(0.25)
-    lb.save_member(member, tmp_path, "IPPO", 7)
+    learning.save_member(member, tmp_path, "IPPO", 7)
     loaded = ref.saved_members(tmp_path)
     assert list(loaded) == ["IPPO seed 7"]
     ours, theirs = member.get_weights()["params"], loaded["IPPO seed 7"].get_weights()["params"]
@@ -112,6 +108,6 @@ def test_saved_members_come_back_with_their_weights(tmp_path: Path) -> None:
 def test_the_script_refuses_fewer_than_one_episode_by_flag(flag: str) -> None:
     import subprocess
 
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "spread_reference.py"),
-                           flag, "0"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.spread_reference", flag, "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and f"{flag} must be at least 1, got 0" in proc.stderr

@@ -11,7 +11,7 @@ never fails. What is measured:
   ``simple_speaker_listener_v4`` by AgileRL's own ``train_multi_agent_off_policy``.
 * :func:`run_agilerl_buffer_add` / :func:`run_rllib_buffer_add` - rows/s added to AgileRL's
   multi-agent replay storage and to RLlib's ``MultiAgentMixInReplayBuffer``, speaker-listener
-  shapes (the ones ``benchmarks/buffer_bench.py`` uses for distmarl's buffer).
+  shapes (the ones :mod:`benchmarks.buffer_bench` uses for distmarl's buffer).
 """
 
 from __future__ import annotations

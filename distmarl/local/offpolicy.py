@@ -1,0 +1,81 @@
+"""The single-process off-policy trainer (MADDPG, MATD3): one member, top to bottom.
+
+It uses the parts the distributed runtime uses (vectorised env, :class:`Collector`, replay
+buffer, algorithm) without Ray, and counts updates the way the runtime does: one update per
+``learn_step`` new transitions once ``learning_starts`` rows are stored and
+``training.learning_delay`` env steps have passed. It is the reference the runtime is checked
+against, and the loop to read first to see what one member does.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.buffers.tensors import to_torch
+from distmarl.config import ExperimentConfig
+from distmarl.factory import buffer_kwargs, env_spaces, is_on_policy, make_algorithm, make_venv
+from distmarl.local.result import LocalResult
+from distmarl.rollout import Collector, progress_score
+from distmarl.types import OFF_POLICY_FIELDS
+
+
+def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
+                     eval_every: int = 0, log: bool = True) -> LocalResult:
+    """Train one off-policy member of ``cfg`` for ``steps`` env steps (per agent: vectorised
+    steps * ``env.num_envs``; the loop stops at the first vectorised step reaching it).
+
+    ``seed`` (default ``cfg.seed``) seeds the algorithm, the env and the buffer; the evaluation
+    env takes ``seed + 1``. With ``eval_every`` > 0 the member is scored without exploration
+    every ``eval_every`` env steps (:func:`progress_score`) and, with ``log``, a progress line
+    is printed. Torch runs on one thread, as in a learner actor."""
+    import torch
+
+    if is_on_policy(cfg.algorithm.name):
+        raise ValueError(f"algorithm.name: {cfg.algorithm.name} is on-policy; train it with "
+                         "distmarl.local.train_on_policy")
+    seed = cfg.seed if seed is None else seed
+    torch.set_num_threads(1)
+    spaces = env_spaces(cfg.env)
+    algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
+    venv = make_venv(cfg.env, seed=seed)
+    eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
+    buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0])), "seed": seed})
+    collector = Collector(venv, algo, seed=seed)
+    owed, updates, done, next_eval = 0.0, 0, 0, eval_every
+    history: list[tuple[int, float]] = []
+    train_scores: list[tuple[int, float]] = []
+    metrics: dict[str, float] = {}
+    learn_time, start = 0.0, time.perf_counter()
+    while done < steps:
+        rollout = collector.collect(1)  # one vectorised step: num_envs transitions
+        buffer.add(rollout.data)
+        done += rollout.env_steps
+        if rollout.episode_scores:
+            train_scores.append((done, float(np.mean(rollout.episode_scores))))
+        if len(buffer) >= cfg.buffer.learning_starts and done > cfg.training.learning_delay:
+            owed += rollout.env_steps / algo.hp["learn_step"]
+        t = time.perf_counter()
+        while owed >= 1:  # the updates these transitions are owed
+            batch = buffer.sample_numpy(int(algo.hp["batch_size"]))
+            if batch is None:  # rate-limited (buffer.samples_per_insert): owed until more data
+                break
+            metrics = algo.learn(to_torch(dict(zip(OFF_POLICY_FIELDS, batch.data))))
+            owed -= 1
+            updates += 1
+        learn_time += time.perf_counter() - t
+        if eval_every and done >= next_eval:
+            score = progress_score(eval_venv, algo, seed, done)
+            history.append((done, score))
+            next_eval += eval_every
+            if log:
+                print(f"{done:>8} env steps  {done / (time.perf_counter() - start):7.0f}/s  "
+                      f"updates {updates:>6}  eval score {score:7.1f}", flush=True)
+    wall = time.perf_counter() - start
+    venv.close()
+    eval_venv.close()
+    return LocalResult(env_steps=done, updates=updates, wall_seconds=wall,
+                       learn_seconds=learn_time, algo=algo, history=history,
+                       train_scores=train_scores, last_metrics=metrics)

@@ -1,0 +1,88 @@
+"""The single-process on-policy trainer (IPPO, MAPPO): one member, top to bottom.
+
+It uses the parts the distributed runtime uses (vectorised env, :class:`OnPolicyCollector`,
+algorithm) without Ray or a buffer: collect a fragment of ``learn_step`` vectorised steps with
+the current policy, learn from it once, repeat. Every fragment is used by exactly one ``learn``
+call, as an on-policy learner in the runtime consumes its own member's rows.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from distmarl.config import ExperimentConfig
+from distmarl.factory import env_spaces, is_on_policy, make_algorithm, make_venv, reads_state
+from distmarl.local.result import LocalResult
+from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
+from distmarl.rollout import progress_score
+
+#: IPPO on mpe2 ``simple_spread_v3`` (continuous actions, 25-step episodes): 8 sub-envs,
+#: fragments of 128 steps (1024 transitions per agent); a config dict for
+#: :func:`distmarl.config.config_from_dict`.
+SPREAD_IPPO: dict[str, Any] = {
+    "name": "spread_ippo",
+    "seed": 0,
+    "env": {"spec": "mpe2:simple_spread_v3",
+            "kwargs": {"continuous_actions": True, "max_cycles": 25},
+            "num_envs": 8, "vector_mode": "sync"},
+    "algorithm": {"name": "IPPO",
+                  "hp": {"learn_step": 128, "batch_size": 256, "lr": 3e-4},
+                  "net_config": {"latent_dim": 64, "encoder_config": {"hidden_size": [64]},
+                                 "head_config": {"hidden_size": [64]}}},
+}
+
+
+def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
+                    eval_every: int = 0, log: bool = True) -> LocalResult:
+    """Train one on-policy member of ``cfg`` for ``steps`` env steps (per agent: vectorised
+    steps * ``env.num_envs``; the loop stops at the first fragment reaching it).
+
+    ``seed`` (default ``cfg.seed``) seeds the algorithm and the env; the evaluation env takes
+    ``seed + 1``. With ``eval_every`` > 0 the member is scored without exploration every
+    ``eval_every`` env steps (:func:`progress_score`) and, with ``log``, a progress line is
+    printed. ``train_scores`` holds one entry per fragment in which an episode ended. Torch
+    runs on one thread, as in a learner actor."""
+    import torch
+
+    if not is_on_policy(cfg.algorithm.name):
+        raise ValueError(f"algorithm.name: {cfg.algorithm.name} is off-policy; train it with "
+                         "distmarl.local.train_off_policy")
+    seed = cfg.seed if seed is None else seed
+    torch.set_num_threads(1)
+    spaces = env_spaces(cfg.env)
+    algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
+    venv = make_venv(cfg.env, seed=seed, record_state=reads_state(cfg.algorithm, spaces))
+    eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
+    collector = OnPolicyCollector(venv, algo, seed=seed)
+    updates, done, next_eval = 0, 0, eval_every
+    history: list[tuple[int, float]] = []
+    train_scores: list[tuple[int, float]] = []
+    metrics: dict[str, float] = {}
+    learn_time, start = 0.0, time.perf_counter()
+    while done < steps:
+        rollout = collector.collect(int(algo.hp["learn_step"]))  # one fragment, used once
+        done += rollout.env_steps
+        if rollout.episode_scores:
+            train_scores.append((done, float(np.mean(rollout.episode_scores))))
+        t = time.perf_counter()
+        metrics = algo.learn(fragment_to_batch(rollout.data, venv.num_envs))
+        learn_time += time.perf_counter() - t
+        updates += 1
+        if eval_every and done >= next_eval:
+            score = progress_score(eval_venv, algo, seed, done)
+            history.append((done, score))
+            next_eval += eval_every
+            if log:
+                train = train_scores[-1][1] if train_scores else float("nan")
+                print(f"{done:>8} env steps  {done / (time.perf_counter() - start):6.0f}/s  "
+                      f"updates {updates:>5}  train score {train:7.1f}  eval score {score:7.1f}  "
+                      f"approx_kl {metrics['approx_kl']:.4f}", flush=True)
+    wall = time.perf_counter() - start
+    venv.close()
+    eval_venv.close()
+    return LocalResult(env_steps=done, updates=updates, wall_seconds=wall,
+                       learn_seconds=learn_time, algo=algo, history=history,
+                       train_scores=train_scores, last_metrics=metrics)

@@ -1,0 +1,59 @@
+"""The single-process trainers: the off-policy one owes one update per ``learn_step`` new
+transitions once ``learning_starts`` rows are stored, the on-policy one learns once per
+fragment, each refuses the other family by name, and distmarl.local imports no Ray or MLflow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distmarl.config import load_config
+from distmarl.local import LocalResult, train_local, train_off_policy, train_on_policy
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+SPREAD = ROOT / "examples" / "configs" / "spread_mappo.yaml"
+
+
+def test_off_policy_updates_follow_learn_step_after_learning_starts() -> None:
+    cfg = load_config(TINY)  # 2 sub-envs, learn_step 8, learning_starts 64
+    result = train_off_policy(cfg, steps=200, seed=3, eval_every=100, log=False)
+    assert isinstance(result, LocalResult)
+    assert result.env_steps == 200
+    # owed from the step whose buffer reaches 64 rows: (200 - 62) / 8 = 17.25 -> 17 updates
+    assert result.updates == 17
+    assert [s for s, _ in result.history] == [100, 200]
+    assert all(np.isfinite(score) for _, score in result.history)
+    assert result.last_metrics and all(np.isfinite(v) for v in result.last_metrics.values())
+    assert result.env_steps_per_s > 0 and 0 < result.learn_seconds < result.wall_seconds
+    spaces = result.algo.observation_spaces
+    actions = result.algo.act({a: np.zeros((1, *s.shape), np.float32) for a, s in spaces.items()},
+                              explore=False)
+    assert {a: x.shape for a, x in actions.items()} == {"speaker_0": (1, 3), "listener_0": (1, 5)}
+
+
+def test_on_policy_learns_once_per_fragment() -> None:
+    cfg = load_config(SPREAD, ["algorithm.name=IPPO", "env.num_envs=2",
+                               "algorithm.hp.learn_step=16", "algorithm.hp.batch_size=32"])
+    result = train_local(cfg, steps=64, seed=1, log=False)  # picks the on-policy trainer
+    assert (result.env_steps, result.updates) == (64, 2)  # fragments of 16 steps * 2 sub-envs
+    assert result.history == [] and "approx_kl" in result.last_metrics
+
+
+def test_each_trainer_refuses_the_other_family_by_name() -> None:
+    with pytest.raises(ValueError, match=r"MAPPO is on-policy; train it with distmarl\.local"):
+        train_off_policy(load_config(SPREAD), steps=1)
+    with pytest.raises(ValueError, match=r"MADDPG is off-policy; train it with distmarl\.local"):
+        train_on_policy(load_config(TINY), steps=1)
+
+
+def test_distmarl_local_imports_neither_ray_nor_mlflow() -> None:
+    code = ("import sys, distmarl.local; "
+            "assert not {'ray', 'mlflow'} & set(sys.modules), 'imported'")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
