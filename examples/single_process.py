@@ -17,9 +17,9 @@ from typing import Any
 
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
+from distmarl.collect import Collector, progress_score
 from distmarl.config import ExperimentConfig, load_config
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv
-from distmarl.rollout import Collector, progress_score
 from distmarl.types import OFF_POLICY_FIELDS
 
 

@@ -1,7 +1,7 @@
 """The single-process on-policy reference trainer (IPPO / MAPPO), top to bottom, CleanRL style.
 
 One member, one process, the parts the distributed runtime uses (vectorised env,
-OnPolicyCollector, algorithm) and no Ray or buffer: collect a fragment of ``learn_step``
+Collector, algorithm) and no Ray or buffer: collect a fragment of ``learn_step``
 vectorised steps with the current policy, learn from it once, repeat. Every fragment is used by
 exactly one ``learn`` call, as an on-policy learner in the runtime consumes its member's rows.
 
@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from distmarl.collect import Collector, fragment_to_batch, progress_score
 from distmarl.config import ExperimentConfig, apply_overrides, config_from_dict, load_config
 from distmarl.factory import env_spaces, make_algorithm, make_venv
-from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
-from distmarl.rollout import progress_score
 
 #: IPPO on simple_spread: 8 sub-envs, fragments of 128 steps (1024 transitions per agent).
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -49,11 +48,11 @@ def train_member(cfg: ExperimentConfig, steps: int, seed: int, eval_every: int =
     torch.set_num_threads(1)
     spaces = env_spaces(cfg.env)
     algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
-    if not getattr(algo, "on_policy", False):
+    if not algo.on_policy:
         raise ValueError(f"{cfg.algorithm.name} is off-policy; use examples/single_process.py")
     venv = make_venv(cfg.env, seed=seed, record_state=algo.uses_state)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
-    collector = OnPolicyCollector(venv, algo, seed=seed)
+    collector = Collector(venv, algo, seed=seed)
     updates, done, next_eval = 0, 0, eval_every
     history: list[tuple[int, float]] = []
     train_scores: list[tuple[int, float]] = []
