@@ -79,8 +79,8 @@ def score_policy(cfg: Any, policy: Any, episodes: int = BASELINE_EPISODES,
                  seed: int = BASELINE_SEED) -> dict[str, Any]:
     """Mean score of ``policy`` (anything with ``act(obs, explore)``) over at least ``episodes``
     episodes of fixed seeds, acting without exploration."""
+    from distmarl.collect import evaluate
     from distmarl.factory import make_venv
-    from distmarl.rollout import evaluate
 
     venv = make_venv(cfg.env, mode="sync", seed=seed)
     try:
@@ -221,7 +221,7 @@ class _Prefixed:
 
 class RandomPolicy:
     """Uniform random actions from each agent's action space; quacks like an algorithm for
-    :func:`distmarl.rollout.evaluate`."""
+    :func:`distmarl.collect.evaluate`."""
 
     def __init__(self, action_spaces: dict[str, Any], seed: int) -> None:
         self.action_spaces = action_spaces

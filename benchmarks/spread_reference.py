@@ -73,7 +73,7 @@ def pd_action(target: np.ndarray, vel: np.ndarray, kp: float = KP, kd: float = K
 
 class SpreadController:
     """``greedy`` or ``matched`` (see the module docstring); ``act(obs, explore)`` on vectorised
-    observations ``{agent: (num_envs, 6 N)}``, as :func:`distmarl.rollout.evaluate` calls it."""
+    observations ``{agent: (num_envs, 6 N)}``, as :func:`distmarl.collect.evaluate` calls it."""
 
     def __init__(self, rule: str) -> None:
         if rule not in ("greedy", "matched"):

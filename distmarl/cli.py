@@ -61,7 +61,7 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from distmarl.evaluation import evaluate_checkpoint
+    from distmarl.collect.evaluation import evaluate_checkpoint
 
     result = evaluate_checkpoint(_existing(args.checkpoint, "checkpoint"), args.episodes,
                                  member=args.member, seed=args.seed)

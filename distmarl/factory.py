@@ -1,8 +1,8 @@
 """Building a run's parts from their own config sections (no Ray).
 
-The algorithm's family decides the data path: off-policy members (``on_policy = False``:
-MADDPG, MATD3) store ``OFF_POLICY_FIELDS`` and replay them; on-policy members (IPPO, MAPPO)
-store ``ON_POLICY_FIELDS`` in whole rollout fragments that their own learner reads once
+The algorithm's family (:attr:`~distmarl.algorithms.Algorithm.on_policy`) decides the data
+path: off-policy members (MADDPG, MATD3) store ``OFF_POLICY_FIELDS`` and replay them; on-policy
+members (IPPO, MAPPO) store ``ON_POLICY_FIELDS`` in whole rollout fragments that their own learner reads once
 (:mod:`distmarl.runtime.fragments`), so for them the buffer has no ``learning_starts`` and no
 rate limit.
 """
@@ -11,21 +11,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from distmarl.algorithms import Algorithm
+from distmarl.algorithms.registry import algorithm_class
 from distmarl.config import AlgorithmConfig, EnvConfig, ExperimentConfig
-from distmarl.types import OFF_POLICY_FIELDS, on_policy_fields
 
 #: A buffer holds at least this many times the fragments an on-policy population can have
 #: waiting at once (see :func:`check_on_policy_buffer`).
 FRAGMENT_CAPACITY_MARGIN = 2
-
-
-def algorithm_class(name: str) -> type:
-    from distmarl import algorithms
-
-    try:
-        return getattr(algorithms, name)
-    except AttributeError:
-        raise ValueError(f"unknown algorithm '{name}'") from None
 
 
 class EnvSpaces(NamedTuple):
@@ -56,13 +48,13 @@ def env_spaces(env_cfg: EnvConfig) -> EnvSpaces:
 
 
 def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = "cpu",
-                   seed: int | None = None) -> Any:
+                   seed: int | None = None) -> Algorithm:
     """The algorithm of ``cfg`` for ``spaces`` (``(observation, action)`` per agent, or an
     :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO)."""
     obs_spaces, act_spaces = spaces[0], spaces[1]
     cls = algorithm_class(cfg.name)
     extra = {}
-    if getattr(cls, "reads_state", False):
+    if cls.reads_state:
         extra["state_space"] = spaces[2] if len(spaces) > 2 else None
     return cls(obs_spaces, act_spaces, cfg.net_config, hp=dict(cfg.hp), device=device, seed=seed,
                **extra)
@@ -80,24 +72,20 @@ def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = No
 
 def is_on_policy(name: str) -> bool:
     """Whether algorithm ``name`` learns on-policy (from whole fragments of its own rollouts)."""
-    return bool(getattr(algorithm_class(name), "on_policy", False))
+    return algorithm_class(name).on_policy
 
 
 def buffer_fields(name: str, global_state: bool = False) -> tuple[str, ...]:
     """The transition fields that members of algorithm ``name`` store, in buffer order
     (``global_state``: their value networks read the env's state, see :func:`reads_state`)."""
-    if not is_on_policy(name):
-        return OFF_POLICY_FIELDS
-    return on_policy_fields(global_state)
+    return algorithm_class(name).buffer_fields(global_state)
 
 
 def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:
     """Whether members of ``cfg`` read the env's global state: an algorithm that can (MAPPO),
     with ``hp["global_state"]`` on, on an env with a state space (``spaces[2]``)."""
-    cls = algorithm_class(cfg.name)
-    if not getattr(cls, "reads_state", False):
-        return False
-    return cls.reads_state_with(cfg.hp, spaces[2] if len(spaces) > 2 else None)
+    state_space = spaces[2] if len(spaces) > 2 else None
+    return algorithm_class(cfg.name).reads_state_with(cfg.hp, state_space)
 
 
 def initial_learn_step(cfg: ExperimentConfig) -> int:

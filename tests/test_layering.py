@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "distmarl"
-CORE = ["buffers", "envs", "networks", "algorithms", "hpo", "types.py", "config.py", "rollout.py",
-        "checkpoint.py"]
+CORE = ["buffers", "envs", "networks", "algorithms", "hpo", "types.py", "agents.py", "config.py",
+        "collect", "checkpoint.py"]
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -6,6 +6,7 @@ Usage, in a rollout worker and a learner (the runtime wraps these same calls in 
     # rollout worker
     algo.set_weights(weights)                      # from the learner's get_weights()
     actions = algo.act(obs)                        # obs: agent -> (num_envs, *obs_shape)
+    actions, extras = algo.act_with_info(obs)      # on-policy: with log-probs and values
     algo.reset_noise(terminated | truncated)       # sub-envs whose episode ended
     # learner
     metrics = algo.learn(batch)                    # field -> agent -> tensor (B, ...)
@@ -14,6 +15,11 @@ Usage, in a rollout worker and a learner (the runtime wraps these same calls in 
     # HPO (distmarl.hpo plans, the runtime applies)
     algo.set_hyperparameter("lr_actor", 5e-4)
     algo.mutate_architecture("add_node", rng)
+
+What the runtime asks of an algorithm's class, before building one, is declared here too:
+whether it learns on-policy (:attr:`Algorithm.on_policy`), whether its constructor takes the
+env's global state space (:attr:`Algorithm.reads_state`, :meth:`Algorithm.reads_state_with`)
+and which transition fields its members store (:meth:`Algorithm.buffer_fields`).
 
 Everything that crosses a process boundary is plain data: dicts, lists, numbers, strings,
 numpy arrays (weights) or tensors (state). Every random choice of a mutation comes from the
@@ -25,10 +31,12 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
+
+from distmarl.types import OFF_POLICY_FIELDS
 
 AgentObs = Mapping[str, np.ndarray]
 Batch = Mapping[str, Mapping[str, torch.Tensor]]
@@ -37,13 +45,41 @@ Batch = Mapping[str, Mapping[str, torch.Tensor]]
 class Algorithm(ABC):
     """A multi-agent learner: acts for every agent, learns from batches, saves and evolves."""
 
-    #: name stored in ``state_dict()["algorithm"]``
-    name: str
+    #: the name configs use (``algorithm.name``), stored in ``state_dict()["algorithm"]``
+    name: ClassVar[str]
+    #: every hyperparameter the algorithm has, with its default
+    DEFAULT_HP: ClassVar[dict[str, Any]]
+    #: whether it learns on-policy: once from each whole rollout fragment of its own policy,
+    #: collected with behaviour log-probs and values (:meth:`act_with_info`); else from replay
+    on_policy: ClassVar[bool] = False
+    #: whether the constructor takes ``state_space=`` (the env's global state space)
+    reads_state: ClassVar[bool] = False
     device: torch.device
     #: current hyperparameters (plain numbers / bools); change them with set_hyperparameter
     hp: dict[str, Any]
-    #: every hyperparameter the algorithm has, with its default
-    DEFAULT_HP: dict[str, Any]
+
+    @classmethod
+    def reads_state_with(cls, hp: Mapping[str, Any] | None, state_space: Any) -> bool:
+        """Whether one built with ``hp`` and ``state_space`` (None: the env has none) reads the
+        env's global state; then rollouts record it and its fragments carry
+        :data:`~distmarl.types.STATE_FIELDS`. False unless :attr:`reads_state`."""
+        return False
+
+    @classmethod
+    def buffer_fields(cls, global_state: bool = False) -> tuple[str, ...]:
+        """The transition fields its members store, in buffer order (``global_state``: with
+        the env's state, for one that :meth:`reads_state_with`)."""
+        return OFF_POLICY_FIELDS
+
+    @property
+    def uses_state(self) -> bool:
+        """Whether this instance reads the env's global state (rollouts must record it)."""
+        return False
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The transition fields this instance's rollouts store, in buffer order."""
+        return self.buffer_fields(self.uses_state)
 
     def _init_common(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
                      net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None,
@@ -69,6 +105,19 @@ class Algorithm(ABC):
     def act(self, obs: AgentObs, explore: bool = True) -> dict[str, np.ndarray]:
         """Actions per agent for ``num_envs`` sub-envs: Box -> float32 ``(num_envs, *shape)``
         within bounds, Discrete -> int64 ``(num_envs,)``. NaN observations count as zeros."""
+
+    def act_with_info(self, obs: AgentObs, explore: bool = True,
+                      action_mask: Mapping[str, Any] | None = None,
+                      state: np.ndarray | None = None
+                      ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+        """Actions (as :meth:`act`) and what an on-policy learner stores with them:
+        ``{"log_prob": {agent: (num_envs,)}, "value": {agent: (num_envs,)}}``. ``state``:
+        the env's global state ``(num_envs, state_dim)`` for one that :attr:`uses_state`.
+        An off-policy algorithm stores nothing more: ``(act(obs, explore), {})``; it has no
+        action masks, so a mask given to it is a ValueError."""
+        if action_mask:
+            raise ValueError(f"{self.name} does not take action masks")
+        return self.act(obs, explore), {}
 
     def reset_noise(self, mask: np.ndarray) -> None:
         """Restart exploration noise of the sub-envs where ``mask`` (bool ``(num_envs,)``) is True.
@@ -102,6 +151,12 @@ class Algorithm(ABC):
         """An independent copy (no shared tensors)."""
 
     @abstractmethod
+    def reseed(self, seed: int | None) -> None:
+        """New random streams (exploration, sampling, minibatch order). load_state_dict restores
+        the source's streams for exact reproduction; a member that copied another may call this
+        so the two do not draw the same numbers from then on."""
+
+    @abstractmethod
     def set_hyperparameter(self, name: str, value: Any) -> None:
         """Change one hyperparameter; it takes effect at once (learning rates in the optimiser)."""
 
@@ -118,4 +173,5 @@ class Algorithm(ABC):
 
     @abstractmethod
     def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
-        """Perturb the policy weights (AgileRL's Gaussian parameter mutation); returns what changed."""
+        """Perturb the policy weights (AgileRL's Gaussian parameter mutation); returns what
+        changed."""

@@ -4,7 +4,7 @@
 length in *vectorised* steps (a fragment holds ``learn_step * num_envs`` transitions per agent),
 used by whoever collects (the runtime, or the single-process loop). ``target_kl`` may be None
 (no early stop), as in AgileRL. ``value_norm`` (MAPPO's value normalisation,
-:mod:`distmarl.algorithms.value_norm`) and MAPPO's ``global_state`` (its value networks read the
+:mod:`distmarl.algorithms.onpolicy.value_norm`) and MAPPO's ``global_state`` (its value networks read the
 env's ``env.state()`` where the env has one) are fixed when the learner is built.
 """
 

@@ -2,8 +2,7 @@
 
 ``make_env`` turns a spec into a parallel env; ``VectorParallelEnv`` steps many copies with
 same-step autoreset and true final observations (``true_next_obs``), placeholders and masks for
-dying / turn-taking agents, and AgileRL-style env-defined actions (``apply_env_defined_actions``);
-``group_of`` / ``agent_groups`` describe agent groups for parameter sharing.
+dying / turn-taking agents, and AgileRL-style env-defined actions (``apply_env_defined_actions``).
 """
 
 from distmarl.envs.errors import (
@@ -13,13 +12,11 @@ from distmarl.envs.errors import (
     NonFiniteError,
     SubEnvError,
 )
-from distmarl.envs.groups import AgentGroup, agent_groups, group_of
 from distmarl.envs.infos import apply_env_defined_actions, true_next_obs, true_next_state
 from distmarl.envs.make import EnvFactory, make_env, make_vector_env, to_parallel
 from distmarl.envs.vector import VectorParallelEnv
 
 __all__ = [
-    "AgentGroup",
     "ClosedEnvError",
     "EnvFactory",
     "EnvSpecError",
@@ -27,9 +24,7 @@ __all__ = [
     "NonFiniteError",
     "SubEnvError",
     "VectorParallelEnv",
-    "agent_groups",
     "apply_env_defined_actions",
-    "group_of",
     "make_env",
     "make_vector_env",
     "to_parallel",

@@ -15,10 +15,10 @@ import numpy as np
 
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
+from distmarl.collect import Collector, progress_score
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, env_spaces, is_on_policy, make_algorithm, make_venv
 from distmarl.local.result import LocalResult
-from distmarl.rollout import Collector, progress_score
 from distmarl.types import OFF_POLICY_FIELDS
 
 

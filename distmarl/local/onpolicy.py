@@ -1,6 +1,6 @@
 """The single-process on-policy trainer (IPPO, MAPPO): one member, top to bottom.
 
-It uses the parts the distributed runtime uses (vectorised env, :class:`OnPolicyCollector`,
+It uses the parts the distributed runtime uses (vectorised env, :class:`~distmarl.collect.Collector`,
 algorithm) without Ray or a buffer: collect a fragment of ``learn_step`` vectorised steps with
 the current policy, learn from it once, repeat. Every fragment is used by exactly one ``learn``
 call, as an on-policy learner in the runtime consumes its own member's rows.
@@ -13,11 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from distmarl.collect import Collector, fragment_to_batch, progress_score
 from distmarl.config import ExperimentConfig
 from distmarl.factory import env_spaces, is_on_policy, make_algorithm, make_venv, reads_state
 from distmarl.local.result import LocalResult
-from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
-from distmarl.rollout import progress_score
 
 #: IPPO on mpe2 ``simple_spread_v3`` (continuous actions, 25-step episodes): 8 sub-envs,
 #: fragments of 128 steps (1024 transitions per agent); a config dict for
@@ -56,7 +55,7 @@ def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
     venv = make_venv(cfg.env, seed=seed, record_state=reads_state(cfg.algorithm, spaces))
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
-    collector = OnPolicyCollector(venv, algo, seed=seed)
+    collector = Collector(venv, algo, seed=seed)
     updates, done, next_eval = 0, 0, eval_every
     history: list[tuple[int, float]] = []
     train_scores: list[tuple[int, float]] = []

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from distmarl.networks import mutation as mut
-from distmarl.networks.config import AgentNetConfig
+from distmarl.networks import surgery as mut
 from distmarl.networks.mlp import EvolvableMLP, MLPSpec
+from distmarl.networks.net_config import AgentNetConfig
 
 PARTS: tuple[str, ...] = ("encoder", "head")
 

@@ -92,7 +92,7 @@ def make_activation(name: str) -> nn.Module:
 
 
 class EvolvableMLP(nn.Module):
-    """An MLP built from an :class:`MLPSpec`; mutations live in :mod:`distmarl.networks.mutation`.
+    """An MLP built from an :class:`MLPSpec`; mutations live in :mod:`distmarl.networks.surgery`.
 
     Parameters are initialised on CPU from ``generator`` (PyTorch's default Linear scheme, drawn
     from that generator so a seeded build is reproducible) and then moved to ``device``.

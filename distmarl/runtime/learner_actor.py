@@ -27,10 +27,10 @@ import ray
 
 from distmarl.buffers.tensors import to_torch
 from distmarl.buffers.wire import unpack_batches
+from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
-from distmarl.onpolicy_rollout import fragment_to_batch
 from distmarl.runtime.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
 from distmarl.types import OFF_POLICY_FIELDS, SampleBatch
@@ -65,7 +65,7 @@ class LearnerShell:
         self.buffer = buffer
         self.consumer = f"learner-{slot}"
         self.weight_sync_updates = weight_sync_updates
-        self.on_policy = bool(getattr(self.algo, "on_policy", False))
+        self.on_policy = self.algo.on_policy
         self.num_envs = num_envs  # sub-envs per rollout worker: a fragment's E
         self.fragments = (FragmentReader(buffer, self.consumer, slot, num_envs)
                           if self.on_policy else None)

@@ -6,7 +6,7 @@ learner by at most one call. Chunks go straight to the buffer actor (one hop), t
 member; a chunk the buffer's rate limiter refuses is retried, never dropped.
 
 An on-policy member's worker (IPPO, MAPPO) collects with
-:class:`~distmarl.onpolicy_rollout.OnPolicyCollector`, which records the behaviour policy's
+:class:`~distmarl.collect.Collector` in its on-policy mode, which records the behaviour policy's
 log-probabilities and values; the coordinator then asks for ``learn_step`` steps per call, so
 each chunk is exactly one rollout fragment (``learn_step * num_envs`` rows, one ``add``).
 Episodes run on across fragments. Its policy lags the learner by at most
@@ -22,10 +22,9 @@ from typing import Any, NamedTuple
 
 import ray
 
+from distmarl.collect import Collector, evaluate
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import make_algorithm, make_venv
-from distmarl.onpolicy_rollout import OnPolicyCollector
-from distmarl.rollout import Collector, evaluate
 from distmarl.types import TransitionChunk
 
 RETRY_SLEEP_S = 0.01
@@ -53,10 +52,9 @@ class RolloutShell:
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.venv = make_venv(env_cfg, seed=seed,
-                              record_state=bool(getattr(self.algo, "uses_state", False)))
-        self.on_policy = bool(getattr(self.algo, "on_policy", False))
-        collector = OnPolicyCollector if self.on_policy else Collector
-        self.collector = collector(self.venv, self.algo, seed=seed)
+                              record_state=self.algo.uses_state)
+        self.on_policy = self.algo.on_policy
+        self.collector = Collector(self.venv, self.algo, seed=seed)
         self.eval_venv: Any = None
         self.version = -1
         self.env_steps = 0

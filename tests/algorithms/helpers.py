@@ -7,7 +7,7 @@ import torch
 from gymnasium import spaces
 
 from distmarl.algorithms import MADDPG, MATD3
-from distmarl.algorithms.off_policy import OffPolicyMultiAgent
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
 AGENTS = ["speaker_0", "listener_0"]
 OBS = {"speaker_0": spaces.Box(-np.inf, np.inf, (3,), np.float32),

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from distmarl.algorithms import IPPO, MAPPO, ON_POLICY_FIELDS
-from distmarl.algorithms.on_policy import OnPolicyMultiAgent
+from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 
 #: three agents of group "agent" (shared networks) and one of group "speaker"
 AGENTS = ["agent_0", "agent_1", "agent_2", "speaker_0"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distmarl.algorithms.grouped_step import grouped_step
-from distmarl.algorithms.netset import make_adam
+from distmarl.algorithms.common.grouped_step import grouped_step
+from distmarl.algorithms.common.netset import make_adam
 
 
 def _nets(seed: int) -> list[torch.nn.Module]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distmarl.algorithms.batch import clean_batch, masked_mean, masked_mse, td_target
+from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
 
 

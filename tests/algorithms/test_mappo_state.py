@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from distmarl.algorithms import IPPO, MAPPO, ON_POLICY_FIELDS
+from distmarl.collect import Collector, fragment_to_batch
 from distmarl.config import load_config
 from distmarl.envs import make_vector_env
 from distmarl.factory import buffer_fields, env_spaces, make_algorithm, reads_state
-from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
 from distmarl.types import STATE_FIELDS
 from tests.algorithms.ppo_helpers import NET
 
@@ -69,7 +69,7 @@ def test_values_read_the_state_and_acting_without_it_is_refused() -> None:
 def test_collected_fragments_carry_state_and_true_next_state_and_learn() -> None:
     with spread() as venv:
         algo = MAPPO(*spaces_of(venv), NET, seed=0, state_space=venv.state_space)
-        data = OnPolicyCollector(venv, algo, seed=0).collect(7).data
+        data = Collector(venv, algo, seed=0).collect(7).data
     assert list(data) == [*ON_POLICY_FIELDS, *STATE_FIELDS]
     agents = ["agent_0", "agent_1", "agent_2"]
     for field, obs_field in (("state", "obs"), ("next_state", "next_obs")):
@@ -97,7 +97,7 @@ def test_a_collector_needs_a_venv_that_records_the_state() -> None:
         algo = MAPPO(*spaces_of(recording), NET, seed=0, state_space=recording.state_space)
     with spread(record_state=False) as venv:
         with pytest.raises(ValueError, match="record_state=True"):
-            OnPolicyCollector(venv, algo, seed=0)
+            Collector(venv, algo, seed=0)
 
 
 def test_global_state_is_fixed_and_survives_clone_and_state_dict() -> None:

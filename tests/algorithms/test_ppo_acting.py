@@ -109,7 +109,7 @@ def test_gaussian_mean_stays_in_range_and_a_clipped_action_scores_the_mass_beyon
     """A raw output far past the bound: the mean is tanh(out), inside [-1, 1]; an action at a
     bound scores log P(sample beyond it) (about log 0.5 here, the mean being almost the bound),
     an interior action the Gaussian density."""
-    from distmarl.algorithms.policy_heads import INIT_LOG_STD, GaussianHead
+    from distmarl.algorithms.onpolicy.policy_heads import INIT_LOG_STD, GaussianHead
 
     head = GaussianHead(spaces.Box(0.0, 1.0, (2,)), torch.device("cpu"))
     out = torch.tensor([[8.0, -8.0]])
@@ -133,7 +133,7 @@ def test_gaussian_score_has_expectation_zero_with_clipping(log_std0: float) -> N
     """The log-prob of clipped samples is a true likelihood: the mean over 200k samples of its
     gradient (w.r.t. the log-std and the raw output) is 0, with 14-47% of each dimension's
     samples clipped; scoring the bound by the density there gives 0.1 to 0.6 in size."""
-    from distmarl.algorithms.policy_heads import GaussianHead
+    from distmarl.algorithms.onpolicy.policy_heads import GaussianHead
 
     head = GaussianHead(spaces.Box(0.0, 1.0, (2,)), torch.device("cpu"))
     n = 200_000

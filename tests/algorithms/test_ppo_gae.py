@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distmarl.algorithms.gae import bootstrap_values, gae
-from distmarl.algorithms.ppo_batch import clean_fragment
+from distmarl.algorithms.onpolicy.fragment import clean_fragment
+from distmarl.algorithms.onpolicy.gae import bootstrap_values, gae
 from tests.algorithms.ppo_helpers import AGENTS, fragment, make
 
 GAMMA, LAMBDA = 0.9, 0.8  # gamma * lambda = 0.72

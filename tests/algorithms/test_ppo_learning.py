@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from distmarl.algorithms import PPO_HP
-from distmarl.algorithms.ppo_batch import clean_fragment
-from distmarl.algorithms.ppo_loss import ppo_terms
+from distmarl.algorithms.onpolicy.fragment import clean_fragment
+from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from tests.algorithms.ppo_helpers import AGENTS, fragment, make, params
 
 

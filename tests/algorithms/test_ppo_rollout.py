@@ -1,4 +1,4 @@
-"""OnPolicyCollector and fragment_to_batch: fragments with behaviour log-probs and values, true
+"""Collector and fragment_to_batch: fragments with behaviour log-probs and values, true
 final observations, action masks from obs dicts and from infos, learning from them."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from distmarl.algorithms import IPPO, MAPPO, ON_POLICY_FIELDS
+from distmarl.collect import Collector, fragment_to_batch
 from distmarl.envs import EnvFactory, VectorParallelEnv, make_vector_env
-from distmarl.onpolicy_rollout import OnPolicyCollector, fragment_to_batch
 from tests.algorithms.ppo_helpers import NET, MaskedInfoEnv
 
 
@@ -22,7 +22,7 @@ def test_fragments_of_simple_spread_with_a_truncation() -> None:
     with make_vector_env("mpe2:simple_spread_v3", 2, mode="sync", seed=0,
                          continuous_actions=True, max_cycles=5) as venv:
         algo = MAPPO(*spaces_of(venv), NET, seed=0)
-        collector = OnPolicyCollector(venv, algo, seed=0)
+        collector = Collector(venv, algo, seed=0)
         rollout = collector.collect(7)
     data = rollout.data
     assert list(data) == list(ON_POLICY_FIELDS) and rollout.env_steps == 14
@@ -47,7 +47,7 @@ def test_fragments_of_simple_spread_with_a_truncation() -> None:
 def test_info_action_masks_are_used_and_stored_with_the_observation() -> None:
     venv = VectorParallelEnv([MaskedInfoEnv] * 3, mode="sync", seed=0)
     algo = IPPO(*spaces_of(venv), NET, seed=1)
-    rollout = OnPolicyCollector(venv, algo, seed=0).collect(8)  # illegal actions would raise
+    rollout = Collector(venv, algo, seed=0).collect(8)  # illegal actions would raise
     obs = rollout.data["obs"]["bob_1"]
     assert set(obs) == {"observation", "action_mask"} and obs["action_mask"].shape == (24, 4)
     legal = obs["action_mask"].argmax(axis=1)
@@ -63,7 +63,7 @@ def test_turn_taking_dict_observations_with_masks() -> None:
                            seed=0) as venv:
         algo = IPPO(*spaces_of(venv), NET, seed=0)
         assert list(algo.groups) == ["player"]  # player_1 and player_2 share one policy
-        rollout = OnPolicyCollector(venv, algo, seed=0).collect(12)
+        rollout = Collector(venv, algo, seed=0).collect(12)
     active = rollout.data["active"]
     ended = (rollout.data["terminated"]["player_1"] | rollout.data["truncated"]["player_1"])
     starts = np.concatenate([np.ones(2, dtype=bool), ended[:-2]])  # rows of t = 0 or after an end

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from distmarl.algorithms.ppo_batch import clean_fragment
+from distmarl.algorithms.onpolicy.fragment import clean_fragment
+from distmarl.algorithms.onpolicy.value_norm import RunningMoments
 from distmarl.algorithms.ppo_hparams import PPO_HP, check_ppo_hyperparameter
-from distmarl.algorithms.value_norm import RunningMoments
 from tests.algorithms.ppo_helpers import fragment, make, observations
 
 

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from distmarl.networks import NetConfigError, agent_groups, group_id, resolve_net_config
+from distmarl.networks import NetConfigError, resolve_net_config
 
 AGENTS = ["speaker_0", "listener_0", "listener_1"]
-
-
-def test_group_id_strips_a_trailing_integer_only() -> None:
-    assert group_id("bob_0") == "bob"
-    assert group_id("red_team_12") == "red_team"
-    assert group_id("adversary") == "adversary"
-    assert group_id("agent_x") == "agent_x"
-    assert agent_groups(AGENTS) == {"speaker": ["speaker_0"], "listener": ["listener_0", "listener_1"]}
 
 
 def test_none_and_empty_give_the_defaults_to_every_agent() -> None:

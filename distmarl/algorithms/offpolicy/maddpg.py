@@ -9,8 +9,8 @@ Per agent ``i``, on a batch of joint transitions (inactive rows of ``i`` masked 
 - targets: Polyak averaging with ``tau`` after every update.
 
 Box actions are ``tanh`` outputs scaled to the bounds; Discrete actions use Gumbel-softmax
-(:mod:`distmarl.algorithms.spaces`). The machinery is shared with MATD3 in
-:mod:`distmarl.algorithms.off_policy`.
+(:mod:`distmarl.algorithms.common.space_tensors`). The machinery is shared with MATD3 in
+:mod:`distmarl.algorithms.offpolicy.ddpg`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from distmarl.algorithms.hparams import MADDPG_HP
-from distmarl.algorithms.off_policy import OffPolicyMultiAgent
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
 
 class MADDPG(OffPolicyMultiAgent):

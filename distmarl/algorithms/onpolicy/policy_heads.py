@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.spaces import gumbel
+from distmarl.algorithms.common.space_tensors import gumbel
 
 #: initial log-std of Gaussian policies: std 0.5 of the half-range, ~2% of samples per side clip
 INIT_LOG_STD = math.log(0.5)

@@ -4,7 +4,7 @@ Each mutation returns a *new* network (the old one is untouched) together with `
 every parameter of the new network, the name of the old parameter whose leading slice it keeps
 (``None`` for a parameter that is entirely new). Everything outside the overlap is freshly
 initialised from the given ``torch.Generator``. The same ``source`` lets an optimiser carry its
-state over (:mod:`distmarl.algorithms.netset`).
+state over (:mod:`distmarl.algorithms.common.netset`).
 
 Overlap means leading slices: nodes are added and removed at the end of a layer, and layers at the
 end of the hidden stack (AgileRL's convention), so old unit ``k`` stays unit ``k``.

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from distmarl.networks.evolvable import EvolvableNetwork, NetworkArch
-from distmarl.networks.mutation import copy_overlap
+from distmarl.networks.surgery import copy_overlap
 
 
 class NetworkSet:

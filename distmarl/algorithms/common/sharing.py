@@ -1,7 +1,8 @@
-"""Parameter sharing for on-policy learners: agents ``<group>_<idx>`` share one policy and one
-value network (AgileRL's homogeneous agents), so ``net_config`` comes once, or per group.
+"""``net_config`` for learners that share parameters per agent group (:mod:`distmarl.agents`;
+IPPO / MAPPO: one policy and one value network per group, AgileRL's homogeneous agents), so
+``net_config`` comes once, or per group.
 
-``net_config`` forms accepted (see :mod:`distmarl.networks.config` for one config's keys):
+``net_config`` forms accepted (see :mod:`distmarl.networks.net_config` for one config's keys):
 
 1. one config for every group: ``{"latent_dim": ..., "encoder_config": ..., ...}``;
 2. one per group: ``{"agent": {...}}`` for agents ``agent_0, agent_1, agent_2``;
@@ -13,30 +14,12 @@ value network (AgileRL's homogeneous agents), so ``net_config`` comes once, or p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from gymnasium import spaces
-
-from distmarl.networks import NetConfigError, agent_groups, group_id, resolve_net_config
-from distmarl.networks.config import NET_CONFIG_KEYS, AgentNetConfig
-
-
-def shared_groups(agents: Sequence[str], observation_spaces: Mapping[str, spaces.Space],
-                  action_spaces: Mapping[str, spaces.Space]) -> dict[str, list[str]]:
-    """Group id -> its agents (in the agents' order); every agent of a group must have the same
-    observation and action spaces, else ValueError naming both agents."""
-    groups = agent_groups(agents)
-    for gid, members in groups.items():
-        first = members[0]
-        for other in members[1:]:
-            for kind, sp in (("observation", observation_spaces), ("action", action_spaces)):
-                if sp[other] != sp[first]:
-                    raise ValueError(
-                        f"group {gid!r}: {kind} space of {other!r} ({sp[other]}) differs from "
-                        f"that of {first!r} ({sp[first]}), so they cannot share one policy; "
-                        "rename the agents so that they are in different groups")
-    return groups
+from distmarl.agents import group_of
+from distmarl.networks import NetConfigError, resolve_net_config
+from distmarl.networks.net_config import NET_CONFIG_KEYS, AgentNetConfig
 
 
 def group_net_configs(net_config: Mapping[str, Any] | None, groups: Mapping[str, list[str]],
@@ -47,7 +30,7 @@ def group_net_configs(net_config: Mapping[str, Any] | None, groups: Mapping[str,
         return resolve_net_config(raw, list(groups))
     by_group: dict[str, Any] = {}
     for key, cfg in raw.items():
-        gid = key if key in groups else group_id(key)
+        gid = key if key in groups else group_of(key)
         if key not in groups and key in groups.get(gid, ()):
             if len(groups[gid]) > 1:
                 raise NetConfigError(

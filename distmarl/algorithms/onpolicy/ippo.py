@@ -3,16 +3,16 @@ parameter sharing per agent group, as AgileRL's ``IPPO`` does.
 
 Agents ``<group>_<idx>`` with the same spaces share one policy and one value network; both read
 only the agent's own observation. ``net_config`` is one config, or one per group (a per-agent key
-for an agent that shares its group is an error; see :mod:`distmarl.algorithms.sharing`). The
-PPO machinery (GAE, clipped objective, masks, minibatches) is in
-:mod:`distmarl.algorithms.on_policy`.
+for an agent that shares its group is an error; see
+:mod:`distmarl.algorithms.common.sharing`). The PPO machinery (GAE, clipped objective, masks,
+minibatches) is in :mod:`distmarl.algorithms.onpolicy.ppo`.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from distmarl.algorithms.on_policy import OnPolicyMultiAgent
+from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.ppo_hparams import PPO_HP
 
 

@@ -17,14 +17,20 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms import evolution
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
-from distmarl.algorithms.batch import CleanBatch, clean_batch, masked_mean, masked_mse, td_target
-from distmarl.algorithms.grouped_step import grouped_step
+from distmarl.algorithms.common import mutate
+from distmarl.algorithms.common.grouped_step import grouped_step
+from distmarl.algorithms.common.netset import NetworkSet
+from distmarl.algorithms.common.space_tensors import make_codec, obs_dim, obs_tensor
 from distmarl.algorithms.hparams import check_hyperparameter, check_hyperparameters
-from distmarl.algorithms.netset import NetworkSet
-from distmarl.algorithms.noise import NOISE_HP, ActionNoise, make_noise
-from distmarl.algorithms.spaces import make_codec, obs_dim, obs_tensor
+from distmarl.algorithms.offpolicy.batch import (
+    CleanBatch,
+    clean_batch,
+    masked_mean,
+    masked_mse,
+    td_target,
+)
+from distmarl.algorithms.offpolicy.noise import NOISE_HP, ActionNoise, make_noise
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch, resolve_net_config
 
 STATE_FORMAT = 1
@@ -36,7 +42,6 @@ class OffPolicyMultiAgent(Algorithm):
     name: ClassVar[str] = "OffPolicyMultiAgent"
     DEFAULT_HP: ClassVar[dict[str, Any]] = {}
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic",)
-    on_policy: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -231,9 +236,8 @@ class OffPolicyMultiAgent(Algorithm):
         return new
 
     def reseed(self, seed: int | None) -> None:
-        """New random streams (noise, Gumbel samples, target smoothing). load_state_dict restores
-        the source's streams for exact reproduction; a member that copied another may call this
-        so the two do not draw the same numbers from then on."""
+        """New random streams (noise, Gumbel samples, target smoothing); see
+        :meth:`Algorithm.reseed`."""
         self._rng = np.random.default_rng(seed)
         self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
         self._noise = {}
@@ -257,15 +261,15 @@ class OffPolicyMultiAgent(Algorithm):
 
     def mutate_architecture(self, kind: str, rng: np.random.Generator,
                             preserve_output: bool = True) -> dict[str, Any]:
-        """See :func:`distmarl.algorithms.evolution.mutate_architecture`."""
-        return evolution.mutate_architecture(self.nets, kind, rng, preserve_output,
+        """See :func:`distmarl.algorithms.common.mutate.mutate_architecture`."""
+        return mutate.mutate_architecture(self.nets, kind, rng, preserve_output,
                                              reference=f"actor/{self.agents[0]}")
 
     def mutate_activation(self, rng: np.random.Generator,
                           choices: Sequence[str] | None = None) -> dict[str, Any]:
-        """See :func:`distmarl.algorithms.evolution.mutate_activation`."""
-        return evolution.mutate_activation(self.nets, rng, f"actor/{self.agents[0]}", choices)
+        """See :func:`distmarl.algorithms.common.mutate.mutate_activation`."""
+        return mutate.mutate_activation(self.nets, rng, f"actor/{self.agents[0]}", choices)
 
     def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
-        """See :func:`distmarl.algorithms.evolution.mutate_parameters` (actors only)."""
-        return evolution.mutate_parameters(self.nets, self.nets.names("actor"), mutation_sd, rng)
+        """See :func:`distmarl.algorithms.common.mutate.mutate_parameters` (actors only)."""
+        return mutate.mutate_parameters(self.nets, self.nets.names("actor"), mutation_sd, rng)

@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from distmarl.algorithms.policy_heads import PolicyHead
-from distmarl.algorithms.ppo_loss import ppo_terms
+from distmarl.algorithms.onpolicy.policy_heads import PolicyHead
+from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.networks import EvolvableNetwork
 
 _TERMS = ("policy", "value", "entropy", "approx_kl", "clip_fraction")
@@ -39,7 +39,7 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
     is skipped (an Adam step with zero gradients would still move the weights). After each epoch,
     if ``target_kl`` is set and the epoch's mean approximate KL (each minibatch's measured before
     its step, as CleanRL does) exceeds it, the remaining epochs are skipped. Returns the mean of
-    each :class:`~distmarl.algorithms.ppo_loss.PPOTerms` part over the steps taken, ``epochs``,
+    each :class:`~distmarl.algorithms.onpolicy.ppo_loss.PPOTerms` part over the steps taken, ``epochs``,
     and ``skipped_steps``: minibatches whose gradient was not finite, left without a step.
     """
     policy_params = [*policy.parameters(), *([log_std] if log_std is not None else [])]

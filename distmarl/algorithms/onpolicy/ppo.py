@@ -1,12 +1,14 @@
 """Shared machinery of IPPO and MAPPO: PPO with one policy and one value network per agent group.
 
 Agents named ``<group>_<idx>`` with the same spaces share parameters (AgileRL's homogeneous
-agents; :mod:`distmarl.algorithms.sharing`): ``policy/<group>`` maps an agent's own observation
-to its action distribution (:mod:`distmarl.algorithms.policy_heads`; Box policies also have a
-learned ``log_std/<group>`` vector), ``value/<group>`` maps the critic input of one agent
-(:meth:`OnPolicyMultiAgent._critic_inputs`: its own observation in IPPO; in MAPPO the joint
-observation, or its own observation and the env's global state) to ``V``. A group's agents are
-stacked along the batch axis, so every agent's rows contribute to the one shared gradient.
+agents; groups as :mod:`distmarl.agents` defines them, ``net_config`` per group by
+:mod:`~distmarl.algorithms.common.sharing`): ``policy/<group>`` maps an agent's own observation
+to its action distribution (:mod:`~distmarl.algorithms.onpolicy.policy_heads`; Box policies
+also have a learned ``log_std/<group>`` vector), ``value/<group>`` maps the critic input of one
+agent (:meth:`OnPolicyMultiAgent._critic_inputs`: its own observation in IPPO; in MAPPO the
+joint observation, or its own observation and the env's global state) to ``V``. A group's
+agents are stacked along the batch axis, so every agent's rows contribute to the one shared
+gradient.
 
 Usage (the single-process loop; the runtime does the same across processes)::
 
@@ -16,17 +18,19 @@ Usage (the single-process loop; the runtime does the same across processes)::
     ...store a fragment of hp["learn_step"] vectorised steps (ON_POLICY_FIELDS)...
     metrics = algo.learn(batch)                 # field -> agent -> tensor (T, E, ...)
 
-Learning from one fragment: advantages by GAE (:mod:`distmarl.algorithms.gae`; truncations and
-the fragment's end bootstrap from ``V(next_obs)``, terminations do not), then per group
-``update_epochs`` passes of shuffled minibatches of ``batch_size`` rows with the clipped
-objective (:mod:`distmarl.algorithms.ppo_loss`), advantages normalised per minibatch, gradient
-norms clipped per network, and an early stop when an epoch's mean approximate KL exceeds
-``target_kl``. One learning rate ``lr`` for every network (AgileRL's IPPO). With ``value_norm``
-(the default) the value networks predict normalised values (:mod:`.value_norm`, one set of
-running moments per group); every value outside the loss is in return units.
+Learning from one fragment: advantages by GAE (:mod:`~distmarl.algorithms.onpolicy.gae`;
+truncations and the fragment's end bootstrap from ``V(next_obs)``, terminations do not), then
+per group ``update_epochs`` passes of shuffled minibatches of ``batch_size`` rows with the
+clipped objective (:mod:`~distmarl.algorithms.onpolicy.ppo_loss`), advantages normalised per
+minibatch, gradient norms clipped per network, and an early stop when an epoch's mean
+approximate KL exceeds ``target_kl``. One learning rate ``lr`` for every network (AgileRL's
+IPPO). With ``value_norm`` (the default) the value networks predict normalised values
+(:mod:`~distmarl.algorithms.onpolicy.value_norm`, one set of running moments per group); every
+value outside the loss is in return units.
 
-Networks live in a :class:`NetworkSet` so the evolution hooks (:mod:`.evolution`) apply as for
-the off-policy learners; its target copies are not used by PPO.
+Networks live in a :class:`NetworkSet` so the evolution hooks
+(:mod:`~distmarl.algorithms.common.mutate`) apply as for the off-policy learners; its target
+copies are not used by PPO.
 """
 
 from __future__ import annotations
@@ -39,27 +43,33 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms import evolution
+from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
-from distmarl.algorithms.gae import bootstrap_values, gae
-from distmarl.algorithms.netset import NetworkSet, make_adam
-from distmarl.algorithms.policy_heads import INIT_LOG_STD, PolicyHead, make_head, mask_tensor
-from distmarl.algorithms.ppo_batch import (
+from distmarl.algorithms.common import mutate
+from distmarl.algorithms.common.netset import NetworkSet, make_adam
+from distmarl.algorithms.common.sharing import group_net_configs
+from distmarl.algorithms.common.space_tensors import obs_dim
+from distmarl.algorithms.onpolicy.fragment import (
     ON_POLICY_FIELDS,
     AgentFragment,
     clean_fragment,
     obs_and_mask,
     policy_obs_space,
 )
+from distmarl.algorithms.onpolicy.gae import bootstrap_values, gae
+from distmarl.algorithms.onpolicy.policy_heads import (
+    INIT_LOG_STD,
+    PolicyHead,
+    make_head,
+    mask_tensor,
+)
+from distmarl.algorithms.onpolicy.ppo_update import GroupRows, ppo_update
+from distmarl.algorithms.onpolicy.value_norm import RunningMoments
 from distmarl.algorithms.ppo_hparams import (
     PPO_HP,
     check_ppo_hyperparameter,
     check_ppo_hyperparameters,
 )
-from distmarl.algorithms.ppo_update import GroupRows, ppo_update
-from distmarl.algorithms.sharing import group_net_configs, shared_groups
-from distmarl.algorithms.spaces import obs_dim
-from distmarl.algorithms.value_norm import RunningMoments
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
 from distmarl.types import STATE_FIELDS, on_policy_fields
 
@@ -77,8 +87,6 @@ class OnPolicyMultiAgent(Algorithm):
     name: ClassVar[str] = "OnPolicyMultiAgent"
     DEFAULT_HP: ClassVar[dict[str, Any]] = PPO_HP
     on_policy: ClassVar[bool] = True
-    #: whether the constructor takes ``state_space`` (the env's global state; MAPPO)
-    reads_state: ClassVar[bool] = False
     #: the env's global state space when the value networks read it, else None
     state_space: spaces.Box | None = None
 
@@ -129,10 +137,11 @@ class OnPolicyMultiAgent(Algorithm):
         (``record_state``) and fragments carry :data:`~distmarl.types.STATE_FIELDS`."""
         return self.state_space is not None
 
-    @property
-    def fields(self) -> tuple[str, ...]:
-        """The transition fields a fragment for this learner holds, in buffer order."""
-        return on_policy_fields(self.uses_state)
+    @classmethod
+    def buffer_fields(cls, global_state: bool = False) -> tuple[str, ...]:
+        """:data:`~distmarl.types.ON_POLICY_FIELDS`, with
+        :data:`~distmarl.types.STATE_FIELDS` when ``global_state``."""
+        return on_policy_fields(global_state)
 
     def _critic_dim(self, group: str) -> int:
         """Width of ``value/<group>``'s input."""
@@ -403,7 +412,7 @@ class OnPolicyMultiAgent(Algorithm):
         return {}
 
     def reseed(self, seed: int | None) -> None:
-        """New random streams (sampling, minibatch order); see ``OffPolicyMultiAgent.reseed``."""
+        """New random streams (sampling, minibatch order); see :meth:`Algorithm.reseed`."""
         self._rng = np.random.default_rng(seed)
         self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
 
@@ -425,19 +434,19 @@ class OnPolicyMultiAgent(Algorithm):
 
     def mutate_architecture(self, kind: str, rng: np.random.Generator,
                             preserve_output: bool = True) -> dict[str, Any]:
-        """See :func:`distmarl.algorithms.evolution.mutate_architecture` (policy and value
+        """See :func:`distmarl.algorithms.common.mutate.mutate_architecture` (policy and value
         networks of every group; log-stds are untouched)."""
-        return evolution.mutate_architecture(self.nets, kind, rng, preserve_output,
+        return mutate.mutate_architecture(self.nets, kind, rng, preserve_output,
                                              reference=self._reference())
 
     def mutate_activation(self, rng: np.random.Generator,
                           choices: Sequence[str] | None = None) -> dict[str, Any]:
-        """See :func:`distmarl.algorithms.evolution.mutate_activation`."""
-        return evolution.mutate_activation(self.nets, rng, self._reference(), choices)
+        """See :func:`distmarl.algorithms.common.mutate.mutate_activation`."""
+        return mutate.mutate_activation(self.nets, rng, self._reference(), choices)
 
     def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
-        """See :func:`distmarl.algorithms.evolution.mutate_parameters` (policies only)."""
-        return evolution.mutate_parameters(self.nets, self.nets.names("policy"), mutation_sd, rng)
+        """See :func:`distmarl.algorithms.common.mutate.mutate_parameters` (policies only)."""
+        return mutate.mutate_parameters(self.nets, self.nets.names("policy"), mutation_sd, rng)
 
     def _reference(self) -> str:
         return f"policy/{next(iter(self.groups))}"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from distmarl.algorithms.evolution import ARCH_KINDS
+from distmarl.algorithms.common.mutate import ARCH_KINDS
 from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, observations, params
 
 

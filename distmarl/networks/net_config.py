@@ -11,8 +11,8 @@ A config for one network::
 It comes in three forms (AgileRL's):
 
 1. one config for every agent: the dict above;
-2. one per group: ``{"bob": {...}, "fred": {...}}`` for agents ``bob_0, bob_1, fred_0`` (an agent's
-   group is its name before the last ``_<int>``; an agent without such a suffix is its own group);
+2. one per group: ``{"bob": {...}, "fred": {...}}`` for agents ``bob_0, bob_1, fred_0`` (groups as
+   :mod:`distmarl.agents` defines them: ``bob_0`` -> ``bob``);
 3. one per agent: ``{"bob_0": {...}, "bob_1": {...}}``.
 
 Groups and agents may be mixed as long as each agent is covered exactly once. Unknown keys, config
@@ -26,10 +26,10 @@ LayerNorm renormalises a layer when it grows, so no added layer or node could pr
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from distmarl.agents import agent_groups, group_of
 from distmarl.networks.mlp import ACTIVATIONS
 
 #: A complete per-agent config: ``latent_dim`` plus full ``encoder_config`` / ``head_config``.
@@ -47,25 +47,10 @@ DEFAULT_MLP_CONFIG: dict[str, Any] = {
     "layer_norm": False,
     "output_vanish": True,
 }
-_GROUP_SUFFIX = re.compile(r"^(.+)_\d+$")
 
 
 class NetConfigError(ValueError):
     """A ``net_config`` that does not fit the env's agents, or an invalid value in it."""
-
-
-def group_id(agent: str) -> str:
-    """``"bob_0"`` -> ``"bob"``; ``"adversary"`` -> ``"adversary"``."""
-    m = _GROUP_SUFFIX.match(agent)
-    return m.group(1) if m else agent
-
-
-def agent_groups(agents: Sequence[str]) -> dict[str, list[str]]:
-    """Group id -> its agents, in the agents' order."""
-    groups: dict[str, list[str]] = {}
-    for a in agents:
-        groups.setdefault(group_id(a), []).append(a)
-    return groups
 
 
 def resolve_net_config(
@@ -94,13 +79,13 @@ def _keys_per_agent(raw: Mapping[str, Any], agents: list[str]) -> dict[str, str]
         raise NetConfigError(_explain(f"net_config keys {unknown} match no agent or group", agents))
     chosen: dict[str, str] = {}
     for a in agents:
-        keys = sorted({k for k in (a, group_id(a)) if k in raw})
+        keys = sorted({k for k in (a, group_of(a)) if k in raw})
         if len(keys) > 1:
             raise NetConfigError(_explain(
                 f"agent {a!r} is configured twice (by {keys}); keep one of them", agents))
         if not keys:
             raise NetConfigError(_explain(
-                f"net_config has no entry for agent {a!r} (nor its group {group_id(a)!r})", agents))
+                f"net_config has no entry for agent {a!r} (nor its group {group_of(a)!r})", agents))
         chosen[a] = keys[0]
     return chosen
 

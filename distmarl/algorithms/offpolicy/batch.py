@@ -1,9 +1,10 @@
-"""Off-policy batch -> clean tensors, plus the masked losses and TD target every learner uses.
+"""Off-policy batch -> clean tensors, plus the masked losses and TD target MADDPG and MATD3 use.
 
 Cleaning rules (why: NaN placeholders must never reach a loss, since ``NaN * 0`` is still NaN):
 - observations: NaN -> 0 everywhere (a dead agent's placeholder is a zero input to the
   centralised critics of the agents that are still active);
-- actions: to critic form, placeholders -> 0 (see :mod:`distmarl.algorithms.spaces`);
+- actions: to critic form, placeholders -> 0 (see
+  :mod:`distmarl.algorithms.common.space_tensors`);
 - reward / terminated: set to 0 on inactive rows; those rows are masked out of the losses anyway.
 ``truncated`` is read only to check the batch is complete: a time limit does not stop
 bootstrapping, because the state after it still has value.
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.spaces import ActionCodec, obs_tensor
+from distmarl.algorithms.common.space_tensors import ActionCodec, obs_tensor
 from distmarl.types import OFF_POLICY_FIELDS
 
 Tensors = dict[str, torch.Tensor]

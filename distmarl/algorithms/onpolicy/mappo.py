@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.on_policy import OnPolicyMultiAgent
+from distmarl.algorithms.common.space_tensors import obs_dim
+from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.ppo_hparams import MAPPO_HP
-from distmarl.algorithms.spaces import obs_dim
 
 
 class MAPPO(OnPolicyMultiAgent):

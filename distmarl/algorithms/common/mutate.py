@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from distmarl.algorithms.netset import NetworkSet
-from distmarl.networks import mutation as mut
+from distmarl.algorithms.common.netset import NetworkSet
+from distmarl.networks import surgery as mut
 from distmarl.networks.evolvable import PARTS, EvolvableNetwork
 from distmarl.networks.mlp import ACTIVATIONS, MLPSpec
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from distmarl.networks import EvolvableMLP, EvolvableNetwork, MLPSpec, make_arch, resolve_net_config
-from distmarl.networks import mutation as mut
+from distmarl.networks import surgery as mut
 
 
 def gen(seed: int = 0) -> torch.Generator:

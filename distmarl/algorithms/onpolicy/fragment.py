@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.policy_heads import PolicyHead, mask_tensor
-from distmarl.algorithms.spaces import obs_tensor
+from distmarl.algorithms.common.space_tensors import obs_tensor
+from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, mask_tensor
 from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
 
 __all__ = ["ON_POLICY_FIELDS", "AgentFragment", "clean_fragment", "obs_and_mask",

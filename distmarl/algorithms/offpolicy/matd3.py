@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import torch
 
+from distmarl.algorithms.common.space_tensors import BoxCodec
 from distmarl.algorithms.hparams import MATD3_HP
-from distmarl.algorithms.off_policy import OffPolicyMultiAgent
-from distmarl.algorithms.spaces import BoxCodec
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
 
 class MATD3(OffPolicyMultiAgent):

@@ -1,0 +1,197 @@
+"""The env-policy loop, no Ray: steps a vector env with an algorithm's exploring policy and
+returns whole chunks of transitions for the buffer.
+
+One :class:`Collector` serves both families; the algorithm's
+:attr:`~distmarl.algorithms.Algorithm.on_policy` picks how a step acts and what it records:
+
+* off-policy (MADDPG, MATD3): ``algo.act(obs, explore=True)``, the ``OFF_POLICY_FIELDS``, and
+  exploration noise restarted in sub-envs whose episode ended (``algo.reset_noise``);
+* on-policy (IPPO, MAPPO): ``algo.act_with_info`` and ``ON_POLICY_FIELDS`` (plus the behaviour
+  policy's ``log_prob`` and ``value``; plus ``STATE_FIELDS`` when ``algo.uses_state``, from a
+  vector env made with ``record_state=True``); :func:`fragment_to_batch` turns such rows into
+  the ``(T, E, ...)`` tensors ``algo.learn`` takes.
+
+The single-process trainers and the rollout-worker actors share it, so the distributed path
+steps envs exactly as the reference. Usage::
+
+    collector = Collector(venv, algo, seed=0)
+    rollout = collector.collect(algo.hp["learn_step"])   # on-policy: one fragment
+    metrics = algo.learn(fragment_to_batch(rollout.data, venv.num_envs))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from distmarl.algorithms import Algorithm
+from distmarl.envs import apply_env_defined_actions, true_next_obs, true_next_state
+
+Rows = dict[str, dict[str, list[Any]]]
+
+
+@dataclass
+class Rollout:
+    """``data[field][agent]`` has shape ``(num_steps * num_envs, ...)``, time-major: row
+    ``t * num_envs + e`` is sub-env ``e`` at step ``t``. ``episode_scores`` are the summed
+    rewards over agents of the episodes that ended during the collection."""
+
+    data: dict[str, dict[str, np.ndarray]]
+    env_steps: int
+    episode_scores: list[float] = field(default_factory=list)
+    episode_lengths: list[int] = field(default_factory=list)
+
+
+class EpisodeScores:
+    """Running score (rewards summed over agents) and length of each sub-env's episode; an
+    ended episode's figures go to ``scores`` / ``lengths`` and the counters restart."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.running = np.zeros(num_envs)
+        self.steps = np.zeros(num_envs, dtype=np.int64)
+
+    def step(self, rew: Any, agents: list[str], ended: np.ndarray, scores: list[float],
+             lengths: list[int]) -> None:
+        self.running += sum(np.asarray(rew[a], dtype=np.float64) for a in agents)
+        self.steps += 1
+        if ended.any():
+            scores.extend(self.running[ended].tolist())
+            lengths.extend(self.steps[ended].tolist())
+            self.running[ended] = 0.0
+            self.steps[ended] = 0
+
+
+class Collector:
+    """Steps ``venv`` with ``algo``'s exploring policy and returns whole chunks of transitions.
+
+    Per transition: ``next_obs`` is the true next observation (the final one where an episode
+    ended). Off-policy, ``active`` is whether the agent was present when it acted. On-policy,
+    ``log_prob`` / ``value`` are the behaviour policy's, for the stored action and ``obs``, and
+    ``active`` is whether the agent acted *with its own policy* (present, and no env-defined
+    action replaced its choice, since the recorded log-prob is of the policy's own sample);
+    action masks that the env gives in ``infos[agent]["action_mask"]`` are used for acting and
+    stored inside ``obs`` as ``{"observation": ..., "action_mask": ...}`` (the form PettingZoo's
+    dict observations already have), so the learner sees the same masks; when
+    ``algo.uses_state``, ``state`` / ``next_state`` (the global state before the step and the
+    true one after it) are stored under every agent.
+    """
+
+    def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None) -> None:
+        self.venv, self.algo = venv, algo
+        self.agents = list(venv.possible_agents)
+        self.on_policy = algo.on_policy
+        self.uses_state = algo.uses_state
+        if self.uses_state and venv.state_space is None:
+            raise ValueError(f"{algo.name} reads the env's global state: make the vector env "
+                             f"with record_state=True")
+        self.fields = algo.fields
+        self._step = self._on_policy_step if self.on_policy else self._off_policy_step
+        obs, self.infos = venv.reset(seed=seed)
+        self.obs = _with_info_masks(obs, self.infos) if self.on_policy else obs
+        self.episodes = EpisodeScores(venv.num_envs)
+        self.total_steps = 0
+
+    def collect(self, num_steps: int) -> Rollout:
+        """``num_steps`` vectorised steps: ``num_steps * num_envs`` transitions per agent, rows
+        time-major (row ``t * num_envs + e``)."""
+        rows: Rows = {f: {a: [] for a in self.agents} for f in self.fields}
+        scores: list[float] = []
+        lengths: list[int] = []
+        for _ in range(num_steps):
+            rew, infos = self._step(rows)
+            self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
+        self.total_steps += num_steps * self.venv.num_envs
+        data = {f: {a: _stack_time_major(v) for a, v in per.items()} for f, per in rows.items()}
+        return Rollout(data, num_steps * self.venv.num_envs, scores, lengths)
+
+    def _off_policy_step(self, rows: Rows) -> tuple[Any, Any]:
+        """One vectorised step of an off-policy algorithm; appends its rows, returns
+        ``(rewards, infos)``."""
+        actions = apply_env_defined_actions(self.algo.act(self.obs, explore=True), self.infos)
+        obs, rew, term, trunc, infos = self.venv.step(actions)
+        nxt = true_next_obs(obs, infos)
+        active = self.infos["active"]
+        for a in self.agents:
+            for name, value in zip(self.fields, (self.obs[a], actions[a], rew[a], nxt[a],
+                                                 term[a], trunc[a], active[a]), strict=True):
+                rows[name][a].append(value)
+        ended = infos["_final_obs"]
+        if ended.any():
+            self.algo.reset_noise(ended)
+        self.obs, self.infos = obs, infos
+        return rew, infos
+
+    def _on_policy_step(self, rows: Rows) -> tuple[Any, Any]:
+        """One vectorised step of an on-policy algorithm (with the behaviour log-probs and
+        values, and the global state when it reads one); appends its rows, returns
+        ``(rewards, infos)``."""
+        state = self.infos["state"] if self.uses_state else None
+        chosen, extras = self.algo.act_with_info(self.obs, state=state)
+        actions = apply_env_defined_actions(chosen, self.infos)
+        obs, rew, term, trunc, infos = self.venv.step(actions)
+        nxt = true_next_obs(obs, infos)
+        states = (state, true_next_state(infos)) if self.uses_state else ()
+        own = self.infos.get("agent_mask", {})
+        for a in self.agents:
+            active = np.asarray(self.infos["active"][a], dtype=bool)
+            if a in own:
+                active = active & np.asarray(own[a], dtype=bool)
+            values = (self.obs[a], actions[a], rew[a], nxt[a], term[a], trunc[a], active,
+                      extras["log_prob"][a], extras["value"][a], *states)
+            for name, value in zip(self.fields, values, strict=True):
+                rows[name][a].append(value)
+        self.obs, self.infos = _with_info_masks(obs, infos), infos
+        return rew, infos
+
+
+def _stack_time_major(steps: list[Any]) -> Any:
+    """``T`` arrays of shape ``(E, ...)`` (or dicts / tuples of them) -> ``(T * E, ...)``."""
+    first = steps[0]
+    if isinstance(first, dict):
+        return {k: _stack_time_major([s[k] for s in steps]) for k in first}
+    if isinstance(first, tuple):
+        return tuple(_stack_time_major([s[i] for s in steps]) for i in range(len(first)))
+    arr = np.stack(steps)
+    return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
+
+
+def _with_info_masks(obs: Mapping[str, Any], infos: Mapping[str, Any]) -> dict[str, Any]:
+    """``obs`` with ``infos[agent]["action_mask"]`` folded in as ``{"observation",
+    "action_mask"}`` where the env reports masks there (sub-envs that did not: all legal)."""
+    out = dict(obs)
+    for a, x in obs.items():
+        info = infos.get(a)
+        if isinstance(x, Mapping) or not isinstance(info, Mapping) or "action_mask" not in info:
+            continue
+        mask = np.asarray(info["action_mask"])
+        reported = np.asarray(info.get("_action_mask", np.ones(len(mask), dtype=bool)), bool)
+        mask = np.where(reported.reshape(-1, *([1] * (mask.ndim - 1))), mask, 1).astype(np.int8)
+        out[a] = {"observation": x, "action_mask": mask}
+    return out
+
+
+def fragment_to_batch(data: Mapping[str, Mapping[str, Any]], num_envs: int,
+                      device: str | torch.device | None = None
+                      ) -> dict[str, dict[str, Any]]:
+    """Rows ``(T * E, ...)`` (time-major, as :meth:`Collector.collect` and the buffer give them)
+    -> tensors ``(T, E, ...)`` for an on-policy ``algo.learn``; dict observations are mapped
+    leaf by leaf, bools become float32 0/1."""
+    return {f: {a: _time_major(v, num_envs, device) for a, v in per.items()}
+            for f, per in data.items()}
+
+
+def _time_major(x: Any, num_envs: int, device: str | torch.device | None) -> Any:
+    if isinstance(x, Mapping):
+        return {k: _time_major(v, num_envs, device) for k, v in x.items()}
+    arr = np.asarray(x)
+    if arr.shape[0] % num_envs:
+        raise ValueError(f"{arr.shape[0]} rows do not split into steps of {num_envs} sub-envs")
+    t = torch.from_numpy(np.ascontiguousarray(arr).copy())
+    if t.dtype == torch.bool:
+        t = t.float()
+    t = t.reshape(arr.shape[0] // num_envs, num_envs, *arr.shape[1:])
+    return t if device is None else t.to(device)

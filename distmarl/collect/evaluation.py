@@ -1,0 +1,81 @@
+"""Scoring a policy without exploration: on a vector env, for the trainers' progress, and of a
+saved member from a checkpoint (no Ray)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from distmarl.checkpoint import load_checkpoint
+from distmarl.config import ExperimentConfig
+from distmarl.envs import apply_env_defined_actions
+from distmarl.factory import env_spaces, make_algorithm, make_venv
+
+#: Episodes per sub-env of the reference trainers' progress evaluations (4 x 8 sub-envs = 32
+#: episodes: one speaker-listener episode's score varies by about +-60, so 8 were too few).
+EVAL_EPISODES_PER_ENV = 4
+
+
+class Policy(Protocol):
+    """What evaluation needs: actions per agent for a batch of observations (any
+    :class:`~distmarl.algorithms.Algorithm`, or a scripted baseline)."""
+
+    def act(self, obs: Any, explore: bool = True) -> dict[str, np.ndarray]: ...
+
+
+def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> float:
+    """Mean score of :data:`EVAL_EPISODES_PER_ENV` episodes per sub-env, without exploration,
+    on episodes seeded by the run and the step count: distinct across runs and evaluations
+    (sub-env ``i`` adds ``i`` to the seed, so nearby seeds would overlap)."""
+    seed = (int(run_seed) * 1_000_003 + int(env_steps) * 101) % (2**31 - 1)
+    return float(np.mean(evaluate(venv, algo, episodes=EVAL_EPISODES_PER_ENV, seed=seed)))
+
+
+def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
+             seed: int | None = None) -> list[float]:
+    """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
+    exploration. With ``max_steps``, an episode still running then counts with its partial
+    score (AgileRL's ``eval_steps``)."""
+    obs, infos = venv.reset(seed=seed)
+    agents = list(venv.possible_agents)
+    running_score = np.zeros(venv.num_envs)
+    done = np.zeros(venv.num_envs, dtype=np.int64)
+    scores: list[float] = []
+    steps = 0
+    while (done < episodes).any() and (max_steps is None or steps < max_steps):
+        actions = apply_env_defined_actions(algo.act(obs, explore=False), infos)
+        obs, rew, _, _, infos = venv.step(actions)
+        counting = done < episodes
+        running_score += counting * sum(np.asarray(rew[a], dtype=np.float64) for a in agents)
+        ended = infos["_final_obs"] & counting
+        for i in np.flatnonzero(ended):
+            scores.append(float(running_score[i]))
+            running_score[i] = 0.0
+            done[i] += 1
+        steps += 1
+    unfinished = done < episodes
+    scores.extend(running_score[unfinished].tolist())  # only with max_steps
+    return scores
+
+
+def evaluate_checkpoint(path: Path, episodes: int = 10, member: int | None = None,
+                        seed: int = 0) -> dict[str, Any]:
+    """Mean score of ``episodes`` episodes of a member (default: the best by last fitness)."""
+    ckpt = load_checkpoint(path, with_buffer=False)
+    cfg = ExperimentConfig.model_validate(ckpt.meta["config"])
+    fitness = [m["fitness"][-1] if m["fitness"] else float("-inf") for m in ckpt.meta["members"]]
+    index = int(np.argmax(fitness)) if member is None else member
+    if not 0 <= index < len(ckpt.members):
+        raise ValueError(f"--member {index} is not a member of {ckpt.path} "
+                         f"(0..{len(ckpt.members) - 1})")
+    algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=seed)
+    algo.load_state_dict(ckpt.members[index]["algo"])
+    venv = make_venv(cfg.env, num_envs=1, mode="sync", seed=seed)
+    try:
+        scores = evaluate(venv, algo, episodes=episodes, seed=seed)
+    finally:
+        venv.close()
+    return {"checkpoint": str(ckpt.path), "member": index, "episodes": len(scores),
+            "mean_score": float(np.mean(scores)), "std_score": float(np.std(scores))}
