@@ -23,6 +23,7 @@ from pydantic import (
     BeforeValidator,
     Field,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
 )
@@ -74,10 +75,12 @@ def rule(field: FieldInfo) -> str:
 
 
 def _bound(limit: at.Ge | at.Gt | at.Le | at.Lt) -> object:
-    for attr in ("ge", "gt", "le", "lt"):
-        if hasattr(limit, attr):
-            return getattr(limit, attr)
-    raise TypeError(limit)
+    """The number of a bound constraint."""
+    if isinstance(limit, at.Ge):
+        return limit.ge
+    if isinstance(limit, at.Gt):
+        return limit.gt
+    return limit.le if isinstance(limit, at.Le) else limit.lt
 
 
 class Hyperparameters(Section):
@@ -90,11 +93,12 @@ class Hyperparameters(Section):
 
     @field_validator("*", mode="wrap")
     @classmethod
-    def _rule(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: Any) -> Any:
+    def _rule(cls, value: Any, handler: ValidatorFunctionWrapHandler,
+              info: ValidationInfo) -> Any:
         try:
             return handler(value)
         except ValidationError:
-            field = cls.model_fields[info.field_name]
+            field = cls.model_fields[str(info.field_name)]
             raise PydanticCustomError("hyperparameter", "must be {rule}",
                                       {"rule": rule(field)}) from None
 
@@ -175,7 +179,7 @@ def hp_model(algorithm: str) -> type[Hyperparameters]:
 
 def default_hp(algorithm: str) -> dict[str, Any]:
     """Every hyperparameter of ``algorithm`` with its default (a fresh dict)."""
-    return hp_model(algorithm)().as_dict()
+    return hp_model(algorithm).model_validate({}).as_dict()
 
 
 def hp_switches(algorithm: str) -> frozenset[str]:

@@ -35,7 +35,6 @@ class EnvConfig(Section):
     nonfinite: Literal["raise", "drop"] = Field("raise", description="NaN/inf observations or rewards: raise, or drop the rows and count them")
 
 
-#: A network config in AgileRL's form: one for all agents, per group, or per agent.
 NET_CONFIG_DESCRIPTION = "network config in AgileRL's form: one for all agents, per group, or per agent"
 HP_DESCRIPTION = "initial hyperparameters (AgileRL names); missing ones take the algorithm's defaults"
 
@@ -86,7 +85,7 @@ def _algorithm_name(value: Any) -> Any:
     """The discriminator: ``name`` of a mapping (MADDPG when it names none) or of a model."""
     if isinstance(value, Mapping):
         return value.get("name", DEFAULT_ALGORITHM)
-    return getattr(value, "name", None)
+    return value.name if isinstance(value, AlgorithmConfig) else None
 
 
 #: The ``algorithm`` section: one of :data:`ALGORITHM_CONFIGS`, chosen by its ``name``.
@@ -204,7 +203,7 @@ class ExperimentConfig(Section):
         return self
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(json.loads(self.model_dump_json()), sort_keys=False)
+        return str(yaml.safe_dump(json.loads(self.model_dump_json()), sort_keys=False))
 
     def flat(self) -> dict[str, Any]:
         """Every leaf as ``section.key`` -> value (for MLflow params)."""

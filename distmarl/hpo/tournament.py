@@ -73,7 +73,7 @@ class TournamentSelection:
     def tournament(self, fitness: Sequence[float], rng: np.random.Generator) -> int:
         """The best of ``tournament_size`` members drawn at random."""
         entrants = rng.choice(len(fitness), size=self.tournament_size, replace=False)
-        return min(entrants.tolist(), key=lambda i: (-fitness[i], i))
+        return int(min(entrants.tolist(), key=lambda i: (-fitness[i], i)))
 
     def select(self, histories: Sequence[Sequence[float]], rng: np.random.Generator) -> SelectionPlan:
         """Plan the next generation from each member's evaluation history."""
