@@ -56,7 +56,7 @@ def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = 
     extra = {}
     if cls.reads_state:
         extra["state_space"] = spaces[2] if len(spaces) > 2 else None
-    return cls(obs_spaces, act_spaces, cfg.net_config, hp=dict(cfg.hp), device=device, seed=seed,
+    return cls(obs_spaces, act_spaces, cfg.net_config, hp=cfg.hp.as_dict(), device=device, seed=seed,
                **extra)
 
 
@@ -85,13 +85,12 @@ def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:
     """Whether members of ``cfg`` read the env's global state: an algorithm that can (MAPPO),
     with ``hp["global_state"]`` on, on an env with a state space (``spaces[2]``)."""
     state_space = spaces[2] if len(spaces) > 2 else None
-    return algorithm_class(cfg.name).reads_state_with(cfg.hp, state_space)
+    return algorithm_class(cfg.name).reads_state_with(cfg.hp.as_dict(), state_space)
 
 
 def initial_learn_step(cfg: ExperimentConfig) -> int:
-    """The configured ``learn_step`` (``algorithm.hp``, else the algorithm's default)."""
-    defaults = algorithm_class(cfg.algorithm.name).DEFAULT_HP
-    return int(cfg.algorithm.hp.get("learn_step", defaults["learn_step"]))
+    """The configured ``learn_step`` (``algorithm.hp``, whose default is the algorithm's)."""
+    return cfg.algorithm.hp.learn_step
 
 
 def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
@@ -147,11 +146,10 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
         spaces = env_spaces(cfg.env)
     except Exception as err:  # noqa: BLE001 - any env problem is a config problem here
         raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
-    defaults = algorithm_class(cfg.algorithm.name).DEFAULT_HP
     hp_config = HyperparameterConfig(**{n: RLParameter(p.min, p.max) for n, p in
                                         cfg.evolution.hp_config.items()})
     try:
-        hp_config.check_against(cfg.algorithm.name, defaults)
+        hp_config.check_against(cfg.algorithm.name)
         make_algorithm(cfg.algorithm, spaces, seed=cfg.seed)
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"algorithm / evolution.hp_config: {err}") from None

@@ -182,6 +182,14 @@ def config_file(ctx: Ctx, text: str) -> Path:
     return path
 
 
+def base_cycle(ctx: Ctx) -> Path:
+    """Two config files, each the other's base; returns the first."""
+    (ctx.tmp / "two.yaml").write_text("base: one.yaml\n")
+    path = ctx.tmp / "one.yaml"
+    path.write_text("base: two.yaml\nname: x\n")
+    return path
+
+
 def train_cli(ctx: Ctx, *sets: str) -> str:
     """``distmarl train tiny.yaml --set ...`` writing (if it ever got that far) under ctx.runs."""
     args = ["train", str(TINY), "--quiet", "--no-mlflow", "--set", f"tracking.directory={ctx.runs}"]
@@ -226,13 +234,33 @@ ROWS: list[Row] = [
     # config: unknown keys (closest one suggested), values out of range, hp bounds
     Row("unknown key in a config file",
         lambda c: load_config(config_file(c, "buffer: {capacty: 5}\n")),
-        ConfigError, r"bad\.yaml(.|\n)*buffer: unknown key 'capacty'; did you mean 'capacity'"),
+        ConfigError, r"bad\.yaml(.|\n)*buffer\.capacty: unknown key 'capacty'; did you mean 'capacity'"),
     Row("unknown key in --set",
         lambda c: load_config(TINY, ["training.max_step=5"]),
-        ConfigError, r"tiny\.yaml(.|\n)*training: unknown key 'max_step'; did you mean 'max_steps'"),
+        ConfigError, r"tiny\.yaml(.|\n)*training\.max_step: unknown key 'max_step'; did you mean 'max_steps'"),
     Row("unknown key, distmarl train",
         lambda c: train_cli(c, "evolution.mutation.rl_hpp=0.1"),
         CliExit, r"exit 2: (.|\n)*unknown key 'rl_hpp'; did you mean 'rl_hp'", runs_dir),
+    Row("unknown key: misspelled hyperparameter in a config file",
+        lambda c: load_config(config_file(c, "algorithm: {name: MADDPG, hp: {lr_actr: 0.001}}\n")),
+        ConfigError, r"bad\.yaml(.|\n)*algorithm\.hp\.lr_actr: unknown key 'lr_actr'; "
+                     r"did you mean 'lr_actor'\?"),
+    Row("unknown key: hyperparameter of another algorithm, distmarl train",
+        lambda c: train_cli(c, "algorithm.name=IPPO", "algorithm.hp.lr_actor=0.001"),
+        CliExit, r"exit 2: (.|\n)*algorithm\.hp\.lr_actor: unknown key 'lr_actor'", runs_dir),
+    Row("hyperparameter out of range in --set",
+        lambda c: load_config(TINY, ["algorithm.hp.gamma=1.5"]),
+        ConfigError, r"tiny\.yaml(.|\n)*algorithm\.hp\.gamma: must be within \[0, 1\] \(got 1\.5\)"),
+    Row("hyperparameter of the wrong type, distmarl train",
+        lambda c: train_cli(c, "algorithm.hp.batch_size=many"),
+        CliExit, r"exit 2: (.|\n)*algorithm\.hp\.batch_size: must be an int >= 1 \(got 'many'\)",
+        runs_dir),
+    Row("base: file that does not exist",
+        lambda c: load_config(config_file(c, "base: nope.yaml\nname: x\n")),
+        ConfigError, r"config file .*nope\.yaml \(the base of .*bad\.yaml\) does not exist"),
+    Row("base: files that form a cycle, distmarl config show",
+        lambda c: cli("config", "show", str(base_cycle(c))),
+        CliExit, r"exit 2: (.|\n)*cycle of base: keys: .*one\.yaml -> .*two\.yaml -> .*one\.yaml"),
     Row("value out of range",
         lambda c: load_config(TINY, ["buffer.capacity=-1"]),
         ConfigError, r"buffer\.capacity: Input should be greater than or equal to 1 \(got -1\)"),

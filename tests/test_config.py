@@ -1,17 +1,30 @@
-"""ExperimentConfig: YAML loading, --set overrides, clear errors naming field and value."""
+"""ExperimentConfig: YAML loading, ``base:`` files, --set overrides, typed hyperparameters,
+clear errors naming field and value."""
 
 from __future__ import annotations
 
+import json
+import types
+import typing
+from pathlib import Path
+
+import numpy as np
 import pytest
 import yaml
 
 from distmarl.config import (
     ConfigError,
     ExperimentConfig,
+    Section,
     apply_overrides,
+    check_hp,
+    check_hp_value,
     config_from_dict,
+    default_hp,
     load_config,
 )
+
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 
 # (case, config dict, words the error must contain). One row per bad input: add rows freely.
 BAD_CONFIGS = [
@@ -27,6 +40,26 @@ BAD_CONFIGS = [
      ["tournament.size 3 is larger than population.size 2"]),
     ("fraction gpus negative", {"resources": {"num_gpus_per_learner": -0.25}}, ["resources.num_gpus_per_learner"]),
     ("wrong type", {"population": {"size": "four"}}, ["population.size", "'four'"]),
+    ("misspelled hyperparameter", {"algorithm": {"name": "MADDPG", "hp": {"lr_actr": 1e-3}}},
+     ["algorithm.hp.lr_actr: unknown key 'lr_actr'; did you mean 'lr_actor'?"]),
+    ("hyperparameter of another algorithm", {"algorithm": {"name": "IPPO", "hp": {"policy_freq": 2}}},
+     ["algorithm.hp.policy_freq: unknown key 'policy_freq'"]),
+    ("hyperparameter out of range", {"algorithm": {"hp": {"lr_actor": -1}}},
+     ["algorithm.hp.lr_actor: must be > 0 (got -1)"]),
+    ("hyperparameter outside [0, 1]", {"algorithm": {"name": "IPPO", "hp": {"gae_lambda": 1.5}}},
+     ["algorithm.hp.gae_lambda: must be within [0, 1] (got 1.5)"]),
+    ("tau of 0", {"algorithm": {"name": "MATD3", "hp": {"tau": 0}}},
+     ["algorithm.hp.tau: must be within (0, 1] (got 0)"]),
+    ("int hyperparameter with a fraction", {"algorithm": {"name": "MATD3", "hp": {"policy_freq": 1.5}}},
+     ["algorithm.hp.policy_freq: must be an int >= 1 (got 1.5)"]),
+    ("hyperparameter of the wrong type", {"algorithm": {"name": "MAPPO", "hp": {"global_state": "yes"}}},
+     ["algorithm.hp.global_state: must be true or false (got 'yes')"]),
+    ("number given as a string", {"algorithm": {"hp": {"batch_size": "64"}}},
+     ["algorithm.hp.batch_size: must be an int >= 1 (got '64')"]),
+    ("negative optional hyperparameter", {"algorithm": {"name": "IPPO", "hp": {"target_kl": -0.1}}},
+     ["algorithm.hp.target_kl: must be >= 0 or null (got -0.1)"]),
+    ("two bad hyperparameters", {"algorithm": {"name": "IPPO", "hp": {"lr": 0, "update_epochs": 0}}},
+     ["algorithm.hp.lr: must be > 0 (got 0)", "algorithm.hp.update_epochs: must be an int >= 1 (got 0)"]),
 ]
 
 
@@ -42,12 +75,20 @@ def test_defaults_validate_and_every_field_has_a_description() -> None:
     cfg = ExperimentConfig()
     assert cfg.algorithm.name == "MADDPG" and cfg.population.size == 4
 
+    def sections(annotation):
+        """The sections an annotation holds: itself, or each member of a (tagged) union."""
+        if isinstance(annotation, type) and issubclass(annotation, Section):
+            return [annotation]
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
+            return [s for arg in typing.get_args(annotation) for s in sections(arg)]
+        return []
+
     def walk(model_cls, prefix=""):
         for name, field in model_cls.model_fields.items():
-            annotation = field.annotation
-            if isinstance(annotation, type) and issubclass(annotation, ExperimentConfig.__mro__[1]):
-                yield from walk(annotation, f"{prefix}{name}.")
-            elif name not in ("name", "seed") or prefix:
+            inner = sections(field.annotation)
+            for section in inner:
+                yield from walk(section, f"{prefix}{name}.")
+            if not inner and (name not in ("name", "seed") or prefix):
                 yield f"{prefix}{name}", field.description
 
     missing = [name for name, desc in walk(ExperimentConfig) if not desc]
@@ -60,7 +101,8 @@ def test_yaml_round_trip_and_overrides(tmp_path) -> None:
     cfg = load_config(path, ["buffer.replay_ratio=0.5", "algorithm.hp.lr_actor=1e-3",
                              "env.kwargs.max_cycles=50", "population.size=2"])
     assert cfg.buffer.capacity == 5000 and cfg.buffer.replay_ratio == 0.5
-    assert cfg.algorithm.hp == {"lr_actor": 1e-3}
+    assert cfg.algorithm.hp.lr_actor == 1e-3
+    assert cfg.algorithm.hp.as_dict() == {**default_hp("MADDPG"), "lr_actor": 1e-3}
     assert cfg.env.kwargs["max_cycles"] == 50 and cfg.population.size == 2
     again = config_from_dict(yaml.safe_load(cfg.to_yaml()))
     assert again == cfg
@@ -82,3 +124,197 @@ def test_override_and_file_errors(tmp_path) -> None:
     scalar.write_text("3")
     with pytest.raises(ConfigError, match="mapping at the top level"):
         load_config(scalar)
+
+
+#: The hyperparameters and defaults every algorithm has (AgileRL's names and values).
+MADDPG_DEFAULTS = {"batch_size": 64, "lr_actor": 1e-3, "lr_critic": 1e-2, "learn_step": 5,
+                   "gamma": 0.95, "tau": 0.01, "O_U_noise": True, "expl_noise": 0.1,
+                   "mean_noise": 0.0, "theta": 0.15, "dt": 1e-2, "max_grad_norm": 0.0,
+                   "actor_reg": 0.0}
+IPPO_DEFAULTS = {"batch_size": 256, "lr": 3e-4, "learn_step": 128, "gamma": 0.99,
+                 "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01, "vf_coef": 0.5,
+                 "max_grad_norm": 0.5, "update_epochs": 4, "target_kl": None, "value_norm": True}
+DEFAULTS = {
+    "MADDPG": MADDPG_DEFAULTS,
+    "MATD3": {**MADDPG_DEFAULTS, "policy_freq": 2, "policy_noise": 0.2, "noise_clip": 0.5},
+    "IPPO": IPPO_DEFAULTS,
+    "MAPPO": {**IPPO_DEFAULTS, "global_state": True},
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_each_algorithm_has_its_typed_hyperparameters_with_defaults(name) -> None:
+    assert default_hp(name) == DEFAULTS[name]
+    cfg = config_from_dict({"algorithm": {"name": name, "hp": {"batch_size": 128.0}}})
+    assert type(cfg.algorithm.hp).__name__ == f"{name}Hyperparameters"
+    assert cfg.algorithm.hp.as_dict() == {**DEFAULTS[name], "batch_size": 128}
+    assert isinstance(cfg.algorithm.hp.batch_size, int)
+    # the coordinator receives the config as JSON and validates it again
+    again = config_from_dict(json.loads(cfg.model_dump_json()))
+    assert again == cfg and type(again.algorithm) is type(cfg.algorithm)
+
+
+def test_algorithm_without_a_name_is_maddpg() -> None:
+    cfg = config_from_dict({"algorithm": {"hp": {"lr_critic": 0.5}}})
+    assert cfg.algorithm.name == "MADDPG" and cfg.algorithm.hp.lr_critic == 0.5
+    assert ExperimentConfig().algorithm.hp.as_dict() == MADDPG_DEFAULTS
+
+
+def test_assigning_a_bad_hyperparameter_is_refused() -> None:
+    cfg = config_from_dict({"algorithm": {"name": "IPPO"}})
+    cfg.algorithm.hp.lr = 1e-3
+    assert cfg.algorithm.hp.lr == 1e-3
+    with pytest.raises(ValueError, match="must be > 0"):
+        cfg.algorithm.hp.lr = -1.0
+
+
+def test_check_hp_fills_defaults_and_keeps_types() -> None:
+    hp = check_hp("IPPO", {"update_epochs": 3.0, "lr": np.float32(0.5), "value_norm": np.bool_(False),
+                           "target_kl": None})
+    assert hp == {**IPPO_DEFAULTS, "update_epochs": 3, "lr": 0.5, "value_norm": False}
+    assert type(hp["update_epochs"]) is int and type(hp["value_norm"]) is bool
+    assert check_hp("MATD3", None) == DEFAULTS["MATD3"]
+    assert check_hp_value("MADDPG", "batch_size", np.int64(32)) == 32
+
+
+@pytest.mark.parametrize("name,key,value,message", [
+    ("MADDPG", "lr_actr", 1e-3, "MADDPG has no hyperparameter 'lr_actr' (did you mean 'lr_actor'?)"),
+    ("MADDPG", "policy_freq", 2, "MADDPG has no hyperparameter 'policy_freq'"),
+    ("MADDPG", "batch_size", 64.5, "MADDPG hyperparameter batch_size must be an int >= 1, got 64.5"),
+    ("MADDPG", "gamma", 1.5, "MADDPG hyperparameter gamma must be within [0, 1], got 1.5"),
+    ("MATD3", "noise_clip", -0.1, "MATD3 hyperparameter noise_clip must be >= 0, got -0.1"),
+    ("IPPO", "max_grad_norm", 0, "IPPO hyperparameter max_grad_norm must be > 0, got 0"),
+    ("IPPO", "value_norm", 1, "IPPO hyperparameter value_norm must be true or false, got 1"),
+    ("MAPPO", "lr", "3e-4", "MAPPO hyperparameter lr must be > 0, got '3e-4'"),
+    ("MAPPO", "lr", True, "MAPPO hyperparameter lr must be > 0, got True"),
+    ("DQN", "lr", 1.0, "unknown algorithm 'DQN'; known: ['IPPO', 'MADDPG', 'MAPPO', 'MATD3']"),
+])
+def test_check_hp_value_names_the_rule_and_the_value(name, key, value, message) -> None:
+    with pytest.raises(ValueError) as err:
+        check_hp_value(name, key, value)
+    assert message in str(err.value), str(err.value)
+
+
+# -- base: files ---------------------------------------------------------------------------
+
+def write(path: Path, data: dict | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+def test_base_is_deep_merged_own_keys_win_then_overrides(tmp_path) -> None:
+    write(tmp_path / "shared" / "root.yaml", {
+        "name": "root", "seed": 3,
+        "env": {"kwargs": {"continuous_actions": True, "max_cycles": 25}, "num_envs": 4},
+        "algorithm": {"name": "MATD3", "hp": {"batch_size": 32, "lr_actor": 0.01},
+                      "net_config": {"encoder_config": {"hidden_size": [64, 64]}}},
+        "buffer": {"capacity": 5000}})
+    write(tmp_path / "shared" / "mid.yaml", {"base": "root.yaml", "buffer": {"capacity": 6000},
+                                             "algorithm": {"hp": {"policy_freq": 3}}})
+    child = write(tmp_path / "runs" / "child.yaml", {
+        "base": "../shared/mid.yaml", "name": "child",
+        "env": {"kwargs": {"max_cycles": 50}},
+        "algorithm": {"hp": {"batch_size": 64},
+                      "net_config": {"encoder_config": {"hidden_size": [16]}}}})
+    cfg = load_config(child, ["algorithm.hp.lr_actor=0.002", "buffer.capacity=7000"])
+    assert (cfg.name, cfg.seed, cfg.algorithm.name) == ("child", 3, "MATD3")
+    assert cfg.env.kwargs == {"continuous_actions": True, "max_cycles": 50} and cfg.env.num_envs == 4
+    assert cfg.algorithm.hp.as_dict() == {**DEFAULTS["MATD3"], "batch_size": 64, "lr_actor": 0.002,
+                                          "policy_freq": 3}
+    assert cfg.algorithm.net_config == {"encoder_config": {"hidden_size": [16]}}  # lists replaced
+    assert cfg.buffer.capacity == 7000
+    assert load_config(tmp_path / "shared" / "mid.yaml").buffer.capacity == 6000
+
+
+def test_base_that_does_not_exist_names_both_files(tmp_path) -> None:
+    child = write(tmp_path / "child.yaml", {"base": "nope.yaml", "name": "x"})
+    with pytest.raises(ConfigError, match=r"config file .*nope\.yaml \(the base of .*child\.yaml\) "
+                                          r"does not exist"):
+        load_config(child)
+
+
+def test_base_cycle_names_the_files(tmp_path) -> None:
+    write(tmp_path / "a.yaml", {"base": "b.yaml"})
+    write(tmp_path / "b.yaml", {"base": "c.yaml"})
+    write(tmp_path / "c.yaml", {"base": "a.yaml"})
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "a.yaml")
+    files = [Path(p).name for p in str(err.value).split(": ", 1)[1].split(" -> ")]
+    assert "cycle" in str(err.value) and files == ["a.yaml", "b.yaml", "c.yaml", "a.yaml"]
+    write(tmp_path / "self.yaml", {"base": "self.yaml"})
+    with pytest.raises(ConfigError, match="cycle"):
+        load_config(tmp_path / "self.yaml")
+
+
+def test_base_must_be_a_path_and_a_bad_base_is_named(tmp_path) -> None:
+    with pytest.raises(ConfigError, match=r"list\.yaml: base must be a file path, got \['a.yaml'\]"):
+        load_config(write(tmp_path / "list.yaml", {"base": ["a.yaml"]}))
+    write(tmp_path / "broken.yaml", "buffer: [unclosed")
+    with pytest.raises(ConfigError, match=r"broken\.yaml is not valid YAML"):
+        load_config(write(tmp_path / "child.yaml", {"base": "broken.yaml"}))
+    write(tmp_path / "typo.yaml", {"algorithm": {"hp": {"lr_actr": 0.1}}})
+    with pytest.raises(ConfigError, match=r"child2\.yaml(.|\n)*algorithm\.hp\.lr_actr: unknown key"):
+        load_config(write(tmp_path / "child2.yaml", {"base": "typo.yaml"}))
+
+
+#: examples/configs/speaker_listener_maddpg_tuned.yaml written out in full: the values the
+#: base file plus the tuned file's differences must give.
+TUNED_IN_FULL = """
+name: speaker_listener_maddpg_tuned
+seed: 42
+env:
+  spec: mpe2:simple_speaker_listener_v4
+  kwargs: {continuous_actions: true, max_cycles: 25}
+  num_envs: 8
+  vector_mode: sync
+algorithm:
+  name: MADDPG
+  hp:
+    batch_size: 256
+    lr_actor: 0.001
+    lr_critic: 0.001
+    learn_step: 4
+    gamma: 0.95
+    tau: 0.01
+    max_grad_norm: 0.5
+    actor_reg: 0.001
+  net_config:
+    latent_dim: 64
+    encoder_config: {hidden_size: [64]}
+    head_config: {hidden_size: [64]}
+population: {size: 4, workers_per_member: 1}
+evolution:
+  mode: sync
+  evo_steps: 5000
+  eval_steps: null
+  eval_episodes: 1
+  eval_loop: 1
+  tournament: {size: 2, elitism: true}
+  mutation:
+    no_mutation: 0.2
+    architecture: 0.2
+    new_layer_prob: 0.2
+    parameters: 0.2
+    activation: 0.0
+    rl_hp: 0.2
+    mutation_sd: 0.1
+  hp_config:
+    lr_actor: {min: 0.0001, max: 0.01}
+    lr_critic: {min: 0.0001, max: 0.01}
+    batch_size: {min: 8, max: 512, dtype: int}
+    learn_step: {min: 1, max: 16, dtype: int, grow_factor: 1.5, shrink_factor: 0.75}
+buffer: {capacity: 100000, learning_starts: 1000}
+training: {max_steps: 150000, target: -30, chunk_steps: 16}
+resources: {num_cpus_per_learner: 1.0, num_cpus_per_worker: 1.0}
+tracking: {directory: runs}
+"""
+
+
+def test_tuned_example_is_its_base_plus_differences() -> None:
+    path = CONFIGS / "speaker_listener_maddpg_tuned.yaml"
+    assert yaml.safe_load(path.read_text())["base"] == "speaker_listener_maddpg.yaml"
+    tuned = load_config(path)
+    assert tuned == config_from_dict(yaml.safe_load(TUNED_IN_FULL))
+    assert (tuned.algorithm.hp.batch_size, tuned.algorithm.hp.learn_step) == (256, 4)
+    assert (tuned.evolution.evo_steps, tuned.training.target) == (5000, -30.0)

@@ -40,4 +40,4 @@ def test_tuned_config_is_the_main_one_with_the_documented_overrides() -> None:
     tuned = load_config(configs["speaker_listener_maddpg_tuned.yaml"])
     main = load_config(configs["speaker_listener_maddpg.yaml"], TUNED_OVERRIDES)
     assert tuned.model_dump() == main.model_dump()
-    assert tuned.algorithm.hp["learn_step"] == 4 and tuned.training.target == -30.0
+    assert tuned.algorithm.hp.learn_step == 4 and tuned.training.target == -30.0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "distmarl"
-CORE = ["buffers", "envs", "networks", "algorithms", "hpo", "types.py", "agents.py", "config.py",
+CORE = ["buffers", "envs", "networks", "algorithms", "hpo", "types.py", "agents.py", "config",
         "collect", "checkpoint.py"]
 
 

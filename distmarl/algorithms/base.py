@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
+from distmarl.config.hparams import check_hp
 from distmarl.types import OFF_POLICY_FIELDS
 
 AgentObs = Mapping[str, np.ndarray]
@@ -83,11 +84,11 @@ class Algorithm(ABC):
 
     def _init_common(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
                      net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None,
-                     device: str | torch.device, seed: int | None,
-                     check_hp: Callable[..., dict[str, Any]]) -> None:
+                     device: str | torch.device, seed: int | None) -> None:
         """What every algorithm's constructor sets first: agents (in observation-space order),
-        their spaces, the net_config, device, hyperparameters (``check_hp(DEFAULT_HP, hp,
-        name)``) and the seeded numpy and torch generators."""
+        their spaces, the net_config, device, hyperparameters (the defaults of ``name`` with
+        ``hp`` over them, checked by :func:`distmarl.config.hparams.check_hp`) and the seeded
+        numpy and torch generators."""
         self.agents = list(observation_spaces)
         if set(self.agents) != set(action_spaces):
             raise ValueError(f"observation spaces for {self.agents} but action spaces for "
@@ -96,7 +97,7 @@ class Algorithm(ABC):
         self.action_spaces = {a: action_spaces[a] for a in self.agents}
         self.net_config = copy.deepcopy(dict(net_config or {}))
         self.device = torch.device(device)
-        self.hp = check_hp(self.DEFAULT_HP, hp, self.name)
+        self.hp = check_hp(self.name, hp)
         self._rng = np.random.default_rng(seed)
         self._torch_gen = torch.Generator(device=self.device)
         self._torch_gen.manual_seed(int(self._rng.integers(2**62)))

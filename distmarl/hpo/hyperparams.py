@@ -1,4 +1,5 @@
-"""Hyperparameter search spaces: ``RLParameter`` and ``HyperparameterConfig`` (AgileRL's names).
+"""Hyperparameter search spaces: ``RLParameter`` and ``HyperparameterConfig`` (AgileRL's names),
+checked against an algorithm's hyperparameters by :mod:`distmarl.config.hparams`.
 
 A mutation multiplies the current value by ``grow_factor`` or ``shrink_factor`` with equal odds
 and clips to ``[min, max]``. An ``int`` parameter stays a Python ``int`` (rounded after the
@@ -7,11 +8,13 @@ multiplication, then clipped), so ``batch_size=64`` becomes 77 or 51, never 76.8
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from distmarl.config.hparams import check_hp_value, default_hp, hp_switches
 
 Number = int | float
 
@@ -79,21 +82,28 @@ class HyperparameterConfig:
     def names(self) -> list[str]:
         return list(self.params)
 
-    def check_against(self, algorithm: str, hp_names: Iterable[str]) -> None:
-        """Raise if a parameter is one the algorithm does not have (naming the valid ones), or,
-        when ``hp_names`` maps names to defaults, one whose default is a switch (a bool such as
-        ``value_norm``: nothing to perturb)."""
-        known = set(hp_names)
+    def check_against(self, algorithm: str) -> None:
+        """Raise ValueError unless every parameter is a hyperparameter of ``algorithm``
+        (naming the valid ones), not an on/off switch (a bool such as ``value_norm``: nothing
+        to perturb), with ``min`` and ``max`` that pass its rule. Each rule is an interval, so
+        every value a mutation can reach (clipped to ``[min, max]``) passes it too."""
+        known = default_hp(algorithm)
         unknown = [n for n in self.params if n not in known]
         if unknown:
             raise ValueError(f"hyperparameter(s) {unknown} are not hyperparameters of "
                              f"{algorithm}; it has {sorted(known)}")
-        if isinstance(hp_names, Mapping):
-            switches = [n for n in self.params if isinstance(hp_names[n], bool)]
-            if switches:
-                raise ValueError(f"hyperparameter(s) {switches} of {algorithm} are on/off "
-                                 f"switches and cannot be mutated; remove them from the "
-                                 f"mutable hyperparameters")
+        switches = [n for n in self.params if n in hp_switches(algorithm)]
+        if switches:
+            raise ValueError(f"hyperparameter(s) {switches} of {algorithm} are on/off "
+                             f"switches and cannot be mutated; remove them from the "
+                             f"mutable hyperparameters")
+        for name, param in self.params.items():
+            for bound in (param.min, param.max):
+                try:
+                    check_hp_value(algorithm, name, bound)
+                except ValueError as err:
+                    raise ValueError(f"the search range [{param.min}, {param.max}] of {name}: "
+                                     f"{err}") from None
 
     def clip_all(self, hp: Mapping[str, Number]) -> dict[str, Number]:
         """``hp`` with every searched parameter cast and clipped to its range."""

@@ -1,5 +1,9 @@
-"""Who descends from whom: every individual's id, parent, generation, mutation and
-hyperparameters, exported as JSON for the family-tree plot and kept in checkpoints."""
+"""Who descends from whom: every individual's id, parent, member, generation, mutation and
+hyperparameters, exported as JSON for the family-tree plot and kept in checkpoints.
+
+A *member* is one place in the population (one learner, ``0 .. size - 1``); an *individual* is
+one network-and-hyperparameter state a member holds, from the copy or mutation that made it to
+the next one. Lineage JSON written with ``slot`` for ``member`` loads too."""
 
 from __future__ import annotations
 
@@ -13,11 +17,11 @@ from distmarl.hpo.tournament import SelectionPlan
 
 @dataclass
 class Individual:
-    """One network-and-hyperparameter state that lived in a slot for one or more generations."""
+    """One network-and-hyperparameter state that a member held for one or more generations."""
 
     id: int
     parent_id: int | None
-    slot: int
+    member: int
     generation: int
     mutation: str
     hyperparameters: dict[str, Any]
@@ -26,7 +30,7 @@ class Individual:
 
 
 class Lineage:
-    """The population's family tree; ``current[slot]`` is the id living in each slot."""
+    """The population's family tree; ``current[member]`` is the id of each member's individual."""
 
     def __init__(self, hps: Sequence[Mapping[str, Any]]) -> None:
         self.individuals: list[Individual] = [
@@ -35,39 +39,39 @@ class Lineage:
         self.current: list[int] = list(range(len(hps)))
         self.generation = 0
 
-    def record_fitness(self, slot: int, fitness: float) -> None:
-        self.individuals[self.current[slot]].fitness.append(float(fitness))
+    def record_fitness(self, member: int, fitness: float) -> None:
+        self.individuals[self.current[member]].fitness.append(float(fitness))
 
     def record_generation(self, selection: SelectionPlan | None, mutations: Sequence[MutationPlan],
                           hps: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Advance one generation: slot ``s`` copied ``selection.sources[s]`` (None: no
-        selection) and then got ``mutations[s]``; ``hps[s]`` are its hyperparameters after.
-        An individual that neither copied nor mutated keeps its id. Returns ``current``."""
+        """Advance one generation: member ``m`` copied ``selection.sources[m]`` (None: no
+        selection) and then got ``mutations[m]``; ``hps[m]`` are its hyperparameters after.
+        A member that neither copied nor mutated keeps its individual. Returns ``current``."""
         self.generation += 1
         parents = list(self.current)
-        by_slot = {m.slot: m for m in mutations}
-        for slot in range(len(self.current)):
-            source = slot if selection is None else selection.sources[slot]
-            plan = by_slot.get(slot)
+        by_member = {m.member: m for m in mutations}
+        for member in range(len(self.current)):
+            source = member if selection is None else selection.sources[member]
+            plan = by_member.get(member)
             mutated = plan is not None and plan.kind != "none"
-            if source == slot and not mutated:
+            if source == member and not mutated:
                 continue
             label = plan.describe() if mutated and plan is not None else "copy"
-            child = Individual(len(self.individuals), parents[source], slot, self.generation,
-                               label, dict(hps[slot]),
+            child = Individual(len(self.individuals), parents[source], member, self.generation,
+                               label, dict(hps[member]),
                                mutation_detail=dict(plan.detail) if mutated and plan else {})
             self.individuals.append(child)
-            self.current[slot] = child.id
+            self.current[member] = child.id
         return list(self.current)
 
-    def record_copy(self, slot: int, source: int, plan: MutationPlan | None,
+    def record_copy(self, member: int, source: int, plan: MutationPlan | None,
                     hp: Mapping[str, Any]) -> int:
-        """Asynchronous mode: ``slot`` copied ``source`` (then ``plan``); returns the new id."""
+        """Asynchronous mode: ``member`` copied ``source`` (then ``plan``); returns the new id."""
         label = plan.describe() if plan is not None and plan.kind != "none" else "copy"
-        child = Individual(len(self.individuals), self.current[source], slot, self.generation,
+        child = Individual(len(self.individuals), self.current[source], member, self.generation,
                            label, dict(hp), mutation_detail=dict(plan.detail) if plan else {})
         self.individuals.append(child)
-        self.current[slot] = child.id
+        self.current[member] = child.id
         return child.id
 
     def to_json(self) -> dict[str, Any]:
@@ -77,7 +81,15 @@ class Lineage:
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Lineage:
         lineage = Lineage([])
-        lineage.individuals = [Individual(**i) for i in d["individuals"]]
+        lineage.individuals = [Individual(**_renamed(i)) for i in d["individuals"]]
         lineage.current = list(d["current"])
         lineage.generation = int(d["generation"])
         return lineage
+
+
+def _renamed(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An individual's JSON with ``member`` under its own name (files may say ``slot``)."""
+    out = dict(entry)
+    if "slot" in out and "member" not in out:
+        out["member"] = out.pop("slot")
+    return out

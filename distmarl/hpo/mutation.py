@@ -26,13 +26,13 @@ DEFAULT_ACTIVATIONS = ("ReLU", "ELU", "GELU")
 class MutationPlan:
     """One member's mutation: ``kind`` in :data:`KINDS`, what exactly in ``detail``."""
 
-    slot: int
+    member: int
     kind: str
     detail: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"slot": self.slot, "kind": self.kind, "detail": dict(self.detail), "seed": self.seed}
+        return {"member": self.member, "kind": self.kind, "detail": dict(self.detail), "seed": self.seed}
 
     def describe(self) -> str:
         """A short label for lineage plots: ``rl_hp:lr_actor``, ``architecture:add_layer``."""
@@ -75,7 +75,7 @@ class Mutations:
     def plan(self, hps: Sequence[Mapping[str, Any]], hp_config: HyperparameterConfig | None,
              rng: np.random.Generator | None = None, elite: int | None = None,
              force: bool = False) -> list[MutationPlan]:
-        """One plan per member; ``hps[slot]`` are the hyperparameters the slot holds (after
+        """One plan per member; ``hps[m]`` are the hyperparameters member ``m`` holds (after
         selection's copies). ``force`` excludes ``none`` (the pre-training pass mutates every
         member once); the elite gets ``none`` unless ``mutate_elite``."""
         rng = self.rng if rng is None else rng
@@ -89,15 +89,15 @@ class Mutations:
             probs[4] = 0.0
             probs = probs / probs.sum() if probs.sum() > 0 else np.eye(5)[0]
         plans = []
-        for slot, hp in enumerate(hps):
-            if slot == elite and not self.mutate_elite:
-                plans.append(MutationPlan(slot, "none", {}, int(rng.integers(2**31))))
+        for member, hp in enumerate(hps):
+            if member == elite and not self.mutate_elite:
+                plans.append(MutationPlan(member, "none", {}, int(rng.integers(2**31))))
                 continue
             kind = KINDS[int(rng.choice(len(KINDS), p=probs))]
-            plans.append(self._plan_one(slot, kind, hp, hp_config, rng))
+            plans.append(self._plan_one(member, kind, hp, hp_config, rng))
         return plans
 
-    def _plan_one(self, slot: int, kind: str, hp: Mapping[str, Any],
+    def _plan_one(self, member: int, kind: str, hp: Mapping[str, Any],
                   hp_config: HyperparameterConfig | None, rng: np.random.Generator) -> MutationPlan:
         detail: dict[str, Any] = {}
         if kind == "architecture":
@@ -111,7 +111,7 @@ class Mutations:
             assert hp_config is not None
             name = hp_config.names()[int(rng.integers(len(hp_config)))]
             if name not in hp:
-                raise ValueError(f"member {slot} has no hyperparameter '{name}' (has {sorted(hp)})")
+                raise ValueError(f"member {member} has no hyperparameter '{name}' (has {sorted(hp)})")
             new = hp_config[name].mutate(hp[name], rng)
             detail = {"hp": name, "old": hp[name], "new": new}
-        return MutationPlan(slot, kind, detail, int(rng.integers(2**31)))
+        return MutationPlan(member, kind, detail, int(rng.integers(2**31)))

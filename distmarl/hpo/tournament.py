@@ -1,9 +1,9 @@
-"""Tournament selection as a pure plan: which member each slot of the next generation copies.
+"""Tournament selection as a pure plan: which member each member of the next generation copies.
 
-The population lives in fixed slots (one learner each). Copying weights is the expensive act, so
-the plan keeps the elite in its own slot (it passes unchanged and is listed first in ``order``)
-and every other slot takes the winner of a tournament; a slot whose winner is itself needs no
-copy.
+The population is a fixed set of members (one learner each). Copying weights is the expensive
+act, so the plan leaves the elite where it is (it passes unchanged and is listed first in
+``order``) and every other member takes the winner of a tournament; a member whose winner is
+itself needs no copy.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ def rank(fitness: Sequence[float]) -> list[int]:
 
 @dataclass(frozen=True)
 class SelectionPlan:
-    """``sources[slot]`` is the member whose full state the slot takes next generation.
+    """``sources[m]`` is the member whose full state member ``m`` takes next generation.
 
-    ``elite`` keeps its slot unchanged (None without elitism); ``order`` lists the slots with the
-    elite first, the order in which AgileRL's population would hold them.
+    ``elite`` stays unchanged (None without elitism); ``order`` lists the members with the elite
+    first, the order in which AgileRL's population would hold them.
     """
 
     sources: tuple[int, ...]
@@ -40,8 +40,8 @@ class SelectionPlan:
     order: tuple[int, ...] = field(default=())
 
     def copies(self) -> list[tuple[int, int]]:
-        """``(slot, source)`` pairs that need a weight copy (source != slot)."""
-        return [(slot, src) for slot, src in enumerate(self.sources) if src != slot]
+        """``(member, source)`` pairs that need a weight copy (source != member)."""
+        return [(member, src) for member, src in enumerate(self.sources) if src != member]
 
 
 class TournamentSelection:
@@ -73,7 +73,7 @@ class TournamentSelection:
     def tournament(self, fitness: Sequence[float], rng: np.random.Generator) -> int:
         """The best of ``tournament_size`` members drawn at random."""
         entrants = rng.choice(len(fitness), size=self.tournament_size, replace=False)
-        return min(entrants.tolist(), key=lambda i: (-fitness[i], i))
+        return int(min(entrants.tolist(), key=lambda i: (-fitness[i], i)))
 
     def select(self, histories: Sequence[Sequence[float]], rng: np.random.Generator) -> SelectionPlan:
         """Plan the next generation from each member's evaluation history."""
@@ -83,8 +83,8 @@ class TournamentSelection:
         fitness = self.fitness(histories)
         elite = rank(fitness)[0] if self.elitism else None
         sources = [
-            slot if slot == elite else self.tournament(fitness, rng)
-            for slot in range(self.population_size)
+            member if member == elite else self.tournament(fitness, rng)
+            for member in range(self.population_size)
         ]
         order = ([elite] if elite is not None else []) + [s for s in range(self.population_size)
                                                           if s != elite]

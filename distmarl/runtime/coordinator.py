@@ -27,7 +27,6 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.config import ExperimentConfig
 from distmarl.factory import (
-    algorithm_class,
     buffer_kwargs,
     env_spaces,
     is_on_policy,
@@ -87,12 +86,11 @@ class Coordinator:
         self.agents = list(self.spaces[0])
         self.resources = plan_resources(cfg, ray.cluster_resources())
         self.on_policy = is_on_policy(cfg.algorithm.name)
-        algo_cls = algorithm_class(cfg.algorithm.name)
         self.hp_config = HyperparameterConfig(**{
             name: RLParameter(p.min, p.max, p.grow_factor, p.shrink_factor,
                               int if p.dtype == "int" else float)
             for name, p in cfg.evolution.hp_config.items()})
-        self.hp_config.check_against(cfg.algorithm.name, algo_cls.DEFAULT_HP)
+        self.hp_config.check_against(cfg.algorithm.name)
         evo = cfg.evolution
         self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
                                              cfg.population.size, evo.eval_loop)

@@ -82,7 +82,7 @@ def carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
         log.warning("a learner was lost while copying / mutating (%s); redoing the step from "
                     "the members' snapshots", type(err).__name__)
         check_learners(coord)
-        changed = sorted({slot for slot, _ in copies} | {p.slot for p in plans if p.kind != "none"})
+        changed = sorted({slot for slot, _ in copies} | {p.member for p in plans if p.kind != "none"})
         for slot in changed:
             restore_learner(coord, slot)
         coord.events.append({"generation": coord.generation, "fault": "copy step redone",
@@ -99,7 +99,7 @@ def _carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
     loads = [learners[slot].load_state.remote(states[src]) for slot, src in copies]
     copied_sums = [learners[slot].weights_checksum.remote() for slot, _ in copies]
     mutated = [p for p in plans if p.kind != "none"]
-    results = [learners[p.slot].mutate.remote(p) for p in mutated]
+    results = [learners[p.member].mutate.remote(p) for p in mutated]
     for (slot, src), hp, before, after in zip(copies, ray.get(loads),
                                               ray.get([source_sums[s] for _, s in copies]),
                                               ray.get(copied_sums)):
@@ -107,10 +107,10 @@ def _carry_out(coord: Coordinator, copies: Sequence[tuple[int, int]],
         coord.copy_log.append({"generation": coord.generation, "slot": slot, "source": src,
                                "source_checksum": before, "copy_checksum": after})
     for plan, result in zip(mutated, ray.get(results)):
-        coord.members[plan.slot].hp = result["hp"]
-        coord.events.append({"generation": coord.generation, "slot": plan.slot,
+        coord.members[plan.member].hp = result["hp"]
+        coord.events.append({"generation": coord.generation, "slot": plan.member,
                              "mutation": plan.describe(), "change": _plain(result["change"])})
-    changed = sorted({slot for slot, _ in copies} | {p.slot for p in mutated})
+    changed = sorted({slot for slot, _ in copies} | {p.member for p in mutated})
     for slot, (version, box) in zip(changed, ray.get([learners[s].publish.remote() for s in changed])):
         coord.members[slot].version, coord.members[slot].weights_box = version, box
         snapshot_learner(coord, slot)
@@ -176,7 +176,7 @@ def evolve_async(coord: Coordinator, slot: int) -> None:
     if source is not None:
         plan = coord.mutations.plan([coord.members[source].hp], coord.hp_config, coord.rng,
                                     force=True)[0]
-        plan = dataclasses.replace(plan, slot=slot)
+        plan = dataclasses.replace(plan, member=slot)
         carry_out(coord, [(slot, source)], [plan])
         coord.lineage.record_copy(slot, source, plan, m.hp)
     _next_boundary(coord, slot)

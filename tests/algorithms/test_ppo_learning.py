@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from distmarl.algorithms import PPO_HP
 from distmarl.algorithms.onpolicy.fragment import clean_fragment
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
+from distmarl.config.hparams import default_hp
 from tests.algorithms.ppo_helpers import AGENTS, fragment, make, params
 
 
@@ -117,7 +117,7 @@ def test_target_kl_stops_the_epochs_early() -> None:
 
 
 def test_hyperparameters_are_checked_and_lr_takes_effect_at_once() -> None:
-    assert make("IPPO").hp == PPO_HP
+    assert make("IPPO").hp == default_hp("IPPO")
     with pytest.raises(ValueError, match="no hyperparameter 'lr_actor'"):
         make("IPPO", lr_actor=1e-3)
     for name, bad in (("update_epochs", 0), ("gae_lambda", 1.5), ("clip_coef", -0.1),

@@ -8,7 +8,7 @@ import torch
 
 from distmarl.algorithms.onpolicy.fragment import clean_fragment
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
-from distmarl.algorithms.ppo_hparams import PPO_HP, check_ppo_hyperparameter
+from distmarl.config.hparams import check_hp_value
 from tests.algorithms.ppo_helpers import fragment, make, observations
 
 
@@ -93,7 +93,7 @@ def test_value_network_fits_normalised_targets() -> None:
 
 def test_value_norm_is_a_bool_fixed_at_build_time() -> None:
     with pytest.raises(ValueError, match="value_norm must be true or false, got 1"):
-        check_ppo_hyperparameter(PPO_HP, "value_norm", 1, "IPPO")
+        check_hp_value("IPPO", "value_norm", 1)
     agent = make("IPPO", "box")
     assert agent.hp["value_norm"] is True
     agent.set_hyperparameter("value_norm", True)  # unchanged is fine

@@ -46,23 +46,59 @@ def test_bad_parameter(kwargs, words) -> None:
 def test_config_rejects_parameters_the_algorithm_does_not_have() -> None:
     cfg = HyperparameterConfig(lr_actor=RLParameter(1e-4, 1e-2), batch_szie=RLParameter(8, 512, dtype=int))
     with pytest.raises(ValueError, match=r"\['batch_szie'\] are not hyperparameters of MADDPG"):
-        cfg.check_against("MADDPG", ["lr_actor", "batch_size", "learn_step"])
-    cfg.check_against("MADDPG", ["lr_actor", "batch_szie"])
+        cfg.check_against("MADDPG")
+    with pytest.raises(ValueError, match=r"\['lr_actor'\] are not hyperparameters of IPPO"):
+        HyperparameterConfig(lr_actor=RLParameter(1e-4, 1e-2)).check_against("IPPO")
+    HyperparameterConfig(lr_actor=RLParameter(1e-4, 1e-2), policy_freq=RLParameter(1, 4, dtype=int)
+                         ).check_against("MATD3")
     with pytest.raises(ValueError, match="'lr' must be an RLParameter"):
         HyperparameterConfig(lr=0.1)
 
 
 def test_config_rejects_switches() -> None:
     """Bool hyperparameters (IPPO's value_norm, MADDPG's O_U_noise) have nothing to perturb."""
-    from distmarl.algorithms import IPPO, MADDPG
-
     cfg = HyperparameterConfig(lr=RLParameter(1e-4, 1e-2), value_norm=RLParameter(0, 1, dtype=int))
     with pytest.raises(ValueError, match=r"\['value_norm'\] of IPPO are on/off switches"):
-        cfg.check_against("IPPO", IPPO.DEFAULT_HP)
-    HyperparameterConfig(lr=RLParameter(1e-4, 1e-2)).check_against("IPPO", IPPO.DEFAULT_HP)
+        cfg.check_against("IPPO")
+    HyperparameterConfig(lr=RLParameter(1e-4, 1e-2)).check_against("IPPO")
     with pytest.raises(ValueError, match=r"\['O_U_noise'\] of MADDPG"):
-        HyperparameterConfig(O_U_noise=RLParameter(0, 1, dtype=int)).check_against(
-            "MADDPG", MADDPG.DEFAULT_HP)
+        HyperparameterConfig(O_U_noise=RLParameter(0, 1, dtype=int)).check_against("MADDPG")
+
+
+@pytest.mark.parametrize("algorithm,name,param,message", [
+    ("MADDPG", "lr_actor", RLParameter(0.0, 1e-2),
+     "the search range [0.0, 0.01] of lr_actor: MADDPG hyperparameter lr_actor must be > 0, got 0.0"),
+    ("IPPO", "gamma", RLParameter(0.9, 1.2),
+     "the search range [0.9, 1.2] of gamma: IPPO hyperparameter gamma must be within [0, 1], got 1.2"),
+    ("MATD3", "policy_freq", RLParameter(0, 4, dtype=int),
+     "the search range [0, 4] of policy_freq: MATD3 hyperparameter policy_freq must be an int >= 1, "
+     "got 0"),
+    ("IPPO", "update_epochs", RLParameter(1.5, 8),
+     "the search range [1.5, 8] of update_epochs: IPPO hyperparameter update_epochs must be an int "
+     ">= 1, got 1.5"),
+])
+def test_config_rejects_ranges_that_break_the_hyperparameter_s_rule(algorithm, name, param,
+                                                                     message) -> None:
+    """Every rule is an interval, so bounds that pass it keep every mutated value within it."""
+    with pytest.raises(ValueError) as err:
+        HyperparameterConfig(**{name: param}).check_against(algorithm)
+    assert str(err.value) == message
+
+
+def test_every_value_a_mutation_reaches_passes_the_checker() -> None:
+    from distmarl.config import check_hp_value
+
+    cfg = HyperparameterConfig(gamma=RLParameter(0.5, 1.0, grow_factor=1.5),
+                               batch_size=RLParameter(1, 16, dtype=int, shrink_factor=0.1),
+                               lr=RLParameter(1e-6, 1e-2))
+    cfg.check_against("IPPO")
+    rng = np.random.default_rng(0)
+    values = {"gamma": 0.9, "batch_size": 8, "lr": 1e-3}
+    for _ in range(200):
+        for name, value in list(values.items()):
+            values[name] = cfg[name].mutate(value, rng)
+            assert check_hp_value("IPPO", name, values[name]) == values[name]
+    assert values["batch_size"] in range(1, 17) and 0.5 <= values["gamma"] <= 1.0
 
 
 def test_config_json_round_trip_and_clip_all() -> None:

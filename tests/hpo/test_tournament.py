@@ -32,10 +32,10 @@ def test_elite_passes_unchanged_and_first() -> None:
         plan = sel.select(hist, np.random.default_rng(seed))
         assert plan.elite == 1 and plan.sources[1] == 1 and plan.order[0] == 1
         assert (1, 1) not in plan.copies()
-        assert all(src != slot for slot, src in plan.copies())
+        assert all(src != member for member, src in plan.copies())
 
 
-def test_without_elitism_every_slot_is_a_tournament() -> None:
+def test_without_elitism_every_member_is_a_tournament() -> None:
     sel = TournamentSelection(tournament_size=1, elitism=False, population_size=4, eval_loop=1)
     plan = sel.select([[1.0], [2.0], [3.0], [4.0]], np.random.default_rng(0))
     assert plan.elite is None and plan.order == (0, 1, 2, 3)

@@ -53,7 +53,7 @@ def test_update_to_data_ratio_follows_learn_step(run) -> None:
     cfg, summary, _ = run
     for m in summary["members"]:
         # one update per learn_step transitions once the buffer holds learning_starts rows
-        learn_step = cfg.algorithm.hp["learn_step"]
+        learn_step = cfg.algorithm.hp.learn_step
         expected = (m["env_steps"] - cfg.buffer.learning_starts) / learn_step
         assert expected * 0.7 <= m["updates"] <= m["env_steps"] / learn_step + 1, m
 

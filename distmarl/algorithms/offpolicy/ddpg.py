@@ -22,7 +22,6 @@ from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.grouped_step import grouped_step
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.space_tensors import make_codec, obs_dim, obs_tensor
-from distmarl.algorithms.hparams import check_hyperparameter, check_hyperparameters
 from distmarl.algorithms.offpolicy.batch import (
     CleanBatch,
     clean_batch,
@@ -31,6 +30,7 @@ from distmarl.algorithms.offpolicy.batch import (
     td_target,
 )
 from distmarl.algorithms.offpolicy.noise import NOISE_HP, ActionNoise, make_noise
+from distmarl.config.hparams import check_hp, check_hp_value
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch, resolve_net_config
 
 STATE_FORMAT = 1
@@ -52,8 +52,7 @@ class OffPolicyMultiAgent(Algorithm):
         device: str | torch.device = "cpu",
         seed: int | None = None,
     ) -> None:
-        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed,
-                          check_hp=check_hyperparameters)
+        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed)
         self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
         self.nets = NetworkSet()
         self._build_networks(resolve_net_config(self.net_config, self.agents))
@@ -217,7 +216,7 @@ class OffPolicyMultiAgent(Algorithm):
             raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
                              f"fit {self.name} for agents {self.agents}")
         self.nets.load_state_dict(state["networks"], self.device)
-        self.hp = check_hyperparameters(self.DEFAULT_HP, state["hp"], self.name)
+        self.hp = check_hp(self.name, state["hp"])
         self.learn_steps = int(state["learn_steps"])
         self._rng.bit_generator.state = copy.deepcopy(state["rng"]["numpy"])
         if state["rng"]["torch_device"] == self.device.type:
@@ -250,7 +249,7 @@ class OffPolicyMultiAgent(Algorithm):
         square, which do not depend on the rate, so the next step is simply scaled by the new
         rate. Resetting them would discard the curvature scale and restart bias correction.
         Noise settings restart the noise processes."""
-        value = check_hyperparameter(self.DEFAULT_HP, name, value, self.name)
+        value = check_hp_value(self.name, name, value)
         self.hp[name] = value
         if name == "lr_actor":
             self.nets.set_lr(self.nets.names("actor"), value)

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from distmarl.algorithms.hparams import MADDPG_HP
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.config.hparams import default_hp
 
 
 class MADDPG(OffPolicyMultiAgent):
     """Multi-agent DDPG: centralised critics, decentralised deterministic actors.
 
     ``MADDPG(observation_spaces, action_spaces, net_config, hp=None, device="cpu", seed=None)``;
-    ``hp`` overrides :data:`distmarl.algorithms.hparams.MADDPG_HP`.
+    ``hp`` overrides :class:`distmarl.config.hparams.MADDPGHyperparameters`.
     """
 
     name: ClassVar[str] = "MADDPG"
-    DEFAULT_HP: ClassVar[dict[str, Any]] = MADDPG_HP
+    DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MADDPG")
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic",)

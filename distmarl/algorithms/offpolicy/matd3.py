@@ -16,19 +16,19 @@ from typing import Any, ClassVar
 import torch
 
 from distmarl.algorithms.common.space_tensors import BoxCodec
-from distmarl.algorithms.hparams import MATD3_HP
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.config.hparams import default_hp
 
 
 class MATD3(OffPolicyMultiAgent):
     """Multi-agent TD3.
 
     ``MATD3(observation_spaces, action_spaces, net_config, hp=None, device="cpu", seed=None)``;
-    ``hp`` overrides :data:`distmarl.algorithms.hparams.MATD3_HP`.
+    ``hp`` overrides :class:`distmarl.config.hparams.MATD3Hyperparameters`.
     """
 
     name: ClassVar[str] = "MATD3"
-    DEFAULT_HP: ClassVar[dict[str, Any]] = MATD3_HP
+    DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MATD3")
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic", "critic_2")
 
     def _target_action(self, agent: str, next_obs: torch.Tensor) -> torch.Tensor:

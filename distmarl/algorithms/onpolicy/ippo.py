@@ -13,15 +13,15 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
-from distmarl.algorithms.ppo_hparams import PPO_HP
+from distmarl.config.hparams import default_hp
 
 
 class IPPO(OnPolicyMultiAgent):
     """Independent PPO with parameter sharing per agent group.
 
     ``IPPO(observation_spaces, action_spaces, net_config, hp=None, device="cpu", seed=None)``;
-    ``hp`` overrides :data:`distmarl.algorithms.ppo_hparams.PPO_HP`.
+    ``hp`` overrides :class:`distmarl.config.hparams.IPPOHyperparameters`.
     """
 
     name: ClassVar[str] = "IPPO"
-    DEFAULT_HP: ClassVar[dict[str, Any]] = PPO_HP
+    DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("IPPO")

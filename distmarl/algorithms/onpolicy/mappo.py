@@ -28,7 +28,7 @@ from gymnasium import spaces
 
 from distmarl.algorithms.common.space_tensors import obs_dim
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
-from distmarl.algorithms.ppo_hparams import MAPPO_HP
+from distmarl.config.hparams import default_hp
 
 
 class MAPPO(OnPolicyMultiAgent):
@@ -36,13 +36,13 @@ class MAPPO(OnPolicyMultiAgent):
     observation or the env's global state.
 
     ``MAPPO(observation_spaces, action_spaces, net_config, hp=None, device="cpu", seed=None,
-    state_space=None)``; ``hp`` overrides :data:`distmarl.algorithms.ppo_hparams.MAPPO_HP`;
+    state_space=None)``; ``hp`` overrides :class:`distmarl.config.hparams.MAPPOHyperparameters`;
     ``state_space``: the env's global state space (``env.state_space``, a Box), read by the value
     networks when ``hp["global_state"]``.
     """
 
     name: ClassVar[str] = "MAPPO"
-    DEFAULT_HP: ClassVar[dict[str, Any]] = MAPPO_HP
+    DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MAPPO")
     reads_state: ClassVar[bool] = True
 
     def __init__(

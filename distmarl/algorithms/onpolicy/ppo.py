@@ -65,11 +65,7 @@ from distmarl.algorithms.onpolicy.policy_heads import (
 )
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows, ppo_update
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
-from distmarl.algorithms.ppo_hparams import (
-    PPO_HP,
-    check_ppo_hyperparameter,
-    check_ppo_hyperparameters,
-)
+from distmarl.config.hparams import check_hp, check_hp_value, default_hp
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
 from distmarl.types import STATE_FIELDS, on_policy_fields
 
@@ -85,7 +81,7 @@ class OnPolicyMultiAgent(Algorithm):
     """Base of IPPO / MAPPO (see the module docstring); not used on its own."""
 
     name: ClassVar[str] = "OnPolicyMultiAgent"
-    DEFAULT_HP: ClassVar[dict[str, Any]] = PPO_HP
+    DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("IPPO")
     on_policy: ClassVar[bool] = True
     #: the env's global state space when the value networks read it, else None
     state_space: spaces.Box | None = None
@@ -99,8 +95,7 @@ class OnPolicyMultiAgent(Algorithm):
         device: str | torch.device = "cpu",
         seed: int | None = None,
     ) -> None:
-        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed,
-                          check_hp=check_ppo_hyperparameters)
+        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed)
         #: group id -> its agents; every agent's group in ``group_of``
         self.groups = shared_groups(self.agents, self.observation_spaces, self.action_spaces)
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
@@ -389,7 +384,7 @@ class OnPolicyMultiAgent(Algorithm):
                 p.copy_(state["log_std"][g])
         for g, opt in self.log_std_optim.items():
             opt.load_state_dict(copy.deepcopy(state["log_std_optim"][g]))
-        self.hp = check_ppo_hyperparameters(self.DEFAULT_HP, state["hp"], self.name)
+        self.hp = check_hp(self.name, state["hp"])
         for g, m in self.value_moments.items():
             m.load_state_dict(state["value_norm"][g])
         self.learn_steps = int(state["learn_steps"])
@@ -421,7 +416,7 @@ class OnPolicyMultiAgent(Algorithm):
     def set_hyperparameter(self, name: str, value: Any) -> None:
         """Change ``hp[name]``; ``lr`` goes straight into every optimiser's param groups, Adam's
         moment estimates kept (see ``OffPolicyMultiAgent.set_hyperparameter`` for why)."""
-        value = check_ppo_hyperparameter(self.DEFAULT_HP, name, value, self.name)
+        value = check_hp_value(self.name, name, value)
         if name in FIXED_HP and value != self.hp[name]:
             raise ValueError(f"{name} is fixed when the learner is built (it shapes the value "
                              f"networks); it cannot be changed on a learner")

@@ -1,58 +1,28 @@
-"""``ExperimentConfig``: one pydantic model for a whole run, loaded from YAML.
+"""``ExperimentConfig``: one pydantic model for a whole run, its sections as models.
 
 Every section is its own model and each component receives only its own section. Unknown keys
-are rejected with the closest valid name suggested; ``--set key.path=value`` overrides parse
-their value as YAML (``--set buffer.capacity=50000``, ``--set algorithm.hp.lr_actor=1e-3``).
+are rejected with the closest valid name suggested. ``algorithm`` is a union discriminated on
+``algorithm.name``: each algorithm's section carries its own typed hyperparameters
+(:mod:`distmarl.config.hparams`), so a misspelled or out-of-range hyperparameter fails here.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.1 reads ``1e-3`` as a string; configs mean a float (as YAML 1.2 and JSON do)."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|[-+]?[0-9][0-9_]*\.[0-9_]*)$"""),
-    list("-+0123456789."),
+from distmarl.config.hparams import (
+    Hyperparameters,
+    IPPOHyperparameters,
+    MADDPGHyperparameters,
+    MAPPOHyperparameters,
+    MATD3Hyperparameters,
 )
-
-
-def yaml_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-
-
-class ConfigError(ValueError):
-    """A config problem, with the dotted path of the offending field in the message."""
-
-
-class Section(BaseModel):
-    """Base of every config section: unknown keys are errors that suggest the closest name."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            known = set(cls.model_fields)
-            for key in data:
-                if key not in known:
-                    close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.5)
-                    hint = f"; did you mean '{close[0]}'?" if close else ""
-                    raise ValueError(f"unknown key '{key}'{hint} (valid keys: {sorted(known)})")
-        return data
+from distmarl.config.section import Section
 
 
 class EnvConfig(Section):
@@ -65,12 +35,65 @@ class EnvConfig(Section):
     nonfinite: Literal["raise", "drop"] = Field("raise", description="NaN/inf observations or rewards: raise, or drop the rows and count them")
 
 
+NET_CONFIG_DESCRIPTION = "network config in AgileRL's form: one for all agents, per group, or per agent"
+HP_DESCRIPTION = "initial hyperparameters (AgileRL names); missing ones take the algorithm's defaults"
+
+
+def _default_net_config() -> dict[str, Any]:
+    return {"encoder_config": {"hidden_size": [64, 64]}}
+
+
 class AlgorithmConfig(Section):
-    name: Literal["MADDPG", "MATD3", "IPPO", "MAPPO"] = Field("MADDPG", description="the members' algorithm")
-    hp: dict[str, Any] = Field(default_factory=dict, description="initial hyperparameters (AgileRL names); missing ones take the algorithm's defaults")
-    net_config: dict[str, Any] = Field(
-        default_factory=lambda: {"encoder_config": {"hidden_size": [64, 64]}},
-        description="network config in AgileRL's form: one for all agents, per group, or per agent")
+    """The members' algorithm: its name, hyperparameters and networks. Each algorithm has its
+    own subclass, whose ``hp`` is that algorithm's typed hyperparameters."""
+
+    name: str = Field(description="the members' algorithm")
+    hp: Hyperparameters = Field(description=HP_DESCRIPTION)
+    net_config: dict[str, Any] = Field(default_factory=_default_net_config,
+                                       description=NET_CONFIG_DESCRIPTION)
+
+
+class MADDPGConfig(AlgorithmConfig):
+    name: Literal["MADDPG"] = Field("MADDPG", description="the members' algorithm")
+    hp: MADDPGHyperparameters = Field(default_factory=MADDPGHyperparameters, description=HP_DESCRIPTION)
+
+
+class MATD3Config(AlgorithmConfig):
+    name: Literal["MATD3"] = Field("MATD3", description="the members' algorithm")
+    hp: MATD3Hyperparameters = Field(default_factory=MATD3Hyperparameters, description=HP_DESCRIPTION)
+
+
+class IPPOConfig(AlgorithmConfig):
+    name: Literal["IPPO"] = Field("IPPO", description="the members' algorithm")
+    hp: IPPOHyperparameters = Field(default_factory=IPPOHyperparameters, description=HP_DESCRIPTION)
+
+
+class MAPPOConfig(AlgorithmConfig):
+    name: Literal["MAPPO"] = Field("MAPPO", description="the members' algorithm")
+    hp: MAPPOHyperparameters = Field(default_factory=MAPPOHyperparameters, description=HP_DESCRIPTION)
+
+
+#: Each algorithm's config section, by ``algorithm.name``.
+ALGORITHM_CONFIGS: dict[str, type[AlgorithmConfig]] = {
+    "MADDPG": MADDPGConfig, "MATD3": MATD3Config, "IPPO": IPPOConfig, "MAPPO": MAPPOConfig,
+}
+#: The algorithm of a section that names none.
+DEFAULT_ALGORITHM = "MADDPG"
+
+
+def _algorithm_name(value: Any) -> Any:
+    """The discriminator: ``name`` of a mapping (MADDPG when it names none) or of a model."""
+    if isinstance(value, Mapping):
+        return value.get("name", DEFAULT_ALGORITHM)
+    return value.name if isinstance(value, AlgorithmConfig) else None
+
+
+#: The ``algorithm`` section: one of :data:`ALGORITHM_CONFIGS`, chosen by its ``name``.
+AnyAlgorithmConfig = Annotated[
+    Annotated[MADDPGConfig, Tag("MADDPG")] | Annotated[MATD3Config, Tag("MATD3")]
+    | Annotated[IPPOConfig, Tag("IPPO")] | Annotated[MAPPOConfig, Tag("MAPPO")],
+    Discriminator(_algorithm_name),
+]
 
 
 class PopulationConfig(Section):
@@ -163,7 +186,8 @@ class ExperimentConfig(Section):
     name: str = Field("distmarl", description="run name")
     seed: int = Field(0, description="seed of every random generator of the run")
     env: EnvConfig = Field(default_factory=EnvConfig)
-    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    algorithm: AnyAlgorithmConfig = Field(default_factory=MADDPGConfig,
+                                          description="the members' algorithm, hyperparameters and networks")
     population: PopulationConfig = Field(default_factory=PopulationConfig)
     evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
     buffer: BufferConfig = Field(default_factory=BufferConfig)
@@ -179,7 +203,7 @@ class ExperimentConfig(Section):
         return self
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(json.loads(self.model_dump_json()), sort_keys=False)
+        return str(yaml.safe_dump(json.loads(self.model_dump_json()), sort_keys=False))
 
     def flat(self) -> dict[str, Any]:
         """Every leaf as ``section.key`` -> value (for MLflow params)."""
@@ -195,52 +219,3 @@ def flatten_dict(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
-
-
-def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Set ``a.b.c=value`` items (value parsed as YAML) in a nested dict, in place."""
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"--set expects key=value, got '{item}'")
-        key, raw = item.split("=", 1)
-        parts = key.strip().split(".")
-        node = data
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"--set {key}: '{part}' is not a section")
-            node = child
-        node[parts[-1]] = yaml_load(raw)
-    return data
-
-
-def _format_error(err: ValidationError, source: str) -> str:
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"] if p not in ("function-after",))
-        msg = e["msg"].removeprefix("Value error, ")
-        value = e.get("input")
-        shown = "" if isinstance(value, Mapping) or value is None else f" (got {value!r})"
-        lines.append(f"  {loc or '<root>'}: {msg}{shown}")
-    return f"invalid config {source}:\n" + "\n".join(lines)
-
-
-def config_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> ExperimentConfig:
-    try:
-        return ExperimentConfig.model_validate(dict(data))
-    except ValidationError as err:
-        raise ConfigError(_format_error(err, source)) from None
-
-
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
-    """Read a YAML config, apply ``--set`` overrides, validate."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"config file {path} does not exist")
-    try:
-        data = yaml_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping at the top level")
-    return config_from_dict(apply_overrides(data, overrides), str(path))
