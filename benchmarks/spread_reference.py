@@ -96,7 +96,9 @@ def reference_scores(config_path: str | Path = SPREAD_CONFIG, sets: Sequence[str
                      episodes: int = 100) -> dict[str, dict[str, Any]]:
     """``{"greedy" | "matched": score_policy's {"mean", "std", "episodes"}}`` on the fixed
     evaluation episodes of :mod:`benchmarks.learning` for this config."""
-    cfg = learning.load("MAPPO", config_path, [s for s in sets if s.startswith("env.")])
+    from distmarl.config import load_config
+
+    cfg = load_config(config_path, [s for s in sets if s.startswith("env.")])
     if "simple_spread" not in cfg.env.spec:
         raise ValueError(f"the controllers are for simple_spread; the config's env is "
                          f"{cfg.env.spec!r}")
