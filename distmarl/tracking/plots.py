@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def plot_fitness(history: Sequence[Sequence[float]], path: Path,
                  title: str = "Fitness of every member") -> Path:
-    """``history[generation][member]`` -> one line per member slot over generations."""
+    """``history[generation][member]`` -> one line per member over generations."""
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     if history:
         members = len(history[0])
@@ -34,17 +34,17 @@ def plot_fitness(history: Sequence[Sequence[float]], path: Path,
 
 def plot_family_tree(lineage: Mapping[str, Any], path: Path) -> Path:
     """The population's family tree from ``Lineage.to_json()``: one node per individual at
-    (generation, slot), an edge from parent to child labelled with the mutation."""
-    individuals = lineage["individuals"]
+    (generation, member), an edge from parent to child labelled with the mutation."""
+    individuals = [{**i, "member": _member_of(i)} for i in lineage["individuals"]]
     by_id = {i["id"]: i for i in individuals}
     generations = max((i["generation"] for i in individuals), default=0)
-    slots = max((i["slot"] for i in individuals), default=0) + 1
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * (generations + 2)), max(3, 0.9 * slots + 1)),
+    members = max((i["member"] for i in individuals), default=0) + 1
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * (generations + 2)), max(3, 0.9 * members + 1)),
                            dpi=100)
     for ind in individuals:
         parent = by_id.get(ind["parent_id"]) if ind["parent_id"] is not None else None
         if parent is not None:
-            x0, y0, x1, y1 = parent["generation"], parent["slot"], ind["generation"], ind["slot"]
+            x0, y0, x1, y1 = parent["generation"], parent["member"], ind["generation"], ind["member"]
             ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                         arrowprops={"arrowstyle": "->", "color": "grey", "lw": 0.8})
             ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, ind["mutation"], fontsize=6,
@@ -53,17 +53,23 @@ def plot_family_tree(lineage: Mapping[str, Any], path: Path) -> Path:
     for ind in individuals:
         best = max(ind["fitness"]) if ind["fitness"] else None
         colour = "tab:green" if ind["id"] in current else "tab:grey"
-        ax.scatter([ind["generation"]], [ind["slot"]], s=120, color=colour, zorder=3)
+        ax.scatter([ind["generation"]], [ind["member"]], s=120, color=colour, zorder=3)
         label = f"#{ind['id']}" + (f"\n{best:.1f}" if best is not None else "")
-        ax.text(ind["generation"], ind["slot"] - 0.3, label, fontsize=6, ha="center", va="top")
+        ax.text(ind["generation"], ind["member"] - 0.3, label, fontsize=6, ha="center", va="top")
     ax.set_xlabel("generation")
-    ax.set_ylabel("slot")
-    ax.set_yticks(range(slots))
+    ax.set_ylabel("member")
+    ax.set_yticks(range(members))
     ax.set_xlim(-0.5, generations + 0.5)
-    ax.set_ylim(slots - 0.3, -0.7)
+    ax.set_ylim(members - 0.3, -0.7)
     ax.set_title("Family tree (green: alive; label: id and best fitness)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _member_of(individual: Mapping[str, Any]) -> int:
+    """The population member an individual lived in (lineages written with the key
+    ``slot`` are read too)."""
+    return int(individual["member"] if "member" in individual else individual["slot"])
