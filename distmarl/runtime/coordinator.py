@@ -33,7 +33,7 @@ from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
 from distmarl.runtime.scheduler import Call, Scheduler
 
 
-class Run:
+class TrainingRun:
     """One training run: ``__init__`` builds the parts (actors started, a checkpoint loaded
     when ``resume`` names one, weights published, tracking started); :meth:`run` trains until
     ``max_steps`` per member, the target fitness, or ``stop`` is set."""
@@ -41,7 +41,7 @@ class Run:
     def __init__(self, cfg: ExperimentConfig, run_dir: Path, resume: str | None,
                  ray_address: str | None, stop: threading.Event) -> None:
         started = time.perf_counter()
-        self.cfg, self.stop = cfg, stop
+        self.cfg, self.stop_requested = cfg, stop
         hp_config = make_hp_config(cfg)  # a bad range fails before any actor starts
         spaces = env_spaces(cfg.env)
         self.state = RunState()
@@ -67,10 +67,11 @@ class Run:
         self.state.start_clock()
 
     def run(self) -> dict[str, Any]:
+        """The loop; returns the summary. A failure still closes the tracking runs."""
         try:
-            while self.state.stop_reason == "running":
-                if self.stop.is_set():
-                    self.state.stop_reason = "stopped"
+            while self.state.running:
+                if self.stop_requested.is_set():
+                    self.state.stop("stopped")
                     break
                 for call in self.scheduler.next_calls():
                     self.inflight[self._submit(call)] = call
@@ -96,6 +97,7 @@ class Run:
         return worker.collect.remote(call.steps, call.version, box)
 
     def _handle(self, ref: Any) -> None:
+        """Hand a finished call's result (or failure) to the scheduler and the fleet."""
         call = self.inflight.pop(ref)
         m = self.state.members[call.member]
         try:
@@ -105,28 +107,25 @@ class Run:
             return
         if call.kind == "collect":
             self.scheduler.on_result(call, result)
-            m.scores.extend(result.episode_scores)
-            m.episodes += len(result.episode_scores)
-            m.collect_seconds += result.seconds
-            m.refused_chunks += result.refused
+            m.record_episodes(result.episode_scores)
             self.fleet.count_dropped_rows(result.nonfinite_rows)
         elif not self.fleet.trained(call.member, result.incarnation):
             self.scheduler.on_failure(call)  # restarted between our calls: owed again
         else:
             self.scheduler.on_result(call, result)
-            m.train_seconds += result.seconds
-            if result.metrics:
-                m.metrics = result.metrics
+            m.record_train(result.seconds, result.metrics)
 
     def _evolve(self) -> None:
+        """Evolve members that reached their boundary (each at once in asynchronous mode,
+        all together in synchronous mode); the run ends when every member is done."""
         asynchronous = self.cfg.evolution.mode == "async"
         for m in self.state.members:
             if self.scheduler.at_boundary(m.member) and asynchronous:
                 self.generations.evolve_async(m.member)
         if not asynchronous and all(m.phase == WAIT for m in self.state.members):
             self.generations.evolve_sync()
-        if all(m.phase == DONE for m in self.state.members) and self.state.stop_reason == "running":
-            self.state.stop_reason = "max_steps"
+        if all(m.phase == DONE for m in self.state.members):
+            self.state.stop("max_steps")
 
     def _drain(self) -> None:
         """Wait for calls in flight (their rows and updates count) before the final save."""
@@ -172,11 +171,11 @@ class Coordinator:
         self.resume = resume
         self.ray_address = ray_address
         self.stop_requested = threading.Event()
-        self.current: Run | None = None
+        self.current: TrainingRun | None = None
 
     def run(self) -> dict[str, Any]:
         """Build the run's parts and train; returns the summary."""
-        self.current = Run(self.cfg, self.run_dir, self.resume, self.ray_address,
+        self.current = TrainingRun(self.cfg, self.run_dir, self.resume, self.ray_address,
                            self.stop_requested)
         return self.current.run()
 

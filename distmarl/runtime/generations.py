@@ -30,7 +30,7 @@ from distmarl.hpo import (
 )
 from distmarl.hpo.pbt import AsyncExploit
 from distmarl.runtime.fleet import Fleet, get_with_retry
-from distmarl.runtime.run_state import DONE, RUN, RunState
+from distmarl.runtime.run_state import DONE, RunState
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,7 @@ class Generations:
         """One generation: evaluate everyone, tournament, mutate, carry out, record."""
         members = self.state.members
         self.evaluate(list(range(len(members))))
-        self.state.fitness_history.append([m.fitness[-1] for m in members])
-        self.state.generation += 1
+        self.state.end_generation()
         if self._finished():
             return
         plan = self.selection.select([m.fitness for m in members], self.rng)
@@ -92,8 +91,7 @@ class Generations:
         """Population-based training's exploit and explore for one member at its boundary."""
         self.evaluate([member])
         m = self.state.members[member]
-        self.state.evolutions += 1
-        self.state.generation = self.state.evolutions // len(self.state.members)
+        self.state.end_evolution()
         if self._finished(check_steps=False):
             return
         if m.env_steps >= self.max_steps:
@@ -122,9 +120,9 @@ class Generations:
         evaluation before it is done."""
         best = self.state.best_fitness()
         if self.target is not None and best is not None and best >= self.target:
-            self.state.stop_reason = "target"
+            self.state.stop("target")
         elif check_steps and all(m.env_steps >= self.max_steps for m in self.state.members):
-            self.state.stop_reason = "max_steps"
+            self.state.stop("max_steps")
         else:
             return False
         for m in self.state.members:
@@ -132,9 +130,7 @@ class Generations:
         return True
 
     def _next_boundary(self, member: int) -> None:
-        m = self.state.members[member]
-        m.boundary = min(m.boundary + self.evo.evo_steps, self.max_steps)
-        m.phase = RUN
+        self.state.members[member].next_boundary(self.evo.evo_steps, self.max_steps)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, members: Sequence[int]) -> dict[int, float]:
@@ -158,10 +154,8 @@ class Generations:
                 results.append(get_with_retry(self._eval_call(i, seeds[i])))
         fitness = {}
         for i, scores in zip(members, results):
-            m = self.state.members[i]
             fitness[i] = float(np.mean(scores))
-            m.fitness.append(fitness[i])
-            m.evaluated_at = m.boundary
+            self.state.members[i].evaluated(fitness[i])
             self.lineage.record_fitness(i, fitness[i])
         return fitness
 

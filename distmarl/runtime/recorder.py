@@ -88,7 +88,7 @@ class Recorder:
         evo, max_steps = self.cfg.evolution.evo_steps, self.cfg.training.max_steps
         for m in self.state.members:  # a generation finished at the boundary: go on to the next
             if m.evaluated_at == m.boundary and m.boundary < max_steps:
-                m.boundary = min(m.boundary + evo, max_steps)
+                m.next_boundary(evo, max_steps)
         self.generations.load_state_dict(ckpt.meta)
         if ckpt.meta.get("mlflow", {}).get("parent"):
             self.resume_ids = ckpt.meta["mlflow"]

@@ -41,8 +41,6 @@ class MemberState:
     episodes: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     train_seconds: float = 0.0
-    collect_seconds: float = 0.0
-    refused_chunks: int = 0
     max_lag_seen: int = 0  # most weight versions a finished chunk lagged behind the learner
     evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
 
@@ -57,6 +55,27 @@ class MemberState:
         counted = self.env_steps - max(before, learning_from)
         if counted > 0:
             self.owed += counted / self.learn_step
+
+    def record_episodes(self, scores: list[float]) -> None:
+        """Episodes a collect call finished, with their scores."""
+        self.scores.extend(scores)
+        self.episodes += len(scores)
+
+    def record_train(self, seconds: float, metrics: dict[str, float]) -> None:
+        """A train call's time and its metrics (the latest call's with any are kept)."""
+        self.train_seconds += seconds
+        if metrics:
+            self.metrics = metrics
+
+    def evaluated(self, fitness: float) -> None:
+        """Its evaluation at the current boundary scored ``fitness``."""
+        self.fitness.append(fitness)
+        self.evaluated_at = self.boundary
+
+    def next_boundary(self, evo_steps: int, max_steps: int) -> None:
+        """Run on to the next evolution step (``evo_steps`` on, at most ``max_steps``)."""
+        self.boundary = min(self.boundary + evo_steps, max_steps)
+        self.phase = RUN
 
     def set_weights(self, version: int, box: list[Any] | None) -> None:
         """The learner published ``version``; its rollout workers act with ``box`` next."""
@@ -109,6 +128,32 @@ class RunState:
         self.started = time.time()
         self._clock_t0 = time.perf_counter()
         self._clock_steps0 = 0
+
+    @property
+    def running(self) -> bool:
+        return self.stop_reason == "running"
+
+    def stop(self, reason: str) -> None:
+        """End the run for ``reason`` (``max_steps``, ``target``, ``stopped``); the first
+        reason stays."""
+        if self.running:
+            self.stop_reason = reason
+
+    def count_steps(self, env_steps: int) -> None:
+        """``env_steps`` transitions were collected and stored."""
+        self.total_env_steps += env_steps
+        self.buffer_rows += env_steps
+
+    def end_generation(self) -> None:
+        """Every member was evaluated: one generation (synchronous mode) is over."""
+        self.fitness_history.append([m.fitness[-1] for m in self.members])
+        self.generation += 1
+
+    def end_evolution(self) -> None:
+        """One member's evolution step (asynchronous mode); a generation is as many steps as
+        there are members."""
+        self.evolutions += 1
+        self.generation = self.evolutions // len(self.members)
 
     def start_clock(self) -> None:
         """Throughput counts from here (after set-up, and after a resume's restored steps)."""

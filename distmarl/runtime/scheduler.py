@@ -119,8 +119,7 @@ class Scheduler:
         del self.collecting[(m.member, call.worker)]
         m.scheduled_steps += result.env_steps - call.steps * self.num_envs
         m.env_steps += result.env_steps
-        self.state.total_env_steps += result.env_steps
-        self.state.buffer_rows += result.env_steps
+        self.state.count_steps(result.env_steps)
         m.max_lag_seen = max(m.max_lag_seen, m.version - result.version)
         self.path.on_collected(m, result.env_steps, self.state.buffer_rows)
 

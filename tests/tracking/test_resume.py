@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) -> None:
     import ray
 
-    from distmarl.runtime.coordinator import Run
+    from distmarl.runtime.coordinator import TrainingRun
     from distmarl.runtime.trainer import train
 
     sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp"]
@@ -35,8 +35,8 @@ def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) ->
 
     # the restored parts equal what was saved
     cfg = load_config(TINY, [*sets, "training.max_steps=400", "tracking.mlflow=false"])
-    run = Run(cfg, tmp_path / "probe", str(tmp_path / "run" / "checkpoints"), None,
-              threading.Event())
+    run = TrainingRun(cfg, tmp_path / "probe", str(tmp_path / "run" / "checkpoints"), None,
+                      threading.Event())
     try:
         states = ray.get([lr.get_state.remote() for lr in run.fleet.learners])
         for saved, restored in zip(ckpt.members, states):
