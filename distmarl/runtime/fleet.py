@@ -21,6 +21,7 @@ the member owes no update (:meth:`Fleet.resync`). Every counter only moves forwa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -277,10 +278,9 @@ class Fleet:
             for key, ref in list(self.census.items()):
                 if ref in ready:
                     del self.census[key]
-                    try:
+                    # one that died meanwhile is seen by a later census or a failed call
+                    with contextlib.suppress(RayError):
                         self._note_pid(*key, ray.get(ref)["pid"])
-                    except RayError:  # it died meanwhile: a later census or failed call sees it
-                        pass
         if not self.census and time.monotonic() - self.census_taken >= CENSUS_INTERVAL_S:
             self.census = {(member, w): worker.info.remote()
                            for member, workers in enumerate(self.workers)

@@ -59,7 +59,7 @@ def test_update_to_data_ratio_follows_learn_step(run) -> None:
 
 
 def test_fitness_recorded_and_evolution_happened(run) -> None:
-    cfg, summary, _ = run
+    _, summary, _ = run
     for m in summary["members"]:
         assert len(m["fitness"]) == summary["generations"]
         assert all(np.isfinite(m["fitness"]))
