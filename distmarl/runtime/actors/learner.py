@@ -7,7 +7,7 @@ latest ``(version, ref)`` to the member's rollout workers. A copy between member
 object store without passing the coordinator.
 
 An on-policy learner (IPPO, MAPPO) learns once per whole rollout fragment of its own member,
-read through :class:`~distmarl.runtime.fragments.FragmentReader` (each fragment once, none of
+read through :class:`~distmarl.runtime.actors.fragments.FragmentReader` (each fragment once, none of
 another member's), and publishes its weights after every train call that learned: the member's
 workers then collect the next fragments with them. Whatever changes its policy besides learning
 (a copy from another member, a mutation, a restored snapshot) discards the fragments still
@@ -31,7 +31,7 @@ from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.onpolicy_rollout import fragment_to_batch
-from distmarl.runtime.fragments import FragmentReader
+from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
 from distmarl.types import OFF_POLICY_FIELDS, SampleBatch
 
