@@ -263,3 +263,14 @@ def test_the_data_path_is_chosen_once_from_the_algorithm() -> None:
     path = make_datapath(ippo)
     assert isinstance(path, OnPolicyPath) and path.resyncs_fragments
     assert path.collect_steps(MemberState(0, 100, {"learn_step": 4})) == 4
+
+
+def test_the_scheduling_parts_import_no_ray() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, distmarl.runtime.scheduler, distmarl.runtime.datapath, "
+            "distmarl.runtime.run_state; print(sorted({'ray', 'mlflow'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
