@@ -3,7 +3,7 @@
 The algorithm's family (:attr:`~distmarl.algorithms.Algorithm.on_policy`) decides the data
 path: off-policy members (MADDPG, MATD3) store ``OFF_POLICY_FIELDS`` and replay them; on-policy
 members (IPPO, MAPPO) store ``ON_POLICY_FIELDS`` in whole rollout fragments that their own learner reads once
-(:mod:`distmarl.runtime.fragments`), so for them the buffer has no ``learning_starts`` and no
+(:mod:`distmarl.runtime.actors.fragments`), so for them the buffer has no ``learning_starts`` and no
 rate limit.
 """
 

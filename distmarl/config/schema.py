@@ -175,7 +175,7 @@ class ResourceConfig(Section):
 class TrackingConfig(Section):
     mlflow: bool = Field(True, description="track the run in MLflow")
     mlflow_uri: str | None = Field(None, description="tracking server URI (None: a local store in the run directory, or MLFLOW_TRACKING_URI)")
-    experiment_name: str | None = Field(None, description="MLflow experiment (None: a timestamp plus the algorithm)")
+    experiment_name: str | None = Field(None, description="MLflow experiment (None: the config's name)")
     directory: str = Field("runs", description="where run directories are created")
     write_interval: int | Literal["auto"] = Field("auto", description="env steps between metric writes ('auto': max_steps / 100; <= 0 disables)")
     checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps between checkpoints ('auto': max_steps / 10; <= 0 disables)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -83,8 +84,6 @@ def _wait(coord: Any, result: Any, show_progress: bool) -> dict[str, Any]:
         if ready:
             return ray.get(result)
         if show_progress:
-            try:
+            with contextlib.suppress(ray.exceptions.GetTimeoutError):
                 print(_bar(ray.get(coord.progress.remote(), timeout=5)), end="", file=sys.stderr,
                       flush=True)
-            except ray.exceptions.GetTimeoutError:
-                pass

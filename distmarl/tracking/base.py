@@ -27,13 +27,23 @@ class Tracker(Protocol):
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None: ...
 
-    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None: ...
+    def log_artifact(self, path: Path, artifact_path: str | None = None,
+                     member: int | None = None) -> None: ...
 
-    def flush(self) -> None: ...
+    def log_model(self, model: Any, name: str, pip_requirements: list[str],
+                  tags: Mapping[str, str]) -> str | None:
+        """Log ``model`` (a ``torch.nn.Module``) to the parent run; its URI, or None."""
+        ...
 
-    def finish(self, status: str = "FINISHED") -> None: ...
+    def flush(self) -> bool: ...
+
+    def finish(self, status: str = "FINISHED", spill: Path | None = None) -> None:
+        """Close the runs; metrics still unsent go to ``spill`` (JSON lines) when given."""
+        ...
 
     def run_ids(self) -> dict[str, Any]: ...
+
+    def status(self) -> dict[str, Any]: ...
 
 
 class NullTracker:
@@ -46,13 +56,18 @@ class NullTracker:
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         pass
 
-    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+    def log_artifact(self, path: Path, artifact_path: str | None = None,
+                     member: int | None = None) -> None:
         pass
 
-    def flush(self) -> None:
-        pass
+    def log_model(self, model: Any, name: str, pip_requirements: list[str],
+                  tags: Mapping[str, str]) -> str | None:
+        return None
 
-    def finish(self, status: str = "FINISHED") -> None:
+    def flush(self) -> bool:
+        return True
+
+    def finish(self, status: str = "FINISHED", spill: Path | None = None) -> None:
         pass
 
     def run_ids(self) -> dict[str, Any]:

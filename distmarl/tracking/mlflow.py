@@ -200,6 +200,29 @@ class MlflowTracker:
             with self._lock:
                 self._artifacts.popleft()
 
+    def log_model(self, model: Any, name: str, pip_requirements: list[str],
+                  tags: Mapping[str, str]) -> str | None:
+        """``mlflow.pytorch.log_model`` of ``model`` on the parent run, with ``tags`` set on
+        it; the model's URI. Best effort: a failure is logged, not raised."""
+        if self.parent_id is None:
+            return None
+        try:
+            import mlflow
+
+            mlflow.set_tracking_uri(self.uri)
+            with mlflow.start_run(run_id=self.parent_id):
+                # "pickle": the policy acts through numpy, which pt2's graph tracing cannot
+                # follow. Load it only from a tracking server you trust; checkpoints are the
+                # safe path.
+                info = mlflow.pytorch.log_model(model, name=name, serialization_format="pickle",
+                                                pip_requirements=pip_requirements)
+                for key, value in tags.items():
+                    mlflow.set_tag(key, value)
+            return str(info.model_uri)
+        except Exception as err:  # noqa: BLE001 - tracking must not fail the run
+            log.warning("could not log the model %s to MLflow: %s", name, err)
+            return None
+
     def _failed(self, err: Exception) -> None:
         self.failures += 1
         self.last_error = f"{type(err).__name__}: {err}"[:300]
@@ -234,8 +257,8 @@ class MlflowTracker:
         while not self._stop.wait(self._interval):
             self.flush()
 
-    def finish(self, status: str = "FINISHED", timeout_s: float = 10.0,
-               spill: Path | None = None) -> None:
+    def finish(self, status: str = "FINISHED", spill: Path | None = None,
+               timeout_s: float = 10.0) -> None:
         """Stop the background thread, flush (retrying until ``timeout_s``), close the runs.
         Metrics still unwritten then go to ``spill`` (JSON lines) so that none is lost."""
         self._stop.set()

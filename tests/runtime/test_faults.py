@@ -52,7 +52,7 @@ def test_a_killed_rollout_worker_is_restarted_and_training_completes(ray_local, 
     assert faults["worker_restarts"] == 1 and faults["lost_chunks"] <= 1
     assert faults["lost_env_steps"] == 16 * faults["lost_chunks"]
     assert ray.get(handles["workers"][1][0].info.remote())["pid"] != pid
-    assert any(e.get("fault") == "worker restarted" and e["slot"] == 1 for e in summary["events"])
+    assert any(e.get("fault") == "worker restarted" and e["member"] == 1 for e in summary["events"])
 
 
 def test_a_killed_learner_is_restored_from_its_snapshot(ray_local, tmp_path) -> None:
@@ -67,7 +67,7 @@ def test_a_killed_learner_is_restored_from_its_snapshot(ray_local, tmp_path) -> 
     assert after["pid"] != before["pid"]
     assert after["updates"] > 0  # restored counters, and it learned on
     restored = [e for e in summary["events"] if e.get("fault") == "learner restarted"]
-    assert restored and restored[0]["slot"] == 0 and restored[0]["restored"]
+    assert restored and restored[0]["member"] == 0 and restored[0]["restored"]
 
 
 def test_a_killed_buffer_is_restored_from_its_snapshot(ray_local, tmp_path) -> None:

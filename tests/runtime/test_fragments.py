@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distmarl.runtime.fragments import fragment_problem
+from distmarl.runtime.actors.fragments import fragment_problem
 from distmarl.types import ON_POLICY_FIELDS, TransitionChunk
 
 pytestmark = pytest.mark.ray
@@ -48,7 +48,7 @@ def test_fragment_problem_names_what_is_wrong() -> None:
 
 
 def test_reads_own_whole_fragments_once_in_order(ray_local, buffer) -> None:
-    from distmarl.runtime.fragments import FragmentReader
+    from distmarl.runtime.actors.fragments import FragmentReader
 
     ray, buf = ray_local, buffer()
     for member in (0, 1, 0, 0, 1):  # rows 0-7, 8-15, 16-23, 24-31, 32-39
@@ -67,7 +67,7 @@ def test_reads_own_whole_fragments_once_in_order(ray_local, buffer) -> None:
 
 
 def test_a_fragment_cut_by_the_ring_is_dropped_and_the_stream_realigned(ray_local, buffer) -> None:
-    from distmarl.runtime.fragments import FragmentReader
+    from distmarl.runtime.actors.fragments import FragmentReader
 
     ray, buf = ray_local, buffer(capacity=20)
     reader = FragmentReader(buf, "learner-0", 0, NUM_ENVS)
@@ -83,7 +83,7 @@ def test_a_fragment_cut_by_the_ring_is_dropped_and_the_stream_realigned(ray_loca
 
 
 def test_a_wrong_size_or_a_used_row_is_dropped(ray_local, buffer) -> None:
-    from distmarl.runtime.fragments import FragmentReader
+    from distmarl.runtime.actors.fragments import FragmentReader
 
     ray, buf = ray_local, buffer()
     reader = FragmentReader(buf, "learner-0", 0, NUM_ENVS)

@@ -36,7 +36,7 @@ EVO_STEPS = 6000
 #: the node is removed once training has run for this long and made this many env steps
 #: (buffer snapshots every 0.5 s have been copied by then), well inside the first generation.
 #: Not covered: a node lost while the coordinator evaluates or copies members
-#: (runtime/evolution.py retries only a worker that died, not weights or states whose owner,
+#: (runtime/generations.py retries only a worker that died, not weights or states whose owner,
 #: a learner, died with the node).
 KILL_AFTER_S, KILL_AT = 2.0, 300
 PROGRESS = re.compile(r"([\d,]+) env steps .*? gen\s+(\d+)")
@@ -219,7 +219,7 @@ def test_removing_a_node_mid_run_restarts_its_actors_on_the_other(cluster, tmp_p
     assert faults["worker_restarts"] == 2, faults
     assert faults["lost_env_steps"] == 2 * 8 * faults["lost_chunks"]  # chunk_steps * num_envs
     learners = [e for e in summary["events"] if e.get("fault") == "learner restarted"]
-    assert sorted(e["slot"] for e in learners) == [0, 1]
+    assert sorted(e["member"] for e in learners) == [0, 1]
     assert all(e["restored"] for e in learners), learners  # from the coordinator's copies
     buffer = next(e for e in summary["events"] if e.get("fault") == "buffer restarted")
     assert buffer["restored_rows"] > 0 and buffer["lost_rows"] == faults["buffer_lost_rows"]

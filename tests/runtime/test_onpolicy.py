@@ -63,8 +63,8 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
     for copy in summary["copies"]:
         assert copy["copy_checksum"] == copy["source_checksum"]
     ckpt = load_checkpoint(Path(summary["checkpoint"]))
-    for slot, state in enumerate(ckpt.members):  # learned: weights moved from their start
-        fresh = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=cfg.seed * 1009 + slot)
+    for member, state in enumerate(ckpt.members):  # learned: weights moved from their start
+        fresh = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=cfg.seed * 1009 + member)
         assert state["algo"]["algorithm"] == "MAPPO" and state["algo"]["learn_steps"] > 0
         # the value networks read [own obs, env.state()] (3 + 14 and 11 + 14 wide), learned
         # from fragments that carried the state (they would raise without it)
@@ -96,14 +96,14 @@ def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) ->
     assert summary["stop_reason"] == "max_steps"
     members = ray.get(handles["buffer"].state_dict.remote())["columns"]["__member__"]
     assert len(members) == summary["env_steps"]  # nothing overwritten: row i is global row i
-    for slot, learner in enumerate(handles["learners"]):
+    for member, learner in enumerate(handles["learners"]):
         used = ray.get(learner.used_fragments.remote())
         rows = np.concatenate([np.arange(a, b) for a, b in used])
         assert len(np.unique(rows)) == len(rows), "a row was learned twice"
-        np.testing.assert_array_equal(np.sort(rows), np.flatnonzero(members == slot))
+        np.testing.assert_array_equal(np.sort(rows), np.flatnonzero(members == member))
         assert [a for a, _ in used] == sorted(a for a, _ in used)  # oldest first
         assert all((b - a) % cfg.env.num_envs == 0 for a, b in used)
-        assert len(used) == summary["members"][slot]["updates"]  # one update per fragment
+        assert len(used) == summary["members"][member]["updates"]  # one update per fragment
         assert ray.get(learner.info.remote())["discarded_rows"] == 0
     sizes = {b - a for lr in handles["learners"] for a, b in ray.get(lr.used_fragments.remote())}
     assert len(sizes) > 1, "learn_step mutations should have changed the fragment size"

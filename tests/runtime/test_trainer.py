@@ -59,7 +59,7 @@ def test_update_to_data_ratio_follows_learn_step(run) -> None:
 
 
 def test_fitness_recorded_and_evolution_happened(run) -> None:
-    cfg, summary, _ = run
+    _, summary, _ = run
     for m in summary["members"]:
         assert len(m["fitness"]) == summary["generations"]
         assert all(np.isfinite(m["fitness"]))
@@ -69,7 +69,7 @@ def test_fitness_recorded_and_evolution_happened(run) -> None:
     assert summary["copies"], "no selection copied a member"
     for copy in summary["copies"]:  # right after the copy the weights equal the source's
         assert copy["copy_checksum"] == copy["source_checksum"]
-        assert copy["slot"] != copy["source"]
+        assert copy["member"] != copy["source"]
 
 
 def test_artifacts_and_checkpoint_written(run) -> None:
@@ -106,7 +106,7 @@ def test_all_actor_kinds_alive_and_learning(ray_local, tmp_path) -> None:
     after = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
     assert all(a != b for a, b in zip(after, before)), "learners' weights did not change"
     infos = ray.get([w.info.remote() for ws in handles["workers"] for w in ws])
-    assert sorted(i["slot"] for i in infos) == [0, 1] and all(i["env_steps"] > 0 for i in infos)
+    assert sorted(i["member"] for i in infos) == [0, 1] and all(i["env_steps"] > 0 for i in infos)
     stats = ray.get(handles["buffer"].stats.remote())
     stored = ray.get(handles["buffer"].state_dict.remote())["columns"]["__member__"]
     assert set(np.unique(stored)) == {0, 1}, "the buffer did not receive rows from every member"
@@ -138,7 +138,7 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> N
         import json, ray
         from distmarl.config import load_config
         from distmarl.runtime.cluster import init_ray
-        from distmarl.runtime.learner_actor import LearnerActor
+        from distmarl.runtime.actors.learner import LearnerActor
         from distmarl.runtime.resources import plan_resources
         from distmarl.factory import env_spaces
         init_ray(num_cpus=2, num_gpus=1, dashboard=False, log_to_driver=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -83,6 +84,7 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
     assert len(runs) == 1 + population
     parent = client.get_run(ids["parent"])
     assert parent.info.status == "FINISHED"
+    assert re.fullmatch(r"\d{8}-\d{6}-tiny", parent.info.run_name), parent.info.run_name
     assert parent.data.params["population.size"] == str(population)
     assert parent.data.params["algorithm.name"] == "MADDPG"
     assert parent.data.tags["algorithm"] == "MADDPG" and "distmarl.version" in parent.data.tags

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) -> None:
     import ray
 
-    from distmarl.runtime.coordinator import Coordinator
+    from distmarl.runtime.coordinator import TrainingRun
     from distmarl.runtime.trainer import train
 
     sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp"]
@@ -35,23 +35,23 @@ def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) ->
 
     # the restored parts equal what was saved
     cfg = load_config(TINY, [*sets, "training.max_steps=400", "tracking.mlflow=false"])
-    coord = Coordinator(json.loads(cfg.model_dump_json()), str(tmp_path / "probe"),
-                        resume=str(tmp_path / "run" / "checkpoints"))
-    coord._setup()
+    run = TrainingRun(cfg, tmp_path / "probe", str(tmp_path / "run" / "checkpoints"), None,
+                      threading.Event())
     try:
-        states = ray.get([lr.get_state.remote() for lr in coord.learners])
+        states = ray.get([lr.get_state.remote() for lr in run.fleet.learners])
         for saved, restored in zip(ckpt.members, states):
             saved_t, restored_t = dict(tensors(saved["algo"]["networks"])), dict(tensors(restored["algo"]["networks"]))
             assert saved_t.keys() == restored_t.keys()
             assert all(torch.equal(saved_t[k], restored_t[k]) for k in saved_t)
-        buffer_state = ray.get(coord.buffer.state_dict.remote())
+        buffer_state = ray.get(run.fleet.buffer.state_dict.remote())
         assert buffer_state["meta"]["counter"] == ckpt.buffer_state["meta"]["counter"] == first["env_steps"]
         for name, col in ckpt.buffer_state["columns"].items():
             np.testing.assert_array_equal(buffer_state["columns"][name], col, err_msg=name)
-        assert [m.env_steps for m in coord.members] == [m["env_steps"] for m in first["members"]]
-        assert coord.generation == 1
+        assert [m.env_steps for m in run.state.members] == [m["env_steps"] for m in first["members"]]
+        assert run.state.generation == 1
     finally:
-        for actor in [coord.buffer, *coord.learners, *[w for ws in coord.workers for w in ws]]:
+        fleet = run.fleet
+        for actor in [fleet.buffer, *fleet.learners, *[w for ws in fleet.workers for w in ws]]:
             ray.kill(actor)
 
     second = train(load_config(TINY, [*sets, "training.max_steps=400"]), resume=tmp_path / "run",

@@ -1,13 +1,13 @@
 """``LearnerActor``: one population member's algorithm, learning from the shared buffer.
 
-The learner samples as its own consumer (``learner-<slot>``), learns, and publishes its actors'
+The learner samples as its own consumer (``learner-<member>``), learns, and publishes its actors'
 weights to the object store every ``weight_sync_updates`` updates; the coordinator hands the
 latest ``(version, ref)`` to the member's rollout workers. A copy between members is
 ``learner_b.load_state.remote(learner_a.get_state.remote())``: the state travels through the
 object store without passing the coordinator.
 
 An on-policy learner (IPPO, MAPPO) learns once per whole rollout fragment of its own member,
-read through :class:`~distmarl.runtime.fragments.FragmentReader` (each fragment once, none of
+read through :class:`~distmarl.runtime.actors.fragments.FragmentReader` (each fragment once, none of
 another member's), and publishes its weights after every train call that learned: the member's
 workers then collect the next fragments with them. Whatever changes its policy besides learning
 (a copy from another member, a mutation, a restored snapshot) discards the fragments still
@@ -31,7 +31,7 @@ from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
-from distmarl.runtime.fragments import FragmentReader
+from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
 from distmarl.types import OFF_POLICY_FIELDS, SampleBatch
 
@@ -49,7 +49,7 @@ class TrainResult(NamedTuple):
 class LearnerShell:
     """The plain class behind :data:`LearnerActor`."""
 
-    def __init__(self, slot: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
+    def __init__(self, member: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
                  buffer: Any, seed: int, weight_sync_updates: int = 8,
                  num_envs: int = 1) -> None:
         import torch
@@ -59,15 +59,15 @@ class LearnerShell:
         self.device = learner_device(gpu_ids)
         if gpu_ids and self.device == "cpu":
             log.warning("learner %d was given GPU %s but torch sees no CUDA device: using CPU",
-                        slot, gpu_ids)
-        self.slot = slot
+                        member, gpu_ids)
+        self.member = member
         self.algo = make_algorithm(algo_cfg, spaces, device=self.device, seed=seed)
         self.buffer = buffer
-        self.consumer = f"learner-{slot}"
+        self.consumer = f"learner-{member}"
         self.weight_sync_updates = weight_sync_updates
         self.on_policy = self.algo.on_policy
         self.num_envs = num_envs  # sub-envs per rollout worker: a fragment's E
-        self.fragments = (FragmentReader(buffer, self.consumer, slot, num_envs)
+        self.fragments = (FragmentReader(buffer, self.consumer, member, num_envs)
                           if self.on_policy else None)
         self.updates = 0
         self.version = 0
@@ -149,7 +149,7 @@ class LearnerShell:
 
     def info(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
-        return {"slot": self.slot, "pid": os.getpid(), "device": self.device,
+        return {"member": self.member, "pid": os.getpid(), "device": self.device,
                 "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "updates": self.updates,
                 "discarded_rows": self.fragments.discarded_rows if self.fragments else 0}

@@ -11,7 +11,7 @@ log-probabilities and values; the coordinator then asks for ``learn_step`` steps
 each chunk is exactly one rollout fragment (``learn_step * num_envs`` rows, one ``add``).
 Episodes run on across fragments. Its policy lags the learner by at most
 ``workers_per_member`` updates (one fragment with one worker): see
-:meth:`distmarl.runtime.coordinator.Coordinator._may_collect`.
+:meth:`distmarl.runtime.datapath.OnPolicyPath.may_collect`.
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ class CollectResult(NamedTuple):
 class RolloutShell:
     """The plain class behind :data:`RolloutWorkerActor`."""
 
-    def __init__(self, slot: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
+    def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
                  spaces: tuple[Any, ...], buffer: Any, seed: int) -> None:
         import torch
 
         torch.set_num_threads(1)
-        self.slot, self.worker, self.seed = slot, worker, seed
+        self.member, self.worker, self.seed = member, worker, seed
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.venv = make_venv(env_cfg, seed=seed,
@@ -74,7 +74,7 @@ class RolloutShell:
         start = time.perf_counter()
         self._sync(version, weights_box)
         rollout = self.collector.collect(num_steps)
-        chunk = TransitionChunk(rollout.data, self.slot)
+        chunk = TransitionChunk(rollout.data, self.member)
         refused = 0
         while not ray.get(self.buffer.add.remote(chunk)).accepted:
             refused += 1
@@ -96,7 +96,7 @@ class RolloutShell:
 
     def info(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
-        return {"slot": self.slot, "worker": self.worker, "pid": os.getpid(),
+        return {"member": self.member, "worker": self.worker, "pid": os.getpid(),
                 "node_id": ctx.get_node_id(), "env_steps": self.env_steps, "version": self.version}
 
     def close(self) -> None:

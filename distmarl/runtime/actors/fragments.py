@@ -5,7 +5,7 @@ vectorised steps of its ``num_envs`` sub-envs, ``rows = learn_step * num_envs`` 
 agent, time-major (row ``t * num_envs + e``), with the behaviour policy's ``log_prob`` and
 ``value`` -- in one buffer ``add`` tagged with the member, so a fragment is one block of
 consecutive global row indices. :class:`FragmentReader` streams the member's rows that its
-consumer has not received yet, oldest first (``member=slot, replay_ratio=0``): each read of
+consumer has not received yet, oldest first (``member=<its member>, replay_ratio=0``): each read of
 ``rows`` rows is one whole fragment, returned once, and never to another member's learner.
 
 Everything a fragment's advantages need is in its rows: ``next_obs`` is the true next

@@ -1,0 +1,1 @@
+"""The Ray actors that carry out the coordinator's calls: learners and rollout workers."""

@@ -1,0 +1,225 @@
+"""Between generations: evaluate, select, mutate, copy, on the learner actors.
+
+The decisions come from :mod:`distmarl.hpo` (pure, seeded with this part's own
+``Generator``); this module carries them out through the fleet's actors. Synchronous mode
+evolves the whole population once every member reached its boundary
+(:meth:`Generations.evolve_sync`); asynchronous mode (population-based training) evolves each
+member at its own boundary (:meth:`Generations.evolve_async`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import ray
+from ray.exceptions import ObjectLostError, RayActorError
+
+from distmarl.config import ExperimentConfig
+from distmarl.hpo import (
+    HyperparameterConfig,
+    Lineage,
+    MutationPlan,
+    Mutations,
+    RLParameter,
+    TournamentSelection,
+)
+from distmarl.hpo.pbt import AsyncExploit
+from distmarl.runtime.fleet import Fleet, get_with_retry
+from distmarl.runtime.run_state import DONE, RunState
+
+log = logging.getLogger(__name__)
+
+#: What a lost actor or node raises here: the actor itself, or an object it owned (published
+#: weights, a state) that died with it (``OwnerDiedError`` is an ``ObjectLostError``).
+LOST = (RayActorError, ObjectLostError)
+
+
+def make_hp_config(cfg: ExperimentConfig) -> HyperparameterConfig:
+    """The mutable hyperparameters' ranges, checked against the algorithm's."""
+    hp_config = HyperparameterConfig(**{
+        name: RLParameter(p.min, p.max, p.grow_factor, p.shrink_factor,
+                          int if p.dtype == "int" else float)
+        for name, p in cfg.evolution.hp_config.items()})
+    hp_config.check_against(cfg.algorithm.name)
+    return hp_config
+
+
+class Generations:
+    """Evolution of ``state``'s members through ``fleet``'s learners."""
+
+    def __init__(self, cfg: ExperimentConfig, fleet: Fleet, state: RunState,
+                 hp_config: HyperparameterConfig) -> None:
+        evo = cfg.evolution
+        self.evo = evo
+        self.max_steps = cfg.training.max_steps
+        self.target = cfg.training.target
+        self.fleet, self.state = fleet, state
+        self.rng = np.random.default_rng(cfg.seed)
+        self.hp_config = hp_config
+        self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
+                                             cfg.population.size, evo.eval_loop)
+        m = evo.mutation
+        self.mutations = Mutations(m.no_mutation, m.architecture, m.new_layer_prob, m.parameters,
+                                   m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,
+                                   m.mutate_elite)
+        self.exploit = AsyncExploit(evo.bottom_frac, evo.top_frac)
+        self.lineage = Lineage([m.hp for m in state.members])
+
+    # ------------------------------------------------------------------ modes
+    def evolve_sync(self) -> None:
+        """One generation: evaluate everyone, tournament, mutate, carry out, record."""
+        members = self.state.members
+        self.evaluate(list(range(len(members))))
+        self.state.end_generation()
+        if self._finished():
+            return
+        plan = self.selection.select([m.fitness for m in members], self.rng)
+        hps = [members[src].hp for src in plan.sources]
+        plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elite)
+        self.carry_out(plan.copies(), plans)
+        self.lineage.record_generation(plan, plans, [m.hp for m in members])
+        for member in range(len(members)):
+            self._next_boundary(member)
+
+    def evolve_async(self, member: int) -> None:
+        """Population-based training's exploit and explore for one member at its boundary."""
+        self.evaluate([member])
+        m = self.state.members[member]
+        self.state.end_evolution()
+        if self._finished(check_steps=False):
+            return
+        if m.env_steps >= self.max_steps:
+            m.phase = DONE
+            return
+        latest = {x.member: x.fitness[-1] for x in self.state.members if x.fitness}
+        source = self.exploit.decide(member, latest, self.rng)
+        if source is not None:
+            plan = self.mutations.plan([self.state.members[source].hp], self.hp_config,
+                                       self.rng, force=True)[0]
+            plan = dataclasses.replace(plan, member=member)
+            self.carry_out([(member, source)], [plan])
+            self.lineage.record_copy(member, source, plan, m.hp)
+        self._next_boundary(member)
+
+    def pretrain_mutation(self) -> None:
+        """Mutate every member once before training (AgileRL's pre-training mutation pass)."""
+        plans = self.mutations.plan([m.hp for m in self.state.members], self.hp_config,
+                                    self.rng, force=True)
+        self.carry_out([], plans)
+        self.lineage.record_generation(None, plans, [m.hp for m in self.state.members])
+
+    def _finished(self, check_steps: bool = True) -> bool:
+        """Set the stop reason when the target is reached or (``check_steps``) every member
+        used its steps. Asynchronous mode checks steps per member instead: each has its last
+        evaluation before it is done."""
+        best = self.state.best_fitness()
+        if self.target is not None and best is not None and best >= self.target:
+            self.state.stop("target")
+        elif check_steps and all(m.env_steps >= self.max_steps for m in self.state.members):
+            self.state.stop("max_steps")
+        else:
+            return False
+        for m in self.state.members:
+            m.phase = DONE
+        return True
+
+    def _next_boundary(self, member: int) -> None:
+        self.state.members[member].next_boundary(self.evo.evo_steps, self.max_steps)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, members: Sequence[int]) -> dict[int, float]:
+        """Fresh weights, then evaluation episodes without exploration; appends to each
+        fitness. A learner or worker Ray restarted meanwhile is restored / asked again;
+        weights lost with their learner's node are republished from the restored learner."""
+        fleet = self.fleet
+        fleet.check_learners(members)
+        published = [get_with_retry(fleet.learners[i].publish.remote) for i in members]
+        seeds = {}
+        for i, (version, box) in zip(members, published):
+            self.state.members[i].set_weights(version, box)
+            seeds[i] = int(self.rng.integers(2**31))
+        refs = [self._eval_call(i, seeds[i])() for i in members]
+        results = []
+        for i, ref in zip(members, refs):
+            try:
+                results.append(ray.get(ref))
+            except LOST:
+                fleet.check_learners([i])  # a restarted learner is restored and republished
+                results.append(get_with_retry(self._eval_call(i, seeds[i])))
+        fitness = {}
+        for i, scores in zip(members, results):
+            fitness[i] = float(np.mean(scores))
+            self.state.members[i].evaluated(fitness[i])
+            self.lineage.record_fitness(i, fitness[i])
+        return fitness
+
+    def _eval_call(self, member: int, seed: int) -> Callable[[], Any]:
+        """Submits ``member``'s evaluation with its weights as they are when called."""
+        m, worker = self.state.members[member], self.fleet.workers[member][0]
+        return lambda: worker.evaluate.remote(m.version, m.weights_box, self.evo.eval_episodes,
+                                              self.evo.eval_steps, seed)
+
+    # ------------------------------------------------------------------ copy and mutate
+    def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]) -> None:
+        """Copy full states (``(member, source)`` pairs, straight through the object store),
+        then mutate, then republish the changed members' weights. States are read before any
+        is overwritten, so swaps are safe.
+
+        When a learner (or its node) is lost part-way, every learner Ray restarted is restored
+        from its snapshot, every member this step changes goes back to its last snapshot too
+        (so no copy or mutation is applied twice), and the step is carried out once more."""
+        try:
+            self._carry_out(copies, plans)
+        except LOST as err:
+            log.warning("a learner was lost while copying / mutating (%s); redoing the step "
+                        "from the members' snapshots", type(err).__name__)
+            self.fleet.check_learners()
+            changed = sorted({i for i, _ in copies} | {p.member for p in plans if p.kind != "none"})
+            for i in changed:
+                self.fleet.restore_learner(i)
+            self.state.event(fault="copy step redone", members=changed)
+            self._carry_out(copies, plans)
+
+    def _carry_out(self, copies: Sequence[tuple[int, int]],
+                   plans: Sequence[MutationPlan]) -> None:
+        learners, members = self.fleet.learners, self.state.members
+        sources = sorted({src for _, src in copies})
+        states = {src: learners[src].get_state.remote() for src in sources}
+        source_sums = {src: learners[src].weights_checksum.remote() for src in sources}
+        loads = [learners[i].load_state.remote(states[src]) for i, src in copies]
+        copied_sums = [learners[i].weights_checksum.remote() for i, _ in copies]
+        mutated = [p for p in plans if p.kind != "none"]
+        results = [learners[p.member].mutate.remote(p) for p in mutated]
+        for (i, src), hp, before, after in zip(copies, ray.get(loads),
+                                               ray.get([source_sums[s] for _, s in copies]),
+                                               ray.get(copied_sums)):
+            members[i].hp = hp
+            self.state.copy_log.append({"generation": self.state.generation, "member": i,
+                                        "source": src, "source_checksum": before,
+                                        "copy_checksum": after})
+        for plan, result in zip(mutated, ray.get(results)):
+            members[plan.member].hp = result["hp"]
+            self.state.event(member=plan.member, mutation=plan.describe(),
+                             change=_plain(result["change"]))
+        changed = sorted({i for i, _ in copies} | {p.member for p in mutated})
+        published = ray.get([learners[i].publish.remote() for i in changed])
+        for i, (version, box) in zip(changed, published):
+            members[i].set_weights(version, box)
+            self.fleet.snapshot_learner(i)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        return {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.lineage = Lineage.from_json(d["lineage"])
+        self.rng.bit_generator.state = d["rng"]
+
+
+def _plain(change: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in change.items()
+            if isinstance(v, str | int | float | bool | list | dict)}

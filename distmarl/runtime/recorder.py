@@ -1,0 +1,252 @@
+"""What a run leaves behind: metrics at their cadence, checkpoints, artifacts, the elite model,
+and a resume from a checkpoint.
+
+Everything here runs in the coordinator's process. Tracking failures never stop training (the
+tracker queues and retries). A checkpoint holds every member's learner state, the run's
+counters (:class:`~distmarl.runtime.run_state.RunState`), the generations' RNG and lineage,
+the MLflow run ids, and a buffer snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import distmarl
+from distmarl.checkpoint import load_checkpoint, save_checkpoint
+from distmarl.config import ExperimentConfig
+from distmarl.factory import make_algorithm
+from distmarl.runtime.fleet import Fleet, get_with_retry
+from distmarl.runtime.generations import Generations
+from distmarl.runtime.run_state import RunState
+from distmarl.tracking.base import NullTracker, Tracker
+
+log = logging.getLogger(__name__)
+
+#: tries to create the MLflow runs before a run goes on untracked, and the pause between them
+TRACKING_START_ATTEMPTS = 3
+TRACKING_RETRY_S = 2.0
+
+
+def interval(value: int | str, max_steps: int, parts: int) -> int:
+    """``"auto"`` -> ``max_steps // parts`` (at least 1); ``<= 0`` disables (returns 0)."""
+    if value == "auto":
+        return max(1, max_steps // parts)
+    return max(0, int(value))
+
+
+def make_tracker(cfg: ExperimentConfig, run_dir: Path,
+                 resume: dict[str, Any] | None = None) -> Tracker:
+    """MLflow tracking into experiment ``tracking.experiment_name`` (default: the config's
+    ``name``), a parent run named ``<time>-<name>`` (``resume``: an earlier tracker's
+    ``run_ids()``, whose runs go on); a no-op tracker when tracking is off."""
+    t = cfg.tracking
+    if not t.mlflow:
+        return NullTracker()
+    from distmarl.tracking.mlflow import MlflowTracker, resolve_tracking_uri
+
+    uri = resolve_tracking_uri(run_dir, t.mlflow_uri)
+    run_name = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name}"
+    return MlflowTracker(uri, t.experiment_name or cfg.name, run_name,
+                         artifact_dir=run_dir / "mlartifacts", resume=resume)
+
+
+class Recorder:
+    """Metrics, checkpoints and artifacts of the run in ``run_dir``."""
+
+    def __init__(self, cfg: ExperimentConfig, run_dir: Path, ray_address: str | None,
+                 state: RunState, fleet: Fleet, generations: Generations,
+                 spaces: tuple[Any, ...]) -> None:
+        self.cfg, self.run_dir, self.ray_address = cfg, run_dir, ray_address
+        self.state, self.fleet, self.generations, self.spaces = state, fleet, generations, spaces
+        self.tracker: Tracker = NullTracker()
+        self.resume_ids: dict[str, Any] | None = None
+        self.resumed_from: str | None = None
+        self.last_checkpoint: str | None = None
+        self.elite_model_uri: str | None = None
+        self.write_every = interval(cfg.tracking.write_interval, cfg.training.max_steps, 100)
+        self.ckpt_every = interval(cfg.tracking.checkpoint_interval, cfg.training.max_steps, 10)
+        self.next_write: int | None = None
+        self.next_ckpt: int | None = None
+        self.hp_logged: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ start
+    def restore(self, path: str) -> None:
+        """Continue a run: learners, buffer, counters, RNG, lineage and MLflow runs come back.
+        On-policy fragments collected but not learned at the checkpoint are dropped (the
+        scheduler did not count them all)."""
+        ckpt = load_checkpoint(Path(path))
+        if len(ckpt.members) != len(self.fleet.learners):
+            raise ValueError(f"checkpoint {ckpt.path} holds {len(ckpt.members)} members, the "
+                             f"config asks for {len(self.fleet.learners)}")
+        self.fleet.load(ckpt.members, ckpt.buffer_state)
+        self.state.load_state_dict(ckpt.meta)
+        evo, max_steps = self.cfg.evolution.evo_steps, self.cfg.training.max_steps
+        for m in self.state.members:  # a generation finished at the boundary: go on to the next
+            if m.evaluated_at == m.boundary and m.boundary < max_steps:
+                m.next_boundary(evo, max_steps)
+        self.generations.load_state_dict(ckpt.meta)
+        if ckpt.meta.get("mlflow", {}).get("parent"):
+            self.resume_ids = ckpt.meta["mlflow"]
+        self.resumed_from = str(ckpt.path)
+        self.fleet.resync(list(range(len(self.state.members))))
+
+    def start(self) -> None:
+        """Open the tracking runs (retried; tracking goes off rather than stop the run), write
+        the config, and set the metric and checkpoint cadence from the current step."""
+        cfg = self.cfg
+        tags = {"distmarl.version": distmarl.__version__, "env": cfg.env.spec,
+                "algorithm": cfg.algorithm.name, "ray.address": str(self.ray_address or "local"),
+                "population": str(cfg.population.size)}
+        commit = _git_commit()
+        if commit:
+            tags["git.commit"] = commit
+        self.tracker = make_tracker(cfg, self.run_dir, self.resume_ids)
+        for attempt in range(1, TRACKING_START_ATTEMPTS + 1):
+            try:
+                self.tracker.start(cfg.flat(), tags, [m.hp for m in self.state.members])
+                break
+            except Exception as err:  # noqa: BLE001 - tracking must not stop training
+                if attempt == TRACKING_START_ATTEMPTS:
+                    log.warning("MLflow could not start (%s): tracking is off for this run", err)
+                    self.tracker = NullTracker()
+                else:  # a busy server may miss one request's timeout; start() resumes
+                    log.warning("MLflow start, attempt %d failed (%s): retrying", attempt, err)
+                    time.sleep(TRACKING_RETRY_S)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
+        step = self.state.member_step()
+        self.next_write = step + self.write_every if self.write_every else None
+        self.next_ckpt = step + self.ckpt_every if self.ckpt_every else None
+        self.hp_logged = [dict(m.hp) for m in self.state.members]
+
+    # ------------------------------------------------------------------ every turn
+    def maybe_write(self) -> None:
+        """Metrics every ``write_interval`` env steps per member, a checkpoint every
+        ``checkpoint_interval``."""
+        step = self.state.member_step()
+        if self.next_write is not None and step >= self.next_write:
+            self.tracker.log_metrics(self.metrics(), step)
+            self.next_write = step + self.write_every
+        if self.next_ckpt is not None and step >= self.next_ckpt:
+            self.checkpoint()
+            self.next_ckpt = step + self.ckpt_every
+
+    def metrics(self) -> dict[str, float]:
+        """``population/...`` keys for the parent run, ``member/<i>/...`` for member ``i``'s;
+        a member's hyperparameters after each change (a mutation or a copy)."""
+        state = self.state
+        out: dict[str, float] = {
+            "population/env_steps": state.total_env_steps,
+            "population/env_steps_per_s": state.env_steps_per_s(),
+            "population/generation": state.generation,
+        }
+        latest = [m.fitness[-1] for m in state.members if m.fitness]
+        if latest:
+            out["population/best_fitness"] = max(latest)
+            out["population/mean_fitness"] = sum(latest) / len(latest)
+        for i, m in enumerate(state.members):
+            p = f"member/{i}/"
+            out[p + "env_steps"] = m.env_steps
+            out[p + "updates"] = m.updates
+            if m.train_seconds > 0:
+                out[p + "updates_per_s"] = m.updates / m.train_seconds
+            if m.fitness:
+                out[p + "fitness"] = m.fitness[-1]
+            score = m.mean_score()
+            if score is not None:
+                out[p + "episode_score"] = score
+            out |= {p + k: v for k, v in m.metrics.items()}
+            if m.hp != self.hp_logged[i]:
+                out |= {p + f"hp/{k}": float(v) for k, v in m.hp.items()
+                        if isinstance(v, int | float)}
+                self.hp_logged[i] = dict(m.hp)
+        return out
+
+    def checkpoint(self) -> Path:
+        """Every member's full state, the run's state and the buffer, at this step."""
+        states = self.fleet.learner_states()  # a restarted learner is restored first
+        buffer_state = self.fleet.buffer_state()
+        meta = {"config": json.loads(self.cfg.model_dump_json()), **self.state.state_dict(),
+                **self.generations.state_dict(), "mlflow": self.tracker.run_ids()}
+        path = save_checkpoint(self.run_dir / "checkpoints", self.state.total_env_steps, meta,
+                               states, buffer_state, keep_last=self.cfg.tracking.keep_last)
+        self.last_checkpoint = str(path)
+        return path
+
+    # ------------------------------------------------------------------ end
+    def finish(self, failed: bool = False) -> None:
+        """Final metrics, checkpoint and artifacts (config, lineage, plots, the elite model),
+        then close the tracking runs (metrics never sent go to ``mlflow-unsent.jsonl``)."""
+        try:
+            if not failed and self.state.members:
+                self.tracker.log_metrics(self.metrics(), self.state.member_step())
+                self.checkpoint()
+                self.write_artifacts()
+                self.tracker.flush()
+                self.log_elite_model()
+        finally:
+            self.tracker.finish("FAILED" if failed else "FINISHED",
+                                spill=self.run_dir / "mlflow-unsent.jsonl")
+
+    def write_artifacts(self) -> None:
+        from distmarl.tracking.plots import plot_family_tree, plot_fitness
+
+        out = self.run_dir
+        lineage = self.generations.lineage.to_json()
+        lineage_path = out / "lineage.json"
+        lineage_path.write_text(json.dumps(lineage, indent=1))
+        files = [out / "config.yaml", lineage_path,
+                 plot_fitness(self.state.fitness_history, out / "fitness.png"),
+                 plot_family_tree(lineage, out / "family_tree.png")]
+        for f in files:
+            self.tracker.log_artifact(f)
+        if self.last_checkpoint:
+            self.tracker.log_artifact(Path(self.last_checkpoint), "checkpoint")
+
+    def log_elite_model(self) -> str | None:
+        """The best member (by latest fitness) as a model of the parent run; its URI, or None
+        when tracking is off or the model could not be logged."""
+        if self.tracker.run_ids().get("parent") is None:
+            return None
+        from distmarl.tracking.policy_model import PolicyModel
+
+        members = self.state.members
+        latest = [m.fitness[-1] if m.fitness else float("-inf") for m in members]
+        elite = max(range(len(latest)), key=lambda i: latest[i])
+        try:
+            algo = make_algorithm(self.cfg.algorithm, self.spaces, seed=self.cfg.seed)
+            state = get_with_retry(self.fleet.learners[elite].get_state.remote)
+            algo.load_state_dict(state["algo"])
+        except Exception as err:  # noqa: BLE001 - tracking must not fail the run
+            log.warning("could not log the elite model to MLflow: %s", err)
+            return None
+        self.elite_model_uri = self.tracker.log_model(
+            PolicyModel(algo), "elite_policy", [f"distmarl=={distmarl.__version__}", "numpy",
+                                                f"torch=={_torch_version()}"],
+            {"distmarl.elite_member": str(elite)})
+        return self.elite_model_uri
+
+    def summary(self) -> dict[str, Any]:
+        return {"run_dir": str(self.run_dir), "mlflow": self.tracker.run_ids(),
+                "tracking": self.tracker.status(), "checkpoint": self.last_checkpoint,
+                "elite_model_uri": self.elite_model_uri, "resumed_from": self.resumed_from}
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__.split("+")[0]
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, cwd=Path(__file__).parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -1,0 +1,196 @@
+"""The run's counters as plain data: one :class:`MemberState` per population member and one
+:class:`RunState` for the run (generation, env steps, buffer rows, stop reason, events).
+
+No Ray calls here. The parts of the runtime each write their own fields of these records:
+the scheduler the scheduling counters (``owed``, ``requested``, ``scheduled_steps``,
+``env_steps``, ``updates``, ``version``), generations the population fields (``hp``,
+``fitness``, ``boundary``, ``phase``), the coordinator the statistics (scores, seconds). :meth:`RunState.state_dict` is what a checkpoint keeps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+#: phases of a member inside a generation
+RUN, WAIT, DONE = "run", "wait", "done"
+
+
+@dataclass
+class MemberState:
+    """Counters of population member ``member``. ``env_steps`` only move forward; ``owed`` are
+    updates earned by new transitions and not yet requested: off-policy, one per
+    ``learn_step`` transitions (AgileRL's count); on-policy, one per rollout fragment that
+    reached the buffer."""
+
+    member: int
+    boundary: int
+    hp: dict[str, Any]
+    env_steps: int = 0
+    scheduled_steps: int = 0  # env_steps plus those of collect calls in flight
+    owed: float = 0.0
+    updates: int = 0
+    requested: int = 0  # updates of the train call in flight
+    version: int = 0
+    weights_box: list[Any] | None = None  # [ref] of the published weights of ``version``
+    phase: str = RUN
+    fitness: list[float] = field(default_factory=list)
+    scores: deque[float] = field(default_factory=lambda: deque(maxlen=100))
+    episodes: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+    train_seconds: float = 0.0
+    max_lag_seen: int = 0  # most weight versions a finished chunk lagged behind the learner
+    evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
+
+    @property
+    def learn_step(self) -> float:
+        return float(self.hp.get("learn_step", 1))
+
+    def accrue(self, new_steps: int, learning_from: int) -> None:
+        """Earn updates for the part of the last ``new_steps`` (already in ``env_steps``)
+        that lies past ``learning_from`` env steps."""
+        before = self.env_steps - new_steps
+        counted = self.env_steps - max(before, learning_from)
+        if counted > 0:
+            self.owed += counted / self.learn_step
+
+    def record_episodes(self, scores: list[float]) -> None:
+        """Episodes a collect call finished, with their scores."""
+        self.scores.extend(scores)
+        self.episodes += len(scores)
+
+    def record_train(self, seconds: float, metrics: dict[str, float]) -> None:
+        """A train call's time and its metrics (the latest call's with any are kept)."""
+        self.train_seconds += seconds
+        if metrics:
+            self.metrics = metrics
+
+    def evaluated(self, fitness: float) -> None:
+        """Its evaluation at the current boundary scored ``fitness``."""
+        self.fitness.append(fitness)
+        self.evaluated_at = self.boundary
+
+    def next_boundary(self, evo_steps: int, max_steps: int) -> None:
+        """Run on to the next evolution step (``evo_steps`` on, at most ``max_steps``)."""
+        self.boundary = min(self.boundary + evo_steps, max_steps)
+        self.phase = RUN
+
+    def set_weights(self, version: int, box: list[Any] | None) -> None:
+        """The learner published ``version``; its rollout workers act with ``box`` next."""
+        self.version, self.weights_box = version, box
+
+    def mean_score(self) -> float | None:
+        return float(sum(self.scores) / len(self.scores)) if self.scores else None
+
+    def summary(self) -> dict[str, Any]:
+        return {"member": self.member, "fitness": self.fitness, "hp": self.hp,
+                "env_steps": self.env_steps, "updates": self.updates,
+                "max_policy_lag_seen": self.max_lag_seen, "mean_score": self.mean_score(),
+                "episodes": self.episodes}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member": self.member, "boundary": self.boundary, "hp": dict(self.hp),
+                "env_steps": self.env_steps, "owed": self.owed, "updates": self.updates,
+                "fitness": list(self.fitness), "scores": list(self.scores),
+                "episodes": self.episodes, "evaluated_at": self.evaluated_at}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> MemberState:
+        """The inverse of :meth:`to_json`; also reads checkpoints that name the member
+        ``slot``."""
+        member = d["member"] if "member" in d else d["slot"]
+        m = MemberState(member=int(member), boundary=d["boundary"], hp=dict(d["hp"]),
+                        env_steps=d["env_steps"], owed=d["owed"], updates=d["updates"],
+                        fitness=list(d["fitness"]), episodes=d["episodes"],
+                        evaluated_at=d.get("evaluated_at", -1))
+        m.scheduled_steps = m.env_steps
+        m.scores.extend(d["scores"])
+        return m
+
+
+class RunState:
+    """The run's counters. ``total_env_steps`` and ``buffer_rows`` count every transition
+    collected (the buffer may hold fewer: it is a ring); ``events`` and ``copy_log`` are the
+    run's history of faults, mutations and copies, as JSON-ready dicts."""
+
+    def __init__(self) -> None:
+        self.members: list[MemberState] = []
+        self.generation = 0
+        self.evolutions = 0  # single-member evolution steps (asynchronous mode)
+        self.total_env_steps = 0
+        self.buffer_rows = 0
+        self.stop_reason = "running"
+        self.events: list[dict[str, Any]] = []
+        self.copy_log: list[dict[str, Any]] = []
+        self.fitness_history: list[list[float]] = []
+        self.started = time.time()
+        self._clock_t0 = time.perf_counter()
+        self._clock_steps0 = 0
+
+    @property
+    def running(self) -> bool:
+        return self.stop_reason == "running"
+
+    def stop(self, reason: str) -> None:
+        """End the run for ``reason`` (``max_steps``, ``target``, ``stopped``); the first
+        reason stays."""
+        if self.running:
+            self.stop_reason = reason
+
+    def count_steps(self, env_steps: int) -> None:
+        """``env_steps`` transitions were collected and stored."""
+        self.total_env_steps += env_steps
+        self.buffer_rows += env_steps
+
+    def end_generation(self) -> None:
+        """Every member was evaluated: one generation (synchronous mode) is over."""
+        self.fitness_history.append([m.fitness[-1] for m in self.members])
+        self.generation += 1
+
+    def end_evolution(self) -> None:
+        """One member's evolution step (asynchronous mode); a generation is as many steps as
+        there are members."""
+        self.evolutions += 1
+        self.generation = self.evolutions // len(self.members)
+
+    def start_clock(self) -> None:
+        """Throughput counts from here (after set-up, and after a resume's restored steps)."""
+        self._clock_t0, self._clock_steps0 = time.perf_counter(), self.total_env_steps
+
+    def env_steps_per_s(self) -> float:
+        elapsed = time.perf_counter() - self._clock_t0
+        return (self.total_env_steps - self._clock_steps0) / elapsed if elapsed > 0 else 0.0
+
+    def event(self, **fields: Any) -> None:
+        """Record an event of the current generation (a fault, a mutation)."""
+        self.events.append({"generation": self.generation, **fields})
+
+    def best_fitness(self) -> float | None:
+        latest = [m.fitness[-1] for m in self.members if m.fitness]
+        return max(latest) if latest else None
+
+    def member_step(self) -> int:
+        """The step metrics are logged at: env steps per member (the mean over members)."""
+        return int(sum(m.env_steps for m in self.members) / max(1, len(self.members)))
+
+    def updates(self) -> int:
+        return sum(m.updates for m in self.members)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generation": self.generation, "evolutions": self.evolutions,
+                "total_env_steps": self.total_env_steps, "buffer_rows": self.buffer_rows,
+                "members": [m.to_json() for m in self.members],
+                "fitness_history": self.fitness_history, "copies": self.copy_log,
+                "events": self.events}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.members = [MemberState.from_json(m) for m in d["members"]]
+        self.generation = int(d["generation"])
+        self.evolutions = int(d.get("evolutions", 0))
+        self.total_env_steps = int(d["total_env_steps"])
+        self.buffer_rows = int(d["buffer_rows"])
+        self.fitness_history = list(d["fitness_history"])
+        self.copy_log = list(d.get("copies", []))
+        self.events = list(d.get("events", []))

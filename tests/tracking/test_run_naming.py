@@ -1,0 +1,60 @@
+"""Where a run lands in MLflow: the experiment is the config's ``name`` (or
+``tracking.experiment_name``), each training run a parent run named ``<time>-<name>`` in it,
+its members child runs; two runs of one config sit side by side. A real sqlite store."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from distmarl.config import load_config
+from distmarl.runtime.recorder import make_tracker
+
+TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
+
+
+def start_run(tmp_path: Path, *sets: str) -> dict:
+    cfg = load_config(TINY, [f"tracking.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}", *sets])
+    tracker = make_tracker(cfg, tmp_path / "run")
+    ids = tracker.start({"name": cfg.name}, {"algorithm": cfg.algorithm.name},
+                        [{"lr": 0.1}, {"lr": 0.2}])
+    tracker.finish()
+    return ids
+
+
+def test_experiment_is_the_config_name_and_each_run_a_parent(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    first = start_run(tmp_path, "name=speaker_listener_maddpg")
+    second = start_run(tmp_path, "name=speaker_listener_maddpg")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("speaker_listener_maddpg")
+    assert exp is not None and first["experiment"] == "speaker_listener_maddpg"
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 6  # two parents, two members each, in one experiment
+    for ids in (first, second):
+        parent = client.get_run(ids["parent"])
+        assert re.fullmatch(r"\d{8}-\d{6}-speaker_listener_maddpg", parent.info.run_name)
+        for member, run_id in enumerate(ids["members"]):
+            child = client.get_run(run_id)
+            assert child.data.tags["mlflow.parentRunId"] == ids["parent"]
+            assert child.info.run_name == f"member-{member}"
+    assert first["parent"] != second["parent"]
+
+
+def test_experiment_name_overrides(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    ids = start_run(tmp_path, "name=spread", "tracking.experiment_name=shared")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert ids["experiment"] == "shared" and client.get_experiment_by_name("spread") is None
+    parent = client.get_run(ids["parent"])
+    assert parent.info.experiment_id == client.get_experiment_by_name("shared").experiment_id
+    assert re.fullmatch(r"\d{8}-\d{6}-spread", parent.info.run_name)
+
+
+def test_tracking_off_is_a_null_tracker(tmp_path: Path) -> None:
+    cfg = load_config(TINY, ["tracking.mlflow=false"])
+    tracker = make_tracker(cfg, tmp_path / "run")
+    assert tracker.run_ids() == {} and tracker.log_model(None, "m", [], {}) is None
+    assert not (tmp_path / "run").exists()
