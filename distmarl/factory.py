@@ -144,7 +144,7 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
 
     try:
         spaces = env_spaces(cfg.env)
-    except Exception as err:  # noqa: BLE001 - any env problem is a config problem here
+    except Exception as err:
         raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
     hp_config = HyperparameterConfig(**{n: RLParameter(p.min, p.max) for n, p in
                                         cfg.evolution.hp_config.items()})

@@ -44,6 +44,7 @@ a run is reproducible from the first seed. The constructor's ``seed`` is used by
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -399,7 +400,5 @@ class VectorParallelEnv:
 
 def _close_all(envs: list[Any]) -> None:
     for env in envs:
-        try:
+        with contextlib.suppress(Exception):  # closing must not hide the error being raised
             env.close()
-        except Exception:  # closing must not hide the error being raised
-            pass

@@ -29,6 +29,7 @@ or the interpreter exits without ``close()``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -204,10 +205,8 @@ class AsyncBackend:
             raise RuntimeError(INTERRUPTED)
         self._pending = True
         for conn, msg in zip(self._conns, messages, strict=True):
-            try:
+            with contextlib.suppress(OSError):  # a dead worker: _gather reports its exit code
                 conn.send(msg)
-            except OSError:  # a dead worker: _gather reports it with its exit code
-                pass
 
     def _gather(self) -> list[Any]:
         results = [self._receive(w) for w in range(len(self._conns))]
@@ -260,10 +259,8 @@ def _shutdown(procs: list[Any], conns: list[Connection], graceful: bool) -> None
     """Stop worker processes: politely when ``graceful``, then terminate, then kill."""
     if graceful:
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(("close", None))
-            except OSError:
-                pass
         for proc in procs:
             proc.join(_JOIN_S)
     for proc in procs:

@@ -41,7 +41,7 @@ class RLParameter:
     def clip(self, value: Number) -> Number:
         """``value`` as this parameter's dtype, within ``[min, max]``."""
         clipped = min(max(value, self.min), self.max)
-        return int(round(clipped)) if self.dtype is int else float(clipped)
+        return int(np.rint(clipped)) if self.dtype is int else float(clipped)
 
     def mutate(self, value: Number, rng: np.random.Generator) -> Number:
         """Grow or shrink ``value`` (equal odds), then round (int) and clip."""

@@ -11,6 +11,7 @@ say "new layer j keeps the overlap of old layer i" with a plain mapping.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -107,7 +108,7 @@ class EvolvableMLP(nn.Module):
         super().__init__()
         self.spec = spec
         dims = [spec.in_dim, *spec.hidden_size, spec.out_dim]
-        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(dims))
         self.norms = nn.ModuleList(
             nn.LayerNorm(h) for h in (spec.hidden_size if spec.layer_norm else ())
         )
