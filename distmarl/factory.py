@@ -53,7 +53,7 @@ def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = 
     :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO)."""
     obs_spaces, act_spaces = spaces[0], spaces[1]
     cls = algorithm_class(cfg.name)
-    extra = {}
+    extra: dict[str, Any] = {}
     if cls.reads_state:
         extra["state_space"] = spaces[2] if len(spaces) > 2 else None
     return cls(obs_spaces, act_spaces, cfg.net_config, hp=cfg.hp.as_dict(), device=device, seed=seed,

@@ -176,7 +176,7 @@ class VectorParallelEnv:
         leaf = self.layout.state
         if leaf is None:
             return None
-        return spaces.Box(-np.inf, np.inf, leaf.shape, leaf.dtype)  # type: ignore[arg-type]
+        return spaces.Box(-np.inf, np.inf, leaf.shape, leaf.dtype)
 
     def single_observation_space(self, agent: str) -> spaces.Space:
         """Observation space of ``agent`` in one sub-env."""

@@ -39,7 +39,8 @@ import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from typing import Any, cast
 
 from gymnasium.vector.utils import CloudpickleWrapper
 
@@ -150,7 +151,12 @@ class AsyncBackend:
         num_workers: int,
         context: str | None = None,
     ) -> None:
-        ctx = mp.get_context(context or default_context())
+        # typeshed types get_context(str) as BaseContext, which lacks Process; the context of
+        # every start method has it
+        ctx = cast(
+            "ForkServerContext | SpawnContext | ForkContext",
+            mp.get_context(context or default_context()),
+        )
         self._raw = ctx.RawArray(ctypes.c_ubyte, layout.nbytes())
         self.bufs: Buffers = layout.buffers(self._raw)
         self.slices = split(len(env_fns), num_workers)
