@@ -105,10 +105,6 @@ class HyperparameterConfig:
                     raise ValueError(f"the search range [{param.min}, {param.max}] of {name}: "
                                      f"{err}") from None
 
-    def clip_all(self, hp: Mapping[str, Number]) -> dict[str, Number]:
-        """``hp`` with every searched parameter cast and clipped to its range."""
-        return {k: (self.params[k].clip(v) if k in self.params else v) for k, v in hp.items()}
-
     def to_json(self) -> dict[str, Any]:
         return {name: p.to_json() for name, p in self.params.items()}
 
