@@ -113,7 +113,7 @@ def object_store_mib() -> float | None:
 
     try:
         reply = get_memory_info_reply(get_state_from_address())
-    except Exception:  # noqa: BLE001 - a private API: a missing figure is not fatal
+    except Exception:
         return None
     return reply.store_stats.object_store_bytes_used / MIB
 
@@ -198,7 +198,7 @@ class Sampler(threading.Thread):
                 if due > end + 1.0:
                     break
                 time.sleep(max(0.0, due - time.monotonic()))
-        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+        except BaseException as err:
             self.error = err
         _thread.interrupt_main()
 
@@ -215,7 +215,7 @@ def _tolerant(fn: Any, default: Any) -> Any:
     dashboard is up, which on a busy machine can be a while after ``ray.init``."""
     try:
         return fn()
-    except Exception:  # noqa: BLE001 - asked again on the next turn
+    except Exception:
         time.sleep(2.0)
         return default
 

@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from distmarl.version import __version__
+
 if TYPE_CHECKING:
     from distmarl.config import ExperimentConfig, load_config
-
-__version__ = "0.1.0"
 
 __all__ = ["__version__", "load_config", "train"]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from distmarl import __version__
+from distmarl.version import __version__
 
 
 def _buffer_info(args: argparse.Namespace) -> int:

@@ -53,7 +53,7 @@ def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = 
     :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO)."""
     obs_spaces, act_spaces = spaces[0], spaces[1]
     cls = algorithm_class(cfg.name)
-    extra = {}
+    extra: dict[str, Any] = {}
     if cls.reads_state:
         extra["state_space"] = spaces[2] if len(spaces) > 2 else None
     return cls(obs_spaces, act_spaces, cfg.net_config, hp=cfg.hp.as_dict(), device=device, seed=seed,
@@ -144,7 +144,7 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
 
     try:
         spaces = env_spaces(cfg.env)
-    except Exception as err:  # noqa: BLE001 - any env problem is a config problem here
+    except Exception as err:
         raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
     hp_config = HyperparameterConfig(**{n: RLParameter(p.min, p.max) for n, p in
                                         cfg.evolution.hp_config.items()})

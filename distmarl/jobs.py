@@ -15,7 +15,8 @@ How a submission travels (deploy/README.md has the whole picture):
 - **The Ray token** of a token-protected job server is found as ``distmarl.job_auth`` says.
 
 This module imports no Ray: ``distmarl.cli`` builds the ``JobSubmissionClient`` and passes it
-in, so only ``distmarl.runtime`` and the CLI import ray (tests/test_layering.py).
+in, so only ``distmarl.runtime`` and the CLI import ray (an import-linter contract in
+``pyproject.toml`` says so).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from typing import IO, Any
 
 import yaml
 
-from distmarl import __version__
 from distmarl.config import ConfigError, load_config
+from distmarl.version import __version__
 
 #: The file name of the shipped config, at the top of the job's working dir.
 JOB_CONFIG = "_distmarl_job.yaml"

@@ -72,12 +72,12 @@ def test_groups_of_a_vector_env() -> None:
 
 def test_agents_of_one_group_with_different_spaces_are_refused() -> None:
     agents, obs, act = _spaces(mixed_group_env())
-    with pytest.raises(ValueError, match="group 'd': observation space of 'd_1'.*differs"):
+    with pytest.raises(ValueError, match=r"group 'd': observation space of 'd_1'.*differs"):
         shared_groups(agents, obs, act)
 
 
 def test_different_action_spaces_are_refused_naming_both_agents() -> None:
     box = spaces.Box(-1.0, 1.0, (3,), np.float32)
-    with pytest.raises(ValueError, match="group 'b': action space of 'b_1' .*that of 'b_0'"):
+    with pytest.raises(ValueError, match=r"group 'b': action space of 'b_1' .*that of 'b_0'"):
         shared_groups(["b_0", "b_1"], {"b_0": box, "b_1": box},
                       {"b_0": spaces.Discrete(4), "b_1": spaces.Discrete(5)})

@@ -110,15 +110,15 @@ def test_yaml_round_trip_and_overrides(tmp_path) -> None:
 
 
 def test_override_and_file_errors(tmp_path) -> None:
-    with pytest.raises(ConfigError, match="--set expects key=value, got 'buffer.capacity'"):
+    with pytest.raises(ConfigError, match=r"--set expects key=value, got 'buffer\.capacity'"):
         apply_overrides({}, ["buffer.capacity"])
     with pytest.raises(ConfigError, match="'name' is not a section"):
         apply_overrides({"name": "x"}, ["name.first=1"])
-    with pytest.raises(ConfigError, match="config file .*nope.yaml does not exist"):
+    with pytest.raises(ConfigError, match=r"config file .*nope\.yaml does not exist"):
         load_config(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("buffer: [unclosed")
-    with pytest.raises(ConfigError, match="bad.yaml is not valid YAML"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml is not valid YAML"):
         load_config(bad)
     scalar = tmp_path / "scalar.yaml"
     scalar.write_text("3")

@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - the runner's functions
+def __getattr__(name: str) -> Any:
     if name in __all__:
         from benchmarks.baselines import agilerl_runner
 

@@ -90,7 +90,7 @@ def _rllib_available() -> bool:
         return False
 
 
-def make_speaker_listener(max_cycles: int = MAX_CYCLES) -> Any:  # noqa: ANN401 - a PettingZoo ParallelEnv
+def make_speaker_listener(max_cycles: int = MAX_CYCLES) -> Any:
     """mpe2 speaker-listener, continuous actions (module-level so subprocess workers can pickle it)."""
     from mpe2 import simple_speaker_listener_v4
 
@@ -114,6 +114,34 @@ def _net_config(hidden: Sequence[int]) -> dict[str, Any]:
 
 class _TargetReachedError(Exception):
     """Raised by the recorder to leave AgileRL's loop once the target fitness is reached."""
+
+
+def _check_run_args(
+    algo: str, total_pop_steps: int, population: int, num_envs: int, evo_steps: int
+) -> None:
+    """Refuse arguments ``run_agilerl_maddpg`` cannot run, naming the value."""
+    if algo not in ("MADDPG", "MATD3"):
+        raise ValueError(f"algo must be MADDPG or MATD3, got {algo!r}")
+    if total_pop_steps <= 0 or population <= 0 or num_envs <= 0:
+        raise ValueError("total_pop_steps, population and num_envs must be positive")
+    if evo_steps < num_envs:
+        raise ValueError(f"evo_steps ({evo_steps}) must be at least num_envs ({num_envs})")
+
+
+def _evo_plan(
+    total_pop_steps: int, population: int, num_envs: int, evo_steps: int
+) -> tuple[int, int]:
+    """``(per_member, evo)``: AgileRL's per-member ``max_steps`` and its ``evo_steps``.
+
+    The per-member budget is split into equal evolution steps of at most ``evo_steps``
+    (multiples of ``num_envs``, as AgileRL's loop runs ``evo_steps // num_envs`` vector steps),
+    so that the run stops at (or just above) ``total_pop_steps`` instead of finishing a whole
+    extra evolution step.
+    """
+    per_member = math.ceil(math.ceil(total_pop_steps / population) / num_envs) * num_envs
+    n_evo = math.ceil(per_member / evo_steps)
+    evo = math.ceil(per_member / n_evo / num_envs) * num_envs
+    return per_member, evo
 
 
 def run_agilerl_maddpg(
@@ -178,24 +206,14 @@ def run_agilerl_maddpg(
     from agilerl.utils.utils import create_population
     from agilerl.vector.pz_async_vec_env import AsyncPettingZooVecEnv
 
-    if algo not in ("MADDPG", "MATD3"):
-        raise ValueError(f"algo must be MADDPG or MATD3, got {algo!r}")
-    if total_pop_steps <= 0 or population <= 0 or num_envs <= 0:
-        raise ValueError("total_pop_steps, population and num_envs must be positive")
+    _check_run_args(algo, total_pop_steps, population, num_envs, evo_steps)
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
-    if evo_steps < num_envs:
-        raise ValueError(f"evo_steps ({evo_steps}) must be at least num_envs ({num_envs})")
-    per_member = math.ceil(math.ceil(total_pop_steps / population) / num_envs) * num_envs
-    # Split the per-member budget into equal evolution steps of at most evo_steps (multiples of
-    # num_envs, as AgileRL's loop runs evo_steps // num_envs vector steps), so that the run
-    # stops at (or just above) total_pop_steps instead of finishing a whole extra evo step.
-    n_evo = math.ceil(per_member / evo_steps)
-    evo = math.ceil(per_member / n_evo / num_envs) * num_envs
+    per_member, evo = _evo_plan(total_pop_steps, population, num_envs, evo_steps)
     steps_per_evo = population * evo  # population env steps per AgileRL evolution step
 
     setup_start = time.perf_counter()
@@ -245,7 +263,7 @@ def run_agilerl_maddpg(
         state: dict[str, Any] = {"t0": 0.0, "evo": 0, "ttt": None, "fps": []}
 
         class _Recorder(Logger):
-            def write(self, report: Any) -> None:  # noqa: ANN401 - agilerl MetricsReport
+            def write(self, report: Any) -> None:
                 wall = time.perf_counter() - state["t0"]
                 state["evo"] += 1
                 fits = [float(f) for f in report.metrics.fitnesses if not isinstance(f, dict)]
@@ -267,7 +285,7 @@ def run_agilerl_maddpg(
         orig_init_loggers = train_mod.init_loggers
         updates = [0]
 
-        def counting_learn(self: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        def counting_learn(self: Any, *args: Any, **kwargs: Any) -> Any:
             updates[0] += 1
             return orig_learn(self, *args, **kwargs)
 
@@ -393,7 +411,7 @@ def run_agilerl_buffer_add(
     memory = ReplayBuffer(max_size=BUFFER_CAPACITY, device="cpu")
     size = torch.Size([rows_per_call])
 
-    def package() -> Any:  # noqa: ANN401 - a TensorDict
+    def package() -> Any:
         td = transition_to_tensordict(MultiAgentTransition(**step))
         td.batch_size = size
         return td
@@ -459,7 +477,7 @@ def run_rllib_buffer_add(
 # ---------------------------------------------------------------------------------------------
 
 
-def _jsonable(obj: Any) -> Any:  # noqa: ANN401
+def _jsonable(obj: Any) -> Any:
     if isinstance(obj, float):
         return round(obj, 4)
     if isinstance(obj, dict):

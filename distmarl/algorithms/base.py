@@ -82,13 +82,14 @@ class Algorithm(ABC):
         """The transition fields this instance's rollouts store, in buffer order."""
         return self.buffer_fields(self.uses_state)
 
-    def _init_common(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
-                     net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None,
-                     device: str | torch.device, seed: int | None) -> None:
-        """What every algorithm's constructor sets first: agents (in observation-space order),
-        their spaces, the net_config, device, hyperparameters (the defaults of ``name`` with
-        ``hp`` over them, checked by :func:`distmarl.config.hparams.check_hp`) and the seeded
-        numpy and torch generators."""
+    def __init__(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
+                 net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None = None,
+                 device: str | torch.device = "cpu", seed: int | None = None) -> None:
+        """The constructor every algorithm has (one that :attr:`reads_state` also takes
+        ``state_space=``). It sets what every algorithm needs first: agents (in
+        observation-space order), their spaces, the net_config, device, hyperparameters (the
+        defaults of ``name`` with ``hp`` over them, checked by
+        :func:`distmarl.config.hparams.check_hp`) and the seeded numpy and torch generators."""
         self.agents = list(observation_spaces)
         if set(self.agents) != set(action_spaces):
             raise ValueError(f"observation spaces for {self.agents} but action spaces for "

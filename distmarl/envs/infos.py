@@ -120,7 +120,7 @@ def apply_env_defined_actions(
     for agent, act in actions.items():
         e = eda.get(agent)
         rows = env_defined_rows(e) if e is not None else None
-        if rows is None or not rows.any():
+        if e is None or rows is None or not rows.any():
             out[agent] = act
             continue
         arr = np.array(act, copy=True)

@@ -29,6 +29,7 @@ before the step is terminated or truncated by it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -173,10 +174,8 @@ class SubEnvRunner:
     def close(self) -> None:
         """Close every sub-env, ignoring errors (used on the way out)."""
         for env in self.envs:
-            try:
+            with contextlib.suppress(Exception):  # closing must not mask the original error
                 env.close()
-            except Exception:  # closing must not mask the original error
-                pass
 
     # -- writers -----------------------------------------------------------------------------
 

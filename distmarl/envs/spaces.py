@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -48,7 +48,9 @@ def space_leaves(space: spaces.Space) -> tuple[Leaf, ...]:
             for leaf in space_leaves(sub)
         )
     if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return (Leaf((), tuple(int(d) for d in space.shape), np.dtype(space.dtype)),)
+        # gymnasium types ``Space.shape`` as optional; these four spaces always have one
+        shape = cast("tuple[int, ...]", space.shape)
+        return (Leaf((), tuple(int(d) for d in shape), np.dtype(space.dtype)),)
     raise TypeError(
         f"unsupported space {space!r}: vectorised envs support Box, Discrete, MultiDiscrete, "
         "MultiBinary and Dict / Tuple spaces made of them"

@@ -44,6 +44,7 @@ a run is reproducible from the first seed. The constructor's ``seed`` is used by
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -175,7 +176,7 @@ class VectorParallelEnv:
         leaf = self.layout.state
         if leaf is None:
             return None
-        return spaces.Box(-np.inf, np.inf, leaf.shape, leaf.dtype)  # type: ignore[arg-type]
+        return spaces.Box(-np.inf, np.inf, leaf.shape, leaf.dtype)
 
     def single_observation_space(self, agent: str) -> spaces.Space:
         """Observation space of ``agent`` in one sub-env."""
@@ -399,7 +400,5 @@ class VectorParallelEnv:
 
 def _close_all(envs: list[Any]) -> None:
     for env in envs:
-        try:
+        with contextlib.suppress(Exception):  # closing must not hide the error being raised
             env.close()
-        except Exception:  # closing must not hide the error being raised
-            pass

@@ -29,6 +29,7 @@ or the interpreter exits without ``close()``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -38,7 +39,8 @@ import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from typing import Any, cast
 
 from gymnasium.vector.utils import CloudpickleWrapper
 
@@ -149,7 +151,12 @@ class AsyncBackend:
         num_workers: int,
         context: str | None = None,
     ) -> None:
-        ctx = mp.get_context(context or default_context())
+        # typeshed types get_context(str) as BaseContext, which lacks Process; the context of
+        # every start method has it
+        ctx = cast(
+            "ForkServerContext | SpawnContext | ForkContext",
+            mp.get_context(context or default_context()),
+        )
         self._raw = ctx.RawArray(ctypes.c_ubyte, layout.nbytes())
         self.bufs: Buffers = layout.buffers(self._raw)
         self.slices = split(len(env_fns), num_workers)
@@ -204,10 +211,8 @@ class AsyncBackend:
             raise RuntimeError(INTERRUPTED)
         self._pending = True
         for conn, msg in zip(self._conns, messages, strict=True):
-            try:
+            with contextlib.suppress(OSError):  # a dead worker: _gather reports its exit code
                 conn.send(msg)
-            except OSError:  # a dead worker: _gather reports it with its exit code
-                pass
 
     def _gather(self) -> list[Any]:
         results = [self._receive(w) for w in range(len(self._conns))]
@@ -260,10 +265,8 @@ def _shutdown(procs: list[Any], conns: list[Connection], graceful: bool) -> None
     """Stop worker processes: politely when ``graceful``, then terminate, then kill."""
     if graceful:
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(("close", None))
-            except OSError:
-                pass
         for proc in procs:
             proc.join(_JOIN_S)
     for proc in procs:

@@ -41,7 +41,7 @@ class RLParameter:
     def clip(self, value: Number) -> Number:
         """``value`` as this parameter's dtype, within ``[min, max]``."""
         clipped = min(max(value, self.min), self.max)
-        return int(round(clipped)) if self.dtype is int else float(clipped)
+        return int(np.rint(clipped)) if self.dtype is int else float(clipped)
 
     def mutate(self, value: Number, rng: np.random.Generator) -> Number:
         """Grow or shrink ``value`` (equal odds), then round (int) and clip."""
@@ -104,10 +104,6 @@ class HyperparameterConfig:
                 except ValueError as err:
                     raise ValueError(f"the search range [{param.min}, {param.max}] of {name}: "
                                      f"{err}") from None
-
-    def clip_all(self, hp: Mapping[str, Number]) -> dict[str, Number]:
-        """``hp`` with every searched parameter cast and clipped to its range."""
-        return {k: (self.params[k].clip(v) if k in self.params else v) for k, v in hp.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {name: p.to_json() for name, p in self.params.items()}

@@ -120,11 +120,11 @@ class EvolvableNetwork(nn.Module):
 
     def add_layer(
         self, part: str, generator: torch.Generator | None, preserve_output: bool = True
-    ) -> mut.Mutated:
+    ) -> mut.Mutated[EvolvableNetwork]:
         """Append a hidden layer to ``part`` (see :func:`mutation.add_layer`)."""
         return self._with_part(part, mut.add_layer(self.part(part), generator, preserve_output))
 
-    def remove_layer(self, part: str) -> mut.Mutated:
+    def remove_layer(self, part: str) -> mut.Mutated[EvolvableNetwork]:
         """Drop the last hidden layer of ``part``."""
         return self._with_part(part, mut.remove_layer(self.part(part)))
 
@@ -135,16 +135,16 @@ class EvolvableNetwork(nn.Module):
         num_nodes: int,
         generator: torch.Generator | None,
         preserve_output: bool = True,
-    ) -> mut.Mutated:
+    ) -> mut.Mutated[EvolvableNetwork]:
         """Widen hidden layer ``layer`` of ``part``."""
         result = mut.add_nodes(self.part(part), layer, num_nodes, generator, preserve_output)
         return self._with_part(part, result)
 
-    def remove_nodes(self, part: str, layer: int, num_nodes: int) -> mut.Mutated:
+    def remove_nodes(self, part: str, layer: int, num_nodes: int) -> mut.Mutated[EvolvableNetwork]:
         """Narrow hidden layer ``layer`` of ``part``."""
         return self._with_part(part, mut.remove_nodes(self.part(part), layer, num_nodes))
 
-    def change_activation(self, activation: str) -> mut.Mutated:
+    def change_activation(self, activation: str) -> mut.Mutated[EvolvableNetwork]:
         """Both parts switch to ``activation``; every weight is kept."""
         enc = mut.change_activation(self.encoder, activation)
         head = mut.change_activation(self.head, activation)
@@ -153,7 +153,9 @@ class EvolvableNetwork(nn.Module):
                 "hidden_size": {"encoder": enc.info["hidden_size"], "head": head.info["hidden_size"]}}
         return mut.Mutated(EvolvableNetwork(enc.net, head.net, self.extra_dim), source, info)
 
-    def _with_part(self, part: str, result: mut.Mutated) -> mut.Mutated:
+    def _with_part(
+        self, part: str, result: mut.Mutated[EvolvableMLP]
+    ) -> mut.Mutated[EvolvableNetwork]:
         """Put a mutated part back next to a copy of the untouched other part (no shared tensors)."""
         other = "head" if part == "encoder" else "encoder"
         parts = {part: result.net, other: copy.deepcopy(self.part(other))}

@@ -11,9 +11,11 @@ say "new layer j keeps the overlap of old layer i" with a plain mapping.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -107,7 +109,7 @@ class EvolvableMLP(nn.Module):
         super().__init__()
         self.spec = spec
         dims = [spec.in_dim, *spec.hidden_size, spec.out_dim]
-        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(dims))
         self.norms = nn.ModuleList(
             nn.LayerNorm(h) for h in (spec.hidden_size if spec.layer_norm else ())
         )
@@ -118,19 +120,20 @@ class EvolvableMLP(nn.Module):
     def _init_parameters(self, generator: torch.Generator | None) -> None:
         """PyTorch's Linear init (Kaiming-uniform weights, U(+-1/sqrt(fan_in)) biases), seeded."""
         with torch.no_grad():
-            for lin in self.linears:
+            for lin in self.linear_layers():
                 nn.init.kaiming_uniform_(lin.weight, a=math.sqrt(5), generator=generator)
                 bound = 1.0 / math.sqrt(lin.in_features)
                 nn.init.uniform_(lin.bias, -bound, bound, generator=generator)
             if self.spec.output_vanish:
-                self.linears[-1].weight.mul_(0.1)
-                self.linears[-1].bias.mul_(0.1)
+                self.linear(-1).weight.mul_(0.1)
+                self.linear(-1).bias.mul_(0.1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, in_dim)`` -> ``(B, out_dim)``."""
         # Submodules are applied through F.linear / .forward: no hooks are used, and skipping
         # Module.__call__ saves a third of a small network's time on the CPU.
-        *hidden, output = self.linears  # (slicing a ModuleList would build a new one per call)
+        # (slicing a ModuleList would build a new one per call)
+        *hidden, output = cast("Sequence[nn.Linear]", self.linears)
         act = self.act.forward
         for j, lin in enumerate(hidden):
             x = F.linear(x, lin.weight, lin.bias)
@@ -143,4 +146,12 @@ class EvolvableMLP(nn.Module):
     @property
     def device(self) -> torch.device:
         """Where the parameters live."""
-        return self.linears[0].weight.device
+        return self.linear(0).weight.device
+
+    def linear(self, j: int) -> nn.Linear:
+        """Linear layer ``j`` (0: the input layer, -1: the output layer)."""
+        return cast(nn.Linear, self.linears[j])
+
+    def linear_layers(self) -> list[nn.Linear]:
+        """Every linear layer, input to output."""
+        return [self.linear(j) for j in range(len(self.linears))]

@@ -22,17 +22,21 @@ Output preservation (``preserve_output=True``):
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import torch
 
 from distmarl.networks.mlp import IDEMPOTENT_ACTIVATIONS, EvolvableMLP, MLPSpec
 
+NetT = TypeVar("NetT", bound=torch.nn.Module)
 
-class Mutated(NamedTuple):
+
+@dataclass(frozen=True)
+class Mutated(Generic[NetT]):
     """A mutation's result: the new network, where its weights came from, and what changed."""
 
-    net: torch.nn.Module  # EvolvableMLP, or EvolvableNetwork for its part-wise mutations
+    net: NetT  # EvolvableMLP here, EvolvableNetwork for its part-wise mutations
     #: new parameter name -> old parameter name whose overlap it keeps (None: all new)
     source: dict[str, str | None]
     info: dict[str, Any]
@@ -93,7 +97,7 @@ def can_remove_layer(spec: MLPSpec) -> bool:
 
 def add_layer(
     net: EvolvableMLP, generator: torch.Generator | None, preserve_output: bool = True
-) -> Mutated:
+) -> Mutated[EvolvableMLP]:
     """Append a hidden layer as wide as the last one (the identity when ``preserve_output``)."""
     spec = net.spec
     if not can_add_layer(spec):
@@ -107,13 +111,13 @@ def add_layer(
     exact = preserve_output and spec.activation in IDEMPOTENT_ACTIVATIONS and not spec.layer_norm
     if preserve_output:
         with torch.no_grad():
-            layer = new.linears[k]
+            layer = new.linear(k)
             layer.weight.copy_(torch.eye(layer.out_features, device=layer.weight.device))
             layer.bias.zero_()
     return Mutated(new, source, _info("add_layer", spec, new_spec, exact, layer=k))
 
 
-def remove_layer(net: EvolvableMLP) -> Mutated:
+def remove_layer(net: EvolvableMLP) -> Mutated[EvolvableMLP]:
     """Drop the last hidden layer; the output layer keeps the overlap of its old weights."""
     spec = net.spec
     if not can_remove_layer(spec):
@@ -131,7 +135,7 @@ def add_nodes(
     num_nodes: int,
     generator: torch.Generator | None,
     preserve_output: bool = True,
-) -> Mutated:
+) -> Mutated[EvolvableMLP]:
     """Widen hidden layer ``layer`` by up to ``num_nodes`` (clipped to ``max_mlp_nodes``).
 
     New units get fresh incoming weights; with ``preserve_output`` their outgoing weights are 0.
@@ -147,13 +151,13 @@ def add_nodes(
     new, source = rebuild(net, new_spec, list(range(spec.depth + 1)), generator)
     if preserve_output:
         with torch.no_grad():
-            new.linears[layer + 1].weight[:, spec.hidden_size[layer]:] = 0.0
+            new.linear(layer + 1).weight[:, spec.hidden_size[layer]:] = 0.0
     exact = preserve_output and not spec.layer_norm
     info = _info("add_nodes", spec, new_spec, exact, layer=layer, num_nodes=added)
     return Mutated(new, source, info)
 
 
-def remove_nodes(net: EvolvableMLP, layer: int, num_nodes: int) -> Mutated:
+def remove_nodes(net: EvolvableMLP, layer: int, num_nodes: int) -> Mutated[EvolvableMLP]:
     """Drop up to ``num_nodes`` trailing units of hidden layer ``layer`` (down to ``min_mlp_nodes``)."""
     spec = net.spec
     layer = _check_layer(spec, layer)
@@ -168,7 +172,7 @@ def remove_nodes(net: EvolvableMLP, layer: int, num_nodes: int) -> Mutated:
     return Mutated(new, source, info)
 
 
-def change_activation(net: EvolvableMLP, activation: str) -> Mutated:
+def change_activation(net: EvolvableMLP, activation: str) -> Mutated[EvolvableMLP]:
     """The same weights under another activation."""
     spec = net.spec
     new_spec = spec.with_activation(activation)

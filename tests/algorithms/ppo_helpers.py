@@ -3,7 +3,7 @@ masks in its infos, for the IPPO / MAPPO tests."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -75,7 +75,7 @@ class MaskedInfoEnv(ParallelEnv):
     action ``(t + k) % 4`` for agent ``k`` at step ``t``; 6-step episodes (truncated). An illegal
     action raises, so a collector that ignores the masks fails."""
 
-    metadata = {"name": "masked_info_v0"}
+    metadata: ClassVar[dict[str, Any]] = {"name": "masked_info_v0"}
 
     def __init__(self) -> None:
         self.possible_agents = ["bob_0", "bob_1"]

@@ -12,7 +12,7 @@ from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
 def critic_loss(agent, b: dict, name: str, gen_state: torch.Tensor) -> float:
     """The loss ``learn`` would report for critic ``name`` on ``b``, without updating anything,
     with the agent's sampling generator at ``gen_state`` (Gumbel samples for discrete targets)."""
-    role, a = name.split("/")
+    _, a = name.split("/")
     agent._torch_gen.set_state(gen_state)
     c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
     with torch.no_grad():

@@ -95,9 +95,8 @@ def test_collected_fragments_carry_state_and_true_next_state_and_learn() -> None
 def test_a_collector_needs_a_venv_that_records_the_state() -> None:
     with spread() as recording:
         algo = MAPPO(*spaces_of(recording), NET, seed=0, state_space=recording.state_space)
-    with spread(record_state=False) as venv:
-        with pytest.raises(ValueError, match="record_state=True"):
-            Collector(venv, algo, seed=0)
+    with spread(record_state=False) as venv, pytest.raises(ValueError, match="record_state=True"):
+        Collector(venv, algo, seed=0)
 
 
 def test_global_state_is_fixed_and_survives_clone_and_state_dict() -> None:

@@ -65,7 +65,7 @@ def test_every_kind_keeps_overlapping_weights_of_networks_and_targets(kind: str)
 
 @pytest.mark.parametrize("kind", ["add_layer", "add_node"])
 def test_growth_preserves_every_output_and_targets_stay_distinct(kind: str) -> None:
-    agent, b = trained()
+    agent, _ = trained()
     before = outputs(agent)
     desc = agent.mutate_architecture(kind, np.random.default_rng(5), preserve_output=True)
     assert all(d["output_preserved"] for d in desc["networks"].values())

@@ -115,7 +115,7 @@ def test_gaussian_mean_stays_in_range_and_a_clipped_action_scores_the_mass_beyon
     out = torch.tensor([[8.0, -8.0]])
     log_std = torch.full((2,), INIT_LOG_STD)
     gen = torch.Generator().manual_seed(0)
-    u, log_prob = head.sample(out.expand(512, 2), log_std, None, True, gen)
+    u, _ = head.sample(out.expand(512, 2), log_std, None, True, gen)
     assert u.min() >= -1.0 and u.max() <= 1.0
     assert 0.4 < float((u[:, 0] == 1.0).float().mean()) < 0.6  # half the samples clip at +1
     lp, _ = head.evaluate(out, log_std, torch.tensor([[1.0, -1.0]]), None)

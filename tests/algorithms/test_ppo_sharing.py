@@ -106,7 +106,7 @@ def test_net_config_per_group_and_for_a_lone_agent() -> None:
 
 def test_agents_of_one_group_need_the_same_spaces() -> None:
     obs = {**OBS, "agent_2": spaces.Box(-1.0, 1.0, (7,), np.float32)}
-    with pytest.raises(ValueError, match="'agent_2'.*differs.*cannot share"):
+    with pytest.raises(ValueError, match=r"'agent_2'.*differs.*cannot share"):
         IPPO(obs, BOX_ACT, NET)
 
 

@@ -103,7 +103,7 @@ def test_set_weights_carries_exploration_settings() -> None:
 
 
 def test_learning_rate_changes_in_place_and_adam_moments_are_kept() -> None:
-    agent, b = trained("MADDPG", "box")
+    agent, _ = trained("MADDPG", "box")
     opt = agent.nets.optim["actor/listener_0"]
     moments = {k: v.clone() for k, v in opt.state_dict()["state"][0].items()}
     agent.set_hyperparameter("lr_actor", 5e-4)
@@ -123,7 +123,7 @@ def test_hyperparameters_are_checked() -> None:
     assert agent.hp["batch_size"] == 128 and isinstance(agent.hp["batch_size"], int)
     with pytest.raises(ValueError, match="MADDPG has no hyperparameter 'policy_freq'"):
         make("MADDPG").set_hyperparameter("policy_freq", 2)
-    with pytest.raises(ValueError, match="batch_size must be an int >= 1, got 64.5"):
+    with pytest.raises(ValueError, match=r"batch_size must be an int >= 1, got 64\.5"):
         agent.set_hyperparameter("batch_size", 64.5)
     with pytest.raises(ValueError, match="gamma must be within"):
         agent.set_hyperparameter("gamma", 1.5)

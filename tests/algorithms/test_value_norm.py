@@ -109,6 +109,6 @@ def test_a_state_without_moments_is_refused_by_name() -> None:
     del state["value_norm"]
     other = make("IPPO", "box", seed=1)
     before = other.state_dict()
-    with pytest.raises(ValueError, match="format 1.*reads format 2"):
+    with pytest.raises(ValueError, match=r"format 1.*reads format 2"):
         other.load_state_dict(state)
     assert other.learn_steps == before["learn_steps"]

@@ -66,9 +66,9 @@ def test_agents_missing_from_every_subenv_may_be_left_out() -> None:
     with VectorParallelEnv([partial(DyingEnv, (1, 9))] * 2, mode="sync") as venv:
         venv.reset()
         venv.step({"d_0": np.zeros(2), "d_1": np.zeros(2)})
-        obs, rew, term, *_ = venv.step({"d_1": np.zeros(2)})  # d_0 is dead everywhere
+        obs, _, term, *_ = venv.step({"d_1": np.zeros(2)})  # d_0 is dead everywhere
         assert np.isnan(obs["d_0"]).all() and term["d_0"].all()
-        with pytest.raises(ValueError, match="no entry for agent 'd_1'.*sub-envs \\[0, 1\\]"):
+        with pytest.raises(ValueError, match=r"no entry for agent 'd_1'.*sub-envs \[0, 1\]"):
             venv.step({"d_0": np.zeros(2)})
 
 

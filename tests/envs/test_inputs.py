@@ -72,17 +72,17 @@ def step_nonfinite(nonfinite: str, steps: int):
 
 def test_nonfinite_raise_names_subenv_and_agent() -> None:
     venv, _ = step_nonfinite("raise", 1)
-    with pytest.raises(NonFiniteError, match="sub-env 1 .*observation for agent 'd_1'") as e:
+    with pytest.raises(NonFiniteError, match=r"sub-env 1 .*observation for agent 'd_1'") as e:
         venv.step({a: np.zeros(2) for a in venv.agents})
     assert (e.value.env_index, e.value.agent) == (1, "d_1")
-    with pytest.raises(NonFiniteError, match="sub-env 1 .*reward for agent 'd_0'"):
+    with pytest.raises(NonFiniteError, match=r"sub-env 1 .*reward for agent 'd_0'"):
         venv.step({a: np.zeros(2) for a in venv.agents})  # step 3: the inf reward
     venv.close()
 
 
 def test_nonfinite_drop_marks_rows_inactive_and_counts_them() -> None:
     venv, out = step_nonfinite("drop", 4)
-    (_, _, _, _, i1), (o2, r2, _, _, i2), (o3, r3, _, _, i3), (o4, _, _, _, i4) = out
+    (_, _, _, _, i1), (o2, _, _, _, i2), (_, r3, _, _, i3), (_, _, _, _, i4) = out
     assert venv.dropped_nonfinite == 2
     assert not i1["nonfinite"]["d_1"].any()
     # step 2: sub-env 1's d_1 observation was NaN -> placeholder, inactive, flagged

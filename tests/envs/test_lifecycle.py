@@ -64,7 +64,7 @@ def test_crash_in_a_worker_names_the_subenv_and_stops_every_worker() -> None:
     assert len(pids) == 2 and all(alive(p) for p in pids)
     venv.reset(seed=0)
     venv.step(zeros(venv))
-    with pytest.raises(SubEnvError, match="sub-env 2 .*raised RuntimeError: boom at step 2") as e:
+    with pytest.raises(SubEnvError, match=r"sub-env 2 .*raised RuntimeError: boom at step 2") as e:
         venv.step(zeros(venv))
     assert e.value.env_index == 2 and e.value.worker == 1 and e.value.exc_type == "RuntimeError"
     assert "toy_envs.py" in e.value.remote_traceback  # where it happened, from the sub-process
@@ -90,7 +90,7 @@ def test_sync_mode_refuses_to_go_on_after_an_interrupted_step() -> None:
     venv.step(zeros(venv))
     with pytest.raises(KeyboardInterrupt):
         venv.step(zeros(venv))  # sub-envs 0, 1 stepped, 2 interrupted, 3 not stepped
-    with pytest.raises(RuntimeError, match="interrupted .*out of step"):
+    with pytest.raises(RuntimeError, match=r"interrupted .*out of step"):
         venv.step(zeros(venv))
     venv.close()
 
@@ -108,7 +108,7 @@ def test_a_killed_worker_is_reported_and_the_others_stopped() -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_failing_factory_names_the_subenv(mode: str) -> None:
     before = len(worker_children())
-    with pytest.raises(SubEnvError, match="sub-env 1 .*could not be built.*cannot open the sim"):
+    with pytest.raises(SubEnvError, match=r"sub-env 1 .*could not be built.*cannot open the sim"):
         VectorParallelEnv([DyingEnv, failing_factory], mode=mode)
     assert len(worker_children()) == before
 

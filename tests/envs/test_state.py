@@ -29,7 +29,7 @@ def test_state_and_final_state_follow_the_episode(mode: str) -> None:
         ends = 0
         for step in range(9):
             actions = {a: rng.uniform(0, 1, (3, 5)).astype(np.float32) for a in agents}
-            obs, _, _, trunc, infos = venv.step(actions)
+            obs, _, _, _, infos = venv.step(actions)
             ended = infos["_final_obs"]
             assert ended.tolist() == [step % 4 == 3] * 3
             ends += int(ended.any())

@@ -28,8 +28,8 @@ def test_tictactoe_dict_observations_and_turns(mode: str) -> None:
             # both sub-envs: the mover takes its first legal square
             move = obs[mover]["action_mask"].argmax(axis=1)
             actions = {p: move for p in PLAYERS}
-            o, r, te, tr, _ = single.step({p: int(move[0]) for p in PLAYERS})
-            obs, rew, term, trunc, infos = venv.step(actions)
+            o, r, te, _, _ = single.step({p: int(move[0]) for p in PLAYERS})
+            obs, rew, term, _, infos = venv.step(actions)
             nxt = true_next_obs(obs, infos)
             for p in PLAYERS:
                 assert rew[p][0] == r[p] and term[p][0] == te[p]

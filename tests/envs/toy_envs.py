@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -19,7 +19,7 @@ from pettingzoo.utils.env import ParallelEnv
 
 
 class _Base(ParallelEnv):
-    metadata = {"name": "toy", "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {"name": "toy", "is_parallelizable": True}
     obs_dim = 4
 
     def __init__(self, n_agents: int, prefix: str, continuous: bool = False) -> None:

@@ -73,7 +73,7 @@ def _plan(kind: str, spec: MLPSpec, layer: int) -> str | None:
 
 
 def _apply(net: EvolvableNetwork, op: str, part: str, layer: int, num_nodes: int, seed: int,
-           preserve_output: bool) -> mut.Mutated:
+           preserve_output: bool) -> mut.Mutated[EvolvableNetwork]:
     gen = torch.Generator().manual_seed(seed)
     if op == "add_layer":
         return net.add_layer(part, gen, preserve_output)

@@ -52,7 +52,7 @@ class OffPolicyMultiAgent(Algorithm):
         device: str | torch.device = "cpu",
         seed: int | None = None,
     ) -> None:
-        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed)
+        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
         self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
         self.nets = NetworkSet()
         self._build_networks(resolve_net_config(self.net_config, self.agents))

@@ -95,7 +95,7 @@ class OnPolicyMultiAgent(Algorithm):
         device: str | torch.device = "cpu",
         seed: int | None = None,
     ) -> None:
-        self._init_common(observation_spaces, action_spaces, net_config, hp, device, seed)
+        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
         #: group id -> its agents; every agent's group in ``group_of``
         self.groups = shared_groups(self.agents, self.observation_spaces, self.action_spaces)
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
@@ -293,7 +293,7 @@ class OnPolicyMultiAgent(Algorithm):
         def cat(xs: Sequence[torch.Tensor]) -> torch.Tensor:
             return torch.cat([rows(x) for x in xs])
 
-        masks = [None if frag[a].mask is None else rows(frag[a].mask) for a in members]
+        masks = [None if (m := frag[a].mask) is None else rows(m) for a in members]
         return GroupRows(
             obs=cat([frag[a].obs for a in members]),
             critic_obs=cat(critic),
