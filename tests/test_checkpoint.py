@@ -64,12 +64,12 @@ def test_truncated_and_missing_files(tmp_path) -> None:
     with pytest.raises(CheckpointError, match=r"member-0.pt is truncated or changed"):
         load_checkpoint(path)
     (path / "member-0.pt").unlink()
-    with pytest.raises(CheckpointError, match="member-0.pt is missing"):
+    with pytest.raises(CheckpointError, match=r"member-0\.pt is missing"):
         load_checkpoint(path)
     with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "nowhere")
     (path / "manifest.json").write_text("{not json")
-    with pytest.raises(CheckpointError, match="manifest .* is corrupted"):
+    with pytest.raises(CheckpointError, match=r"manifest .* is corrupted"):
         load_checkpoint(path)
 
 
@@ -89,5 +89,5 @@ def test_pickled_code_is_refused(tmp_path) -> None:
     manifest["files"]["member-0.pt"] = {"sha256": _sha256(path / "member-0.pt"),
                                         "bytes": (path / "member-0.pt").stat().st_size}
     (path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(Exception, match="(?i)weights_only|unsupported|global"):
+    with pytest.raises(Exception, match=r"(?i)weights_only|unsupported|global"):
         load_checkpoint(path)

@@ -77,7 +77,9 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
     else:
         ctx = _start_local(num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard,
                            resources=resources, loopback_only=loopback_only, **kwargs)
-    info = {"address": ctx.address_info.get("gcs_address") or ctx.address_info.get("address"),
+    # ray.init returns a RayContext (with address_info); its annotation names the base class
+    address_info: dict[str, Any] = ctx.address_info  # type: ignore[attr-defined]
+    info = {"address": address_info.get("gcs_address") or address_info.get("address"),
             "dashboard_url": ctx.dashboard_url}
     log.info("ray: %s", info)
     return info

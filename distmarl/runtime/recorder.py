@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import distmarl
 from distmarl.checkpoint import load_checkpoint, save_checkpoint
 from distmarl.config import ExperimentConfig
 from distmarl.factory import make_algorithm
@@ -24,6 +23,7 @@ from distmarl.runtime.fleet import Fleet, get_with_retry
 from distmarl.runtime.generations import Generations
 from distmarl.runtime.run_state import RunState
 from distmarl.tracking.base import NullTracker, Tracker
+from distmarl.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class Recorder:
         """Open the tracking runs (retried; tracking goes off rather than stop the run), write
         the config, and set the metric and checkpoint cadence from the current step."""
         cfg = self.cfg
-        tags = {"distmarl.version": distmarl.__version__, "env": cfg.env.spec,
+        tags = {"distmarl.version": __version__, "env": cfg.env.spec,
                 "algorithm": cfg.algorithm.name, "ray.address": str(self.ray_address or "local"),
                 "population": str(cfg.population.size)}
         commit = _git_commit()
@@ -110,7 +110,7 @@ class Recorder:
             try:
                 self.tracker.start(cfg.flat(), tags, [m.hp for m in self.state.members])
                 break
-            except Exception as err:  # noqa: BLE001 - tracking must not stop training
+            except Exception as err:
                 if attempt == TRACKING_START_ATTEMPTS:
                     log.warning("MLflow could not start (%s): tracking is off for this run", err)
                     self.tracker = NullTracker()
@@ -222,11 +222,11 @@ class Recorder:
             algo = make_algorithm(self.cfg.algorithm, self.spaces, seed=self.cfg.seed)
             state = get_with_retry(self.fleet.learners[elite].get_state.remote)
             algo.load_state_dict(state["algo"])
-        except Exception as err:  # noqa: BLE001 - tracking must not fail the run
+        except Exception as err:
             log.warning("could not log the elite model to MLflow: %s", err)
             return None
         self.elite_model_uri = self.tracker.log_model(
-            PolicyModel(algo), "elite_policy", [f"distmarl=={distmarl.__version__}", "numpy",
+            PolicyModel(algo), "elite_policy", [f"distmarl=={__version__}", "numpy",
                                                 f"torch=={_torch_version()}"],
             {"distmarl.elite_member": str(elite)})
         return self.elite_model_uri

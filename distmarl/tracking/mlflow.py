@@ -179,7 +179,7 @@ class MlflowTracker:
             try:
                 for run_id, items in by_run.items():
                     self.client.log_batch(run_id, metrics=items)
-            except Exception as err:  # noqa: BLE001 - any backend failure: keep and retry
+            except Exception as err:
                 with self._lock:
                     self._metrics.extendleft(reversed(batch))
                 self._failed(err)
@@ -194,7 +194,7 @@ class MlflowTracker:
                     self.client.log_artifacts(run_id, path, artifact_path)
                 else:
                     self.client.log_artifact(run_id, path, artifact_path)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 self._failed(err)
                 return False
             with self._lock:
@@ -219,7 +219,7 @@ class MlflowTracker:
                 for key, value in tags.items():
                     mlflow.set_tag(key, value)
             return str(info.model_uri)
-        except Exception as err:  # noqa: BLE001 - tracking must not fail the run
+        except Exception as err:
             log.warning("could not log the model %s to MLflow: %s", name, err)
             return None
 
@@ -273,5 +273,5 @@ class MlflowTracker:
             for run_id in [*self.member_ids, self.parent_id]:
                 if run_id is not None:
                     self.client.set_terminated(run_id, status=status)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             self._failed(err)

@@ -133,4 +133,4 @@ def test_loopback_node_leaves_ray_as_it_was() -> None:
     with pytest.raises(RuntimeError), loopback_node():
         assert ray_constants.ENABLE_RAY_CLUSTER is False
         raise RuntimeError("ray.init failed")
-    assert ray_constants.ENABLE_RAY_CLUSTER == before
+    assert before == ray_constants.ENABLE_RAY_CLUSTER

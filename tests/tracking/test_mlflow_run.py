@@ -32,12 +32,12 @@ def free_port() -> int:
 def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen(
-        [str(mlflow), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
-         "--artifacts-destination", str(tmp / "server-artifacts"), "--workers", "1"],
-        stdout=subprocess.DEVNULL, stderr=open(tmp / "mlflow-server.log", "w"),
-        start_new_session=True)
+    with (tmp / "mlflow-server.log").open("w") as log:  # the child keeps its own copy
+        proc = subprocess.Popen(
+            [str(mlflow), "server", "--host", "127.0.0.1", "--port", str(port),
+             "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
+             "--artifacts-destination", str(tmp / "server-artifacts"), "--workers", "1"],
+            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     import urllib.request
 

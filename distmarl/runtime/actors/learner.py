@@ -83,7 +83,7 @@ class LearnerShell:
         from the buffer; on-policy, one per whole fragment of this member (``hp['learn_step']``
         steps), with the weights published after them."""
         start = time.perf_counter()
-        if self.on_policy:
+        if self.fragments is not None:  # on-policy
             metrics = [self._learn_fragment(b) for b in
                        self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)]
         else:
