@@ -88,7 +88,9 @@ def test_mlflow_run_logged_through_the_env_var_only(tiny_job) -> None:
     runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert [p.info.run_name for p in parents] == ["tiny"]
+    # the experiment is the config's name; the parent run is named by its start time and it
+    assert [client.get_experiment(p.info.experiment_id).name for p in parents] == ["tiny"]
+    assert len(parents) == 1 and re.fullmatch(r"\d{8}-\d{6}-tiny", parents[0].info.run_name)
     assert sorted(c.info.run_name for c in children) == ["member-0", "member-1"]
     parent = parents[0]
     assert parent.info.status == "FINISHED"
