@@ -94,9 +94,9 @@ def _talk_to_cluster(address: str, action: Callable[[Any], int]) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from distmarl import jobs
+    from distmarl import job_request, jobs
 
-    request = jobs.prepare_submission(  # config errors exit 2 here, before any connection
+    request = job_request.prepare_submission(  # config errors exit 2 here, before any connection
         args.config, args.set or [], working_dir=args.working_dir,
         runtime_env_file=args.runtime_env, mlflow_uri=args.mlflow_uri,
         forward_mlflow_env=not args.no_mlflow_env, submission_id=args.submission_id)

@@ -6,8 +6,8 @@ from distmarl.algorithms.base import Algorithm
 from distmarl.algorithms.offpolicy import MADDPG, MATD3
 from distmarl.algorithms.offpolicy.noise import GaussianNoise, OUNoise, make_noise
 from distmarl.algorithms.onpolicy import IPPO, MAPPO
-from distmarl.algorithms.onpolicy.fragment import ON_POLICY_FIELDS
 from distmarl.algorithms.registry import ALGORITHMS, algorithm_class
+from distmarl.types import ON_POLICY_FIELDS
 
 __all__ = ["ALGORITHMS", "IPPO", "MADDPG", "MAPPO", "MATD3", "ON_POLICY_FIELDS", "Algorithm",
            "GaussianNoise", "OUNoise", "algorithm_class", "make_noise"]

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from distmarl import jobs
+from distmarl import job_request, jobs
 from distmarl.cli import main
 from distmarl.config import ConfigError
 from tests.jobs.raycluster import ROOT, free_port
@@ -22,7 +22,7 @@ URI = "https://bob:hunter2@mlflow.example.com"
 
 def prepare(*sets: str, **kw):
     kw.setdefault("environ", {})
-    return jobs.prepare_submission(TINY, list(sets), **kw)
+    return job_request.prepare_submission(TINY, list(sets), **kw)
 
 
 # ------------------------------------------------------------------------------ the request
@@ -100,12 +100,12 @@ def test_default_address_like_ray_job() -> None:
 def test_masking_hides_credentials_and_uris_with_userinfo() -> None:
     env = {"MLFLOW_TRACKING_URI": "http://plain:5000", "MLFLOW_TRACKING_PASSWORD": "x",
            "AWS_SECRET_ACCESS_KEY": "y", "API_KEY": "z", "DB_URL": URI, "OMP_NUM_THREADS": "1"}
-    assert jobs.mask_env(env) == {
+    assert job_request.mask_env(env) == {
         "MLFLOW_TRACKING_URI": "<hidden>", "MLFLOW_TRACKING_PASSWORD": "<hidden>",
         "AWS_SECRET_ACCESS_KEY": "<hidden>", "API_KEY": "<hidden>", "DB_URL": "<hidden>",
         "OMP_NUM_THREADS": "1"}
     req = prepare(mlflow_uri=URI, environ={"MLFLOW_TRACKING_PASSWORD": "pw-42"})
-    text = jobs.describe(req, "http://h:8265")
+    text = job_request.describe(req, "http://h:8265")
     assert "hunter2" not in text and "pw-42" not in text and "bob" not in text
     assert "MLFLOW_TRACKING_PASSWORD from this shell's environment" in text
 
@@ -131,8 +131,8 @@ def test_staged_working_dir_keeps_the_config_despite_ignore_rules(tmp_path) -> N
     (user / ".gitignore").write_text("*.yaml\n")
     req = prepare(working_dir=user,
                   runtime_env_file=ROOT / "deploy" / "runtime_env.yaml")
-    with jobs.staged_working_dir(req) as staged:
-        env = jobs.upload_runtime_env(req, staged)
+    with job_request.staged_working_dir(req) as staged:
+        env = job_request.upload_runtime_env(req, staged)
         names = packed(staged, env["excludes"], tmp_path)
         assert Path(env["working_dir"]) == staged
     assert not staged.exists()  # removed once submitted
@@ -144,7 +144,7 @@ def test_staged_working_dir_keeps_the_config_despite_ignore_rules(tmp_path) -> N
 
 def test_without_working_dir_only_the_config_travels(tmp_path) -> None:
     req = prepare()
-    with jobs.staged_working_dir(req) as staged:
+    with job_request.staged_working_dir(req) as staged:
         assert packed(staged, [], tmp_path) == {"_distmarl_job.yaml"}
         assert (staged / "_distmarl_job.yaml").read_text() == req.config_yaml
 

@@ -75,7 +75,7 @@ def test_every_yaml_in_deploy_parses() -> None:
 def test_runtime_envs_are_valid_for_ray_and_carry_no_mlflow_settings() -> None:
     from ray.runtime_env import RuntimeEnv
 
-    from distmarl.jobs import load_runtime_env
+    from distmarl.job_request import load_runtime_env
 
     env = load_runtime_env(DEPLOY / "runtime_env.yaml")
     RuntimeEnv(**env)

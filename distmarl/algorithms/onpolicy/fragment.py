@@ -24,8 +24,7 @@ from distmarl.algorithms.common.space_tensors import obs_tensor
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, mask_tensor
 from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
 
-__all__ = ["ON_POLICY_FIELDS", "AgentFragment", "clean_fragment", "obs_and_mask",
-           "policy_obs_space"]  # ON_POLICY_FIELDS lives in distmarl.types, kept here for old imports
+__all__ = ["AgentFragment", "clean_fragment", "obs_and_mask", "policy_obs_space"]
 
 
 def policy_obs_space(space: spaces.Space) -> spaces.Space:

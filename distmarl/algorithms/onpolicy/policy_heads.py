@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -173,6 +174,16 @@ def mask_tensor(mask: object, device: torch.device) -> torch.Tensor:
     m = m.reshape(m.shape[0], -1)
     m = torch.nan_to_num(m.float(), nan=0.0) > 0.5
     return m | ~m.any(dim=-1, keepdim=True)
+
+
+def stacked_masks(masks: Sequence[torch.Tensor | None], n: int, dim: int,
+                  device: torch.device) -> torch.Tensor | None:
+    """Per-agent masks ``(n, dim)`` (None: all legal) stacked along the batch axis into
+    ``(len(masks) * n, dim)``; None when no agent has one (the heads then skip masking)."""
+    if all(m is None for m in masks):
+        return None
+    ones = torch.ones(n, dim, dtype=torch.bool, device=device)
+    return torch.cat([ones if m is None else m for m in masks])
 
 
 def _masked(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -18,15 +18,19 @@ Usage (the single-process loop; the runtime does the same across processes)::
     ...store a fragment of hp["learn_step"] vectorised steps (ON_POLICY_FIELDS)...
     metrics = algo.learn(batch)                 # field -> agent -> tensor (T, E, ...)
 
-Learning from one fragment: advantages by GAE (:mod:`~distmarl.algorithms.onpolicy.gae`;
-truncations and the fragment's end bootstrap from ``V(next_obs)``, terminations do not), then
-per group ``update_epochs`` passes of shuffled minibatches of ``batch_size`` rows with the
-clipped objective (:mod:`~distmarl.algorithms.onpolicy.ppo_loss`), advantages normalised per
-minibatch, gradient norms clipped per network, and an early stop when an epoch's mean
-approximate KL exceeds ``target_kl``. One learning rate ``lr`` for every network (AgileRL's
-IPPO). With ``value_norm`` (the default) the value networks predict normalised values
-(:mod:`~distmarl.algorithms.onpolicy.value_norm`, one set of running moments per group); every
-value outside the loss is in return units.
+Acting runs each group's policy once on its agents' stacked observations
+(:mod:`~distmarl.algorithms.onpolicy.acting`). Learning from one fragment: GAE advantages
+(:mod:`~distmarl.algorithms.onpolicy.gae`; truncations and the fragment's end bootstrap from
+``V(next_obs)``, terminations do not) laid out as one set of rows per group
+(:mod:`~distmarl.algorithms.onpolicy.rows`), then per group ``update_epochs`` passes of
+shuffled minibatches of ``batch_size`` rows (:mod:`~distmarl.algorithms.onpolicy.ppo_update`)
+with the clipped objective (:mod:`~distmarl.algorithms.onpolicy.ppo_loss`), advantages
+normalised per minibatch, gradient norms clipped per network, and an early stop when an epoch's
+mean approximate KL exceeds ``target_kl``. One learning rate ``lr`` for every network
+(AgileRL's IPPO). With ``value_norm`` (the default) the value networks predict normalised
+values (:mod:`~distmarl.algorithms.onpolicy.value_norm`, one set of running moments per group);
+every value outside the loss is in return units. The weights sent to rollout workers are plain
+data (:mod:`~distmarl.algorithms.onpolicy.weights`).
 
 Networks live in a :class:`NetworkSet` so the evolution hooks
 (:mod:`~distmarl.algorithms.common.mutate`) apply as for the off-policy learners; its target
@@ -49,27 +53,23 @@ from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet, make_adam
 from distmarl.algorithms.common.sharing import group_net_configs
 from distmarl.algorithms.common.space_tensors import obs_dim
-from distmarl.algorithms.onpolicy.fragment import (
-    ON_POLICY_FIELDS,
-    AgentFragment,
-    clean_fragment,
-    obs_and_mask,
-    policy_obs_space,
-)
-from distmarl.algorithms.onpolicy.gae import bootstrap_values, gae
-from distmarl.algorithms.onpolicy.policy_heads import (
-    INIT_LOG_STD,
-    PolicyHead,
-    make_head,
-    mask_tensor,
-)
+from distmarl.algorithms.onpolicy import acting, rows
+from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment, policy_obs_space
+from distmarl.algorithms.onpolicy.policy_heads import INIT_LOG_STD, PolicyHead, make_head
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows, ppo_update
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
+from distmarl.algorithms.onpolicy.weights import (
+    log_std_of,
+    moments_of,
+    network_from,
+    network_params,
+    pack_weights,
+)
 from distmarl.config.hparams import check_hp, check_hp_value, default_hp
-from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch
-from distmarl.types import STATE_FIELDS, on_policy_fields
+from distmarl.networks import EvolvableNetwork, make_arch
+from distmarl.types import on_policy_fields
 
-__all__ = ["ON_POLICY_FIELDS", "OnPolicyMultiAgent"]
+__all__ = ["OnPolicyMultiAgent"]
 
 STATE_FORMAT = 2  # 2: value-normalisation moments (``value_norm``)
 #: hyperparameters fixed when the learner is built (they shape the value networks)
@@ -101,7 +101,8 @@ class OnPolicyMultiAgent(Algorithm):
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
         self.heads: dict[str, PolicyHead] = {
             g: make_head(self.action_spaces[m[0]], self.device) for g, m in self.groups.items()}
-        self.obs_dims = {a: obs_dim(policy_obs_space(s)) for a, s in self.observation_spaces.items()}
+        self.obs_dims = {a: obs_dim(policy_obs_space(s))
+                         for a, s in self.observation_spaces.items()}
         self.nets = NetworkSet()
         self.log_std: dict[str, torch.nn.Parameter] = {}
         self.log_std_optim: dict[str, torch.optim.Adam] = {}
@@ -190,38 +191,29 @@ class OnPolicyMultiAgent(Algorithm):
     def _act(self, obs: AgentObs, explore: bool, action_mask: Mapping[str, Any] | None,
              with_info: bool, state: np.ndarray | None = None
              ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+        """Each group's policy on its present agents; with info, its value network too."""
+        x, masks = acting.observation_tensors(obs, self.observation_spaces, action_mask,
+                                              self.device)
         s = None
         if self.uses_state and state is not None:
-            s = torch.as_tensor(np.asarray(state), dtype=torch.float32, device=self.device)
-            s = torch.nan_to_num(s.reshape(s.shape[0], -1), nan=0.0)
-        x: Tensors = {}
-        masks: dict[str, torch.Tensor | None] = {}
-        for a in self.agents:
-            if a in obs:
-                x[a], masks[a] = obs_and_mask(obs[a], self.observation_spaces[a], self.device)
-                if action_mask is not None and action_mask.get(a) is not None:
-                    masks[a] = mask_tensor(action_mask[a], self.device)
+            s = acting.state_tensor(state, self.device)
         actions: dict[str, np.ndarray] = {}
         extras: dict[str, dict[str, np.ndarray]] = {"log_prob": {}, "value": {}}
         for g, members in self.groups.items():
             present = [a for a in members if a in x]
             if not present:
                 continue
-            n, head = x[present[0]].shape[0], self.heads[g]
-            out = self.policy_net(g)(torch.cat([x[a] for a in present]))
-            mask = _stacked_masks([masks[a] for a in present], n, head.dim, self.device)
-            action, log_prob = head.sample(out, self.log_std.get(g), mask, explore,
-                                           self._torch_gen)
-            for i, a in enumerate(present):
-                actions[a] = head.to_env(action[i * n:(i + 1) * n])
-                extras["log_prob"][a] = _numpy(log_prob[i * n:(i + 1) * n])
+            action, log_prob = acting.sample_group(
+                self.policy_net(g), self.heads[g], self.log_std.get(g),
+                {a: x[a] for a in present}, {a: masks[a] for a in present}, explore,
+                self._torch_gen)
+            actions.update(action)
+            extras["log_prob"].update(log_prob)
             if with_info:
-                full = {a: x.get(a, torch.zeros(n, self.obs_dims[a], device=self.device))
-                        for a in self.agents}
+                full = acting.padded_obs(x, self.obs_dims, x[present[0]].shape[0], self.device)
                 inputs = dict(zip(members, self._critic_inputs(g, full, s)))
                 values = self.values(g, torch.cat([inputs[a] for a in present]))
-                for i, a in enumerate(present):
-                    extras["value"][a] = _numpy(values[i * n:(i + 1) * n])
+                extras["value"].update(acting.per_agent(values, present))
         return actions, (extras if with_info else {})
 
     # -- learning --------------------------------------------------------------------------
@@ -249,35 +241,23 @@ class OnPolicyMultiAgent(Algorithm):
 
     @torch.no_grad()
     def _advantages(self, frag: Mapping[str, AgentFragment]) -> tuple[Tensors, Tensors]:
-        """GAE advantages and value targets per agent ``(T, E)``."""
-        advantage: Tensors = {}
-        target: Tensors = {}
+        """GAE advantages and value targets per agent ``(T, E)``
+        (:func:`~distmarl.algorithms.onpolicy.rows.fragment_advantages` on this learner's
+        ``V(next_obs)``)."""
         next_obs = {a: f.next_obs for a, f in frag.items()}
         next_state = self._fragment_state(frag, "next_state")
+        v_next: Tensors = {}
         for g, members in self.groups.items():
             for a, c in zip(members, self._critic_inputs(g, next_obs, next_state)):
-                f = frag[a]
-                t, e = f.reward.shape
-                v_next = self.values(g, c.reshape(t * e, -1)).reshape(t, e)
-                next_active = torch.cat([f.active[1:], torch.ones_like(f.active[:1])]).float()
-                next_value = bootstrap_values(f.value, v_next, f.terminated, f.truncated,
-                                              next_active)
-                advantage[a], target[a] = gae(f.reward, f.value, next_value, f.terminated,
-                                              f.truncated, self.hp["gamma"],
-                                              self.hp["gae_lambda"], next_active)
-        return advantage, target
+                t, e = frag[a].reward.shape
+                v_next[a] = self.values(g, c.reshape(t * e, -1)).reshape(t, e)
+        return rows.fragment_advantages(frag, v_next, self.hp["gamma"], self.hp["gae_lambda"])
 
     def _fragment_state(self, frag: Mapping[str, AgentFragment], field: str
                         ) -> torch.Tensor | None:
-        """The fragment's global ``state`` / ``next_state`` ``(T, E, state_dim)`` (every agent
-        carries the same rows) when the value networks read it, else None."""
-        if not self.uses_state:
-            return None
-        x = getattr(frag[self.agents[0]], field)
-        if x is None:
-            raise KeyError(f"this {self.name} reads the env's global state, but the batch lacks "
-                           f"the fields {list(STATE_FIELDS)}")
-        return x
+        """The fragment's ``state`` / ``next_state`` ``(T, E, state_dim)`` when the value
+        networks read it (:func:`~distmarl.algorithms.onpolicy.rows.global_state`), else None."""
+        return rows.global_state(frag, field, self.name) if self.uses_state else None
 
     def _group_rows(self, group: str, frag: Mapping[str, AgentFragment], advantage: Tensors,
                     target: Tensors) -> GroupRows:
@@ -285,32 +265,16 @@ class OnPolicyMultiAgent(Algorithm):
         members = self.groups[group]
         critic = self._critic_inputs(group, {a: f.obs for a, f in frag.items()},
                                      self._fragment_state(frag, "state"))
-        n, dim = frag[members[0]].reward.numel(), self.heads[group].dim
+        return rows.group_rows([frag[a] for a in members], critic,
+                               [advantage[a] for a in members], [target[a] for a in members],
+                               self.heads[group].dim, self.device)
 
-        def rows(x: torch.Tensor) -> torch.Tensor:  # (T, E, ...) -> (T * E, ...)
-            return x.reshape(n, *x.shape[2:])
-
-        def cat(xs: Sequence[torch.Tensor]) -> torch.Tensor:
-            return torch.cat([rows(x) for x in xs])
-
-        masks = [None if (m := frag[a].mask) is None else rows(m) for a in members]
-        return GroupRows(
-            obs=cat([frag[a].obs for a in members]),
-            critic_obs=cat(critic),
-            mask=_stacked_masks(masks, n, dim, self.device),
-            action=cat([frag[a].action for a in members]),
-            log_prob=cat([frag[a].log_prob for a in members]),
-            advantage=cat([advantage[a] for a in members]),
-            value_target=cat([target[a] for a in members]),
-            active=cat([frag[a].active for a in members]),
-        )
-
-    def _update_group(self, group: str, rows: GroupRows) -> dict[str, float]:
+    def _update_group(self, group: str, d: GroupRows) -> dict[str, float]:
         optims = [self.nets.optim[f"policy/{group}"], self.nets.optim[f"value/{group}"]]
         if group in self.log_std_optim:
             optims.append(self.log_std_optim[group])
         out = ppo_update(self.policy_net(group), self.value_net(group), self.heads[group],
-                         self.log_std.get(group), optims, rows, self.hp, self._torch_gen)
+                         self.log_std.get(group), optims, d, self.hp, self._torch_gen)
         names = {"policy": "loss/policy", "value": "loss/value"}
         return {f"{names.get(k, k)}/{group}": v for k, v in out.items()}
 
@@ -319,37 +283,22 @@ class OnPolicyMultiAgent(Algorithm):
     def get_weights(self) -> dict[str, Any]:
         """Every network's architecture and weights (numpy copies): acting needs the policies
         and log-stds, the recorded ``value`` the value networks and ``value_norm/<group>``
-        (``[mean, var, count]``, float64)."""
-        params: dict[str, np.ndarray] = {}
-        for name, net in self.nets.online.items():
-            for k, v in net.state_dict().items():
-                params[f"{name}/{k}"] = v.detach().cpu().numpy().copy()
-        for g, p in self.log_std.items():
-            params[f"log_std/{g}"] = p.detach().cpu().numpy().copy()
-        for g, m in self.value_moments.items():
-            params[f"value_norm/{g}"] = np.array([m.mean, m.var, m.count], dtype=np.float64)
-        return {"arch": self.nets.arch(), "params": params, "hp": {}}
+        (layout: :mod:`~distmarl.algorithms.onpolicy.weights`)."""
+        return pack_weights(self.nets, self.log_std, self.value_moments)
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
         """Load :meth:`get_weights` output; a network whose architecture differs is rebuilt
         (with a fresh optimiser: this is for acting; learners copy via load_state_dict)."""
         for name, arch in weights["arch"].items():
-            prefix = f"{name}/"
-            params = {k[len(prefix):]: torch.from_numpy(np.array(v))  # own a writable copy
-                      for k, v in weights["params"].items() if k.startswith(prefix)}
             if self.nets.online[name].arch.to_dict() == arch:
-                self.nets.online[name].load_state_dict(params)
-                continue
-            net = EvolvableNetwork.build(NetworkArch.from_dict(arch),
-                                         torch.Generator().manual_seed(0), self.device)
-            net.load_state_dict(params)
-            self.nets.add(name, net, self.hp["lr"])
+                self.nets.online[name].load_state_dict(network_params(weights, name))
+            else:
+                self.nets.add(name, network_from(weights, name, self.device), self.hp["lr"])
         with torch.no_grad():
             for g, p in self.log_std.items():
-                p.copy_(torch.as_tensor(np.array(weights["params"][f"log_std/{g}"])))
+                p.copy_(log_std_of(weights, g))
         for g, m in self.value_moments.items():
-            mean, var, count = np.asarray(weights["params"][f"value_norm/{g}"], np.float64)
-            m.load_state_dict({"mean": mean, "var": var, "count": count})
+            m.load_state_dict(moments_of(weights, g))
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, optimisers, log-stds, hyperparameters, counters and RNG states."""
@@ -446,15 +395,3 @@ class OnPolicyMultiAgent(Algorithm):
     def _reference(self) -> str:
         return f"policy/{next(iter(self.groups))}"
 
-
-def _stacked_masks(masks: Sequence[torch.Tensor | None], n: int, dim: int,
-                   device: torch.device) -> torch.Tensor | None:
-    """Per-agent masks ``(n, dim)`` (None: all legal) stacked; None when no agent has one."""
-    if all(m is None for m in masks):
-        return None
-    ones = torch.ones(n, dim, dtype=torch.bool, device=device)
-    return torch.cat([ones if m is None else m for m in masks])
-
-
-def _numpy(x: torch.Tensor) -> np.ndarray:
-    return x.float().cpu().numpy().astype(np.float32, copy=False)
