@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="score a saved member")
     ev.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
     ev.add_argument("--episodes", type=int, default=10)
-    ev.add_argument("--member", type=int, help="member slot (default: the best by fitness)")
+    ev.add_argument("--member", type=int, help="member index (default: the best by fitness)")
     ev.add_argument("--seed", type=int, default=0)
     ev.set_defaults(func=_evaluate)
 

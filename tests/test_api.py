@@ -3,6 +3,7 @@ local Ray and returns its summary; ``import distmarl`` alone imports no Ray."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -51,7 +52,8 @@ def test_train_returns_the_population_and_run_dir(ray_local, tmp_path: Path) -> 
     size, max_steps = cfg.population.size, cfg.training.max_steps
     assert summary["stop_reason"] == "max_steps"
     assert Path(summary["run_dir"]) == tmp_path / "run"
-    assert (tmp_path / "run" / "summary.json").stat().st_size > 0
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["members"] == json.loads(json.dumps(summary["members"], default=str))
     assert summary["env_steps"] >= max_steps * size
     members = summary["members"]
     assert len(members) == size == 2

@@ -1,4 +1,4 @@
-"""Every bad input of issue #10, one row each, through the public entry points: a clear error of
+"""Every kind of bad input, one row each, through the public entry points: a clear error of
 the expected type whose message names the field, value or file, and (where something is
 stored) nothing stored changes. Add a row to grow the list.
 
@@ -371,8 +371,8 @@ def test_bad_input_is_named_and_changes_nothing(row: Row, tmp_path: Path) -> Non
         assert snapshot() == before, "something stored changed"
 
 
-def test_every_item_of_the_issue_has_a_row() -> None:
-    """The list of issue #10, each item matched by at least one row."""
+def test_every_kind_of_bad_input_has_a_row() -> None:
+    """Each kind of bad input the project promises to refuse is matched by at least one row."""
     items = ["unknown key", "out of range", "unknown env", "net_config", "min > max",
              "NaN observation", "inf reward", "nonfinite=drop", "action of the wrong shape",
              "corrupted checkpoint", "truncated checkpoint", "buffer file with the wrong schema",

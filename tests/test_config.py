@@ -318,3 +318,20 @@ def test_tuned_example_is_its_base_plus_differences() -> None:
     assert tuned == config_from_dict(yaml.safe_load(TUNED_IN_FULL))
     assert (tuned.algorithm.hp.batch_size, tuned.algorithm.hp.learn_step) == (256, 4)
     assert (tuned.evolution.evo_steps, tuned.training.target) == (5000, -30.0)
+
+
+@pytest.mark.parametrize("sets,words", [
+    (["evolution.hp_config.lr_actr.min=0.1", "evolution.hp_config.lr_actr.max=1"],
+     ["evolution.hp_config", "['lr_actr'] are not hyperparameters of MADDPG"]),
+    (["evolution.hp_config.O_U_noise.min=0", "evolution.hp_config.O_U_noise.max=1"],
+     ["evolution.hp_config", "['O_U_noise'] of MADDPG are on/off switches"]),
+    (["evolution.hp_config.gamma.min=0.5", "evolution.hp_config.gamma.max=1.5"],
+     ["evolution.hp_config", "search range [0.5, 1.5] of gamma", "got 1.5"]),
+])
+def test_search_ranges_are_checked_when_the_config_loads(sets, words) -> None:
+    """A search range for a hyperparameter the algorithm lacks, for an on/off switch, or
+    outside the hyperparameter's rule fails at load, before any env is built."""
+    with pytest.raises(ConfigError) as err:
+        load_config(CONFIGS / "tiny.yaml", sets)
+    for word in words:
+        assert word in str(err.value), (word, str(err.value))

@@ -19,8 +19,6 @@ ON_POLICY = ["algorithm.name=IPPO", "algorithm.hp={learn_step: 16}",
 BAD = [
     ("unknown env", ["env.spec=mpe2:nothing_v1"], ["env.spec 'mpe2:nothing_v1'", "has no 'nothing_v1'"]),
     ("missing package", ["env.spec=not_a_package_xyz:env"], ["not_a_package_xyz"]),
-    ("hp the algorithm lacks", ["evolution.hp_config.lr_actr.min=0.1", "evolution.hp_config.lr_actr.max=1"],
-     ["['lr_actr'] are not hyperparameters of MADDPG"]),
     ("net_config for no such group", ["algorithm.net_config.bob.encoder_config.hidden_size=[3]"],
      ["bob", "speaker_0", "listener_0"]),
     ("on-policy with a rate limit", [*ON_POLICY, "buffer.samples_per_insert=4"],

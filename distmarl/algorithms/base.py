@@ -1,4 +1,4 @@
-"""The interface every population member's algorithm implements (MADDPG, MATD3, later IPPO/MAPPO).
+"""The interface every population member's algorithm implements (MADDPG, MATD3, IPPO, MAPPO).
 
 Usage, in a rollout worker and a learner (the runtime wraps these same calls in Ray actors)::
 

@@ -14,7 +14,8 @@ from distmarl.envs import apply_env_defined_actions
 from distmarl.factory import env_spaces, make_algorithm, make_venv
 
 #: Episodes per sub-env of the reference trainers' progress evaluations (4 x 8 sub-envs = 32
-#: episodes: one speaker-listener episode's score varies by about +-60, so 8 were too few).
+#: episodes: one speaker-listener episode's score varies by about +-60, so a handful of episodes
+#: would measure mostly luck).
 EVAL_EPISODES_PER_ENV = 4
 
 

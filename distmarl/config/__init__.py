@@ -1,7 +1,28 @@
-"""The run's configuration: sections (:mod:`~distmarl.config.schema`), each algorithm's typed
+"""The run's configuration: sections (:mod:`~distmarl.config.experiment`), each algorithm's typed
 hyperparameters and their checker (:mod:`~distmarl.config.hparams`), and reading YAML with
 ``base:`` files and ``--set`` overrides (:mod:`~distmarl.config.loading`)."""
 
+from distmarl.config.experiment import (
+    ALGORITHM_CONFIGS,
+    AlgorithmConfig,
+    AnyAlgorithmConfig,
+    BufferConfig,
+    EnvConfig,
+    EvolutionConfig,
+    ExperimentConfig,
+    IPPOConfig,
+    MADDPGConfig,
+    MAPPOConfig,
+    MATD3Config,
+    MutationConfig,
+    PopulationConfig,
+    ResourceConfig,
+    RLParameterConfig,
+    TournamentConfig,
+    TrackingConfig,
+    TrainingConfig,
+    flatten_dict,
+)
 from distmarl.config.hparams import (
     HP_MODELS,
     Hyperparameters,
@@ -22,27 +43,6 @@ from distmarl.config.loading import (
     load_config,
     read_config_data,
     yaml_load,
-)
-from distmarl.config.schema import (
-    ALGORITHM_CONFIGS,
-    AlgorithmConfig,
-    AnyAlgorithmConfig,
-    BufferConfig,
-    EnvConfig,
-    EvolutionConfig,
-    ExperimentConfig,
-    IPPOConfig,
-    MADDPGConfig,
-    MAPPOConfig,
-    MATD3Config,
-    MutationConfig,
-    PopulationConfig,
-    ResourceConfig,
-    RLParameterConfig,
-    TournamentConfig,
-    TrackingConfig,
-    TrainingConfig,
-    flatten_dict,
 )
 from distmarl.config.section import ConfigError, Section
 

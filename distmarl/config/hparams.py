@@ -204,6 +204,28 @@ def check_hp_value(algorithm: str, name: str, value: Any) -> Any:
                          f"got {value!r}") from None
 
 
+def check_search_ranges(algorithm: str, ranges: Mapping[str, tuple[float, float]]) -> None:
+    """ValueError unless every ``name -> (min, max)`` search range names a hyperparameter of
+    ``algorithm`` (naming the valid ones) that is not an on/off switch (nothing to perturb),
+    with ``min`` and ``max`` that pass its rule. Each rule is an interval, so every value a
+    mutation can reach (clipped to ``[min, max]``) passes it too."""
+    known = default_hp(algorithm)
+    unknown = [n for n in ranges if n not in known]
+    if unknown:
+        raise ValueError(f"hyperparameter(s) {unknown} are not hyperparameters of "
+                         f"{algorithm}; it has {sorted(known)}")
+    switches = [n for n in ranges if n in hp_switches(algorithm)]
+    if switches:
+        raise ValueError(f"hyperparameter(s) {switches} of {algorithm} are on/off switches and "
+                         f"cannot be mutated; remove them from the mutable hyperparameters")
+    for name, (low, high) in ranges.items():
+        for bound in (low, high):
+            try:
+                check_hp_value(algorithm, name, bound)
+            except ValueError as err:
+                raise ValueError(f"the search range [{low}, {high}] of {name}: {err}") from None
+
+
 def check_hp(algorithm: str, hp: Mapping[str, Any] | None) -> dict[str, Any]:
     """``algorithm``'s defaults overridden by ``hp`` (any subset), every value checked."""
     out = default_hp(algorithm)

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from distmarl.config.schema import ALGORITHM_CONFIGS, ExperimentConfig
+from distmarl.config.experiment import ALGORITHM_CONFIGS, ExperimentConfig
 from distmarl.config.section import UNKNOWN_KEY, ConfigError
 
 #: The key that names a config's base file.

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.config.hparams import check_hp_value, default_hp, hp_switches
+from distmarl.config.hparams import check_search_ranges
 
 Number = int | float
 
@@ -83,27 +83,9 @@ class HyperparameterConfig:
         return list(self.params)
 
     def check_against(self, algorithm: str) -> None:
-        """Raise ValueError unless every parameter is a hyperparameter of ``algorithm``
-        (naming the valid ones), not an on/off switch (a bool such as ``value_norm``: nothing
-        to perturb), with ``min`` and ``max`` that pass its rule. Each rule is an interval, so
-        every value a mutation can reach (clipped to ``[min, max]``) passes it too."""
-        known = default_hp(algorithm)
-        unknown = [n for n in self.params if n not in known]
-        if unknown:
-            raise ValueError(f"hyperparameter(s) {unknown} are not hyperparameters of "
-                             f"{algorithm}; it has {sorted(known)}")
-        switches = [n for n in self.params if n in hp_switches(algorithm)]
-        if switches:
-            raise ValueError(f"hyperparameter(s) {switches} of {algorithm} are on/off "
-                             f"switches and cannot be mutated; remove them from the "
-                             f"mutable hyperparameters")
-        for name, param in self.params.items():
-            for bound in (param.min, param.max):
-                try:
-                    check_hp_value(algorithm, name, bound)
-                except ValueError as err:
-                    raise ValueError(f"the search range [{param.min}, {param.max}] of {name}: "
-                                     f"{err}") from None
+        """ValueError unless these ranges fit ``algorithm``'s hyperparameters
+        (:func:`~distmarl.config.hparams.check_search_ranges`)."""
+        check_search_ranges(algorithm, {n: (p.min, p.max) for n, p in self.params.items()})
 
     def to_json(self) -> dict[str, Any]:
         return {name: p.to_json() for name, p in self.params.items()}

@@ -70,6 +70,5 @@ def plot_family_tree(lineage: Mapping[str, Any], path: Path) -> Path:
 
 
 def _member_of(individual: Mapping[str, Any]) -> int:
-    """The population member an individual lived in (lineages written with the key
-    ``slot`` are read too)."""
-    return int(individual["member"] if "member" in individual else individual["slot"])
+    """The population member an individual lived in."""
+    return int(individual["member"])

@@ -8,6 +8,7 @@ import pytest
 from gymnasium import spaces
 
 from distmarl.algorithms import ALGORITHMS, IPPO, MADDPG, MAPPO, MATD3, Algorithm, algorithm_class
+from distmarl.config.hparams import default_hp
 from distmarl.factory import algorithm_class as factory_algorithm_class
 from distmarl.types import OFF_POLICY_FIELDS, ON_POLICY_FIELDS, STATE_FIELDS
 
@@ -61,3 +62,11 @@ def test_an_off_policy_algorithm_acts_with_no_extras_and_takes_no_masks() -> Non
     assert extras == {} and {a: x.shape for a, x in actions.items()} == {"a_0": (4,), "a_1": (4,)}
     with pytest.raises(ValueError, match="MADDPG does not take action masks"):
         algo.act_with_info(obs, action_mask={"a_0": np.ones((4, 2), np.int8)})
+
+
+def test_the_registry_the_config_and_the_hyperparameter_models_name_the_same_algorithms() -> None:
+    from distmarl.config import ALGORITHM_CONFIGS, HP_MODELS
+
+    assert sorted(ALGORITHMS) == sorted(ALGORITHM_CONFIGS) == sorted(HP_MODELS)
+    for name, cls in ALGORITHMS.items():
+        assert cls.name == name and default_hp(name) == cls.DEFAULT_HP

@@ -21,6 +21,7 @@ from distmarl.config.hparams import (
     MADDPGHyperparameters,
     MAPPOHyperparameters,
     MATD3Hyperparameters,
+    check_search_ranges,
 )
 from distmarl.config.section import Section
 
@@ -200,6 +201,11 @@ class ExperimentConfig(Section):
         if self.evolution.tournament.size > self.population.size:
             raise ValueError(f"evolution.tournament.size {self.evolution.tournament.size} is larger "
                              f"than population.size {self.population.size}")
+        ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}
+        try:
+            check_search_ranges(self.algorithm.name, ranges)
+        except ValueError as err:
+            raise ValueError(f"evolution.hp_config: {err}") from None
         return self
 
     def to_yaml(self) -> str:
