@@ -14,8 +14,10 @@ coordinator owns no env and no network; plain data in, plain data out.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.config import ExperimentConfig
-from distmarl.factory import env_spaces
+from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, reads_state
 from distmarl.runtime.datapath import make_datapath
 from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations, make_hp_config
@@ -31,34 +33,52 @@ from distmarl.runtime.recorder import Recorder
 from distmarl.runtime.resources import plan_resources
 from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
 from distmarl.runtime.scheduler import Call, Scheduler
+from distmarl.version import __version__
 
 
 class TrainingRun:
-    """One training run: ``__init__`` builds the parts (actors started, a checkpoint loaded
-    when ``resume`` names one, weights published, tracking started); :meth:`run` trains until
-    ``max_steps`` per member, the target fitness, or ``stop`` is set."""
+    """One training run: ``__init__`` builds the parts, each from its own sections of ``cfg``
+    (actors started, a checkpoint loaded when ``resume`` names one, weights published, tracking
+    started); :meth:`run` trains until ``max_steps`` per member, the target fitness, or
+    ``stop`` is set."""
 
     def __init__(self, cfg: ExperimentConfig, run_dir: Path, resume: str | None,
                  ray_address: str | None, stop: threading.Event) -> None:
         started = time.perf_counter()
-        self.cfg, self.stop_requested = cfg, stop
-        hp_config = make_hp_config(cfg)  # a bad range fails before any actor starts
+        self.stop_requested = stop
+        self.asynchronous = cfg.evolution.mode == "async"
+        self.max_env_steps = cfg.training.max_steps * cfg.population.size
+        algo, evo, training = cfg.algorithm, cfg.evolution, cfg.training
+        # a bad range fails before any actor starts
+        hp_config = make_hp_config(evo.hp_config, algo.name)
         spaces = env_spaces(cfg.env)
         self.state = RunState()
-        path = make_datapath(cfg)
+        path = make_datapath(algo.name, training, cfg.buffer)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
-        self.fleet = Fleet(cfg, spaces, plan_resources(cfg, ray.cluster_resources()), path,
-                           self.state, self.scheduler)
-        first = min(cfg.evolution.evo_steps, cfg.training.max_steps)
+        self.fleet = Fleet(
+            cfg.population, cfg.env, algo, spaces,
+            buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), reads_state(algo, spaces)),
+            snapshot_interval_s=cfg.buffer.snapshot_interval_s,
+            weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
+            resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources()),
+            path=path, state=self.state, scheduler=self.scheduler)
+        first = min(evo.evo_steps, training.max_steps)
         self.state.members = [MemberState(i, first, hp)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
-        self.generations = Generations(cfg, self.fleet, self.state, hp_config)
-        self.recorder = Recorder(cfg, run_dir, ray_address, self.state, self.fleet,
-                                 self.generations, spaces)
+        self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
+                                       hp_config)
+        tags = {"distmarl.version": __version__, "env": cfg.env.spec, "algorithm": algo.name,
+                "ray.address": str(ray_address or "local"),
+                "population": str(cfg.population.size)}
+        self.recorder = Recorder(
+            cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
+            tags=tags, max_steps=training.max_steps, evo_steps=evo.evo_steps,
+            new_policy=partial(make_algorithm, algo, spaces, seed=cfg.seed),
+            state=self.state, fleet=self.fleet, generations=self.generations)
         if resume:
             self.recorder.restore(resume)
-        elif cfg.evolution.mutation.pretrain_mutation:
+        elif evo.mutation.pretrain_mutation:
             self.generations.pretrain_mutation()
         self.fleet.watch()
         self.recorder.start()
@@ -118,11 +138,10 @@ class TrainingRun:
     def _evolve(self) -> None:
         """Evolve members that reached their boundary (each at once in asynchronous mode,
         all together in synchronous mode); the run ends when every member is done."""
-        asynchronous = self.cfg.evolution.mode == "async"
         for m in self.state.members:
-            if self.scheduler.at_boundary(m.member) and asynchronous:
+            if self.scheduler.at_boundary(m.member) and self.asynchronous:
                 self.generations.evolve_async(m.member)
-        if not asynchronous and all(m.phase == WAIT for m in self.state.members):
+        if not self.asynchronous and all(m.phase == WAIT for m in self.state.members):
             self.generations.evolve_sync()
         if all(m.phase == DONE for m in self.state.members):
             self.state.stop("max_steps")
@@ -138,7 +157,7 @@ class TrainingRun:
         return {"env_steps": self.state.total_env_steps, "generation": self.state.generation,
                 "best_fitness": self.state.best_fitness(),
                 "env_steps_per_s": self.state.env_steps_per_s(),
-                "max_env_steps": self.cfg.training.max_steps * self.cfg.population.size,
+                "max_env_steps": self.max_env_steps,
                 "updates": self.state.updates(), "stop_reason": self.state.stop_reason}
 
     def summary(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from distmarl.config import ExperimentConfig
+from distmarl.config import BufferConfig, TrainingConfig
 from distmarl.factory import is_on_policy
 from distmarl.runtime.run_state import MemberState
 
@@ -154,9 +154,12 @@ class OnPolicyPath:
         return ahead + (m.updates - oldest) <= workers
 
 
-def make_datapath(cfg: ExperimentConfig) -> OffPolicyPath | OnPolicyPath:
-    """The data path of ``cfg``'s algorithm family."""
-    if is_on_policy(cfg.algorithm.name):
+def make_datapath(algorithm: str, training: TrainingConfig,
+                  buffer: BufferConfig) -> OffPolicyPath | OnPolicyPath:
+    """The data path of the family of ``algorithm`` (its name); an off-policy path reads
+    ``training``'s chunk size, learning delay and policy-lag bound and ``buffer``'s
+    ``learning_starts``."""
+    if is_on_policy(algorithm):
         return OnPolicyPath()
-    return OffPolicyPath(cfg.training.chunk_steps, cfg.buffer.learning_starts,
-                         cfg.training.learning_delay, cfg.training.max_policy_lag)
+    return OffPolicyPath(training.chunk_steps, buffer.learning_starts, training.learning_delay,
+                         training.max_policy_lag)

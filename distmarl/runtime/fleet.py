@@ -31,8 +31,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayError, RayTaskError
 
-from distmarl.config import ExperimentConfig
-from distmarl.factory import buffer_kwargs, reads_state
+from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig
 from distmarl.runtime.actors.learner import LearnerActor
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
 from distmarl.runtime.buffer_actor import make_buffer_actor
@@ -83,33 +82,36 @@ def get_with_retry(submit: Callable[[], Any], attempts: int = 120, delay_s: floa
 
 
 class Fleet:
-    """The buffer actor, one learner per member, ``workers_per_member`` rollout workers per
-    member; what they cost in faults (:attr:`faults`). Events go to ``state``; a resync of
+    """The buffer actor (built from ``buffer_kwargs``, see
+    :func:`distmarl.factory.buffer_kwargs`), one learner per member of ``population``,
+    ``workers_per_member`` rollout workers per member, each building its algorithm from
+    ``algorithm`` (workers their envs from ``env``) with a seed derived from ``seed``; what they
+    cost in faults (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
+    buffer is snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of
     fragments clears the member's owed updates in ``scheduler``."""
 
-    def __init__(self, cfg: ExperimentConfig, spaces: tuple[Any, ...],
-                 resources: ActorResources, path: DataPath, state: RunState,
-                 scheduler: Scheduler) -> None:
+    def __init__(self, population: PopulationConfig, env: EnvConfig,
+                 algorithm: AlgorithmConfig, spaces: tuple[Any, ...], *,
+                 buffer_kwargs: dict[str, Any], snapshot_interval_s: float,
+                 weight_sync_updates: int, seed: int, resources: ActorResources,
+                 path: DataPath, state: RunState, scheduler: Scheduler) -> None:
         self.path, self.state, self.scheduler = path, state, scheduler
-        agents = list(spaces[0])
-        fields = buffer_kwargs(cfg, agents, reads_state(cfg.algorithm, spaces))
         # actor handles are typed Any: their methods are called through ``.remote``
-        self.buffer: Any = make_buffer_actor(fields, num_cpus=resources.buffer["num_cpus"],
+        self.buffer: Any = make_buffer_actor(buffer_kwargs, num_cpus=resources.buffer["num_cpus"],
                                              **ACTOR_OPTIONS)
         self.learners: list[Any] = [
             LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
-                member, cfg.algorithm, spaces, self.buffer, seed=cfg.seed * 1009 + member,
-                weight_sync_updates=cfg.training.weight_sync_updates,
-                num_envs=cfg.env.num_envs)
-            for member in range(cfg.population.size)]
+                member, algorithm, spaces, self.buffer, seed=seed * 1009 + member,
+                weight_sync_updates=weight_sync_updates, num_envs=env.num_envs)
+            for member in range(population.size)]
         self.workers: list[list[Any]] = [
             [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
-                member, w, cfg.env, cfg.algorithm, spaces, self.buffer,
-                seed=cfg.seed * 7919 + member * 101 + w)
-             for w in range(cfg.population.workers_per_member)]
-            for member in range(cfg.population.size)]
+                member, w, env, algorithm, spaces, self.buffer,
+                seed=seed * 7919 + member * 101 + w)
+             for w in range(population.workers_per_member)]
+            for member in range(population.size)]
         self.faults = FaultLog()
-        self.snapshots = Snapshots(cfg.buffer.snapshot_interval_s)
+        self.snapshots = Snapshots(snapshot_interval_s)
         self.buffer_incarnation: str | None = None
         self.learner_incarnations: dict[int, str] = {}
         self.worker_pids: dict[tuple[int, int], int] = {}

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import ray
 from ray.exceptions import ObjectLostError, RayActorError
 
-from distmarl.config import ExperimentConfig
+from distmarl.config import EvolutionConfig, RLParameterConfig, TrainingConfig
 from distmarl.hpo import (
     HyperparameterConfig,
     Lineage,
@@ -38,30 +38,33 @@ log = logging.getLogger(__name__)
 LOST = (RayActorError, ObjectLostError)
 
 
-def make_hp_config(cfg: ExperimentConfig) -> HyperparameterConfig:
-    """The mutable hyperparameters' ranges, checked against the algorithm's."""
+def make_hp_config(ranges: Mapping[str, RLParameterConfig],
+                   algorithm: str) -> HyperparameterConfig:
+    """The mutable hyperparameters' ranges (``evolution.hp_config``), checked against those
+    of ``algorithm`` (its name)."""
     hp_config = HyperparameterConfig(**{
         name: RLParameter(p.min, p.max, p.grow_factor, p.shrink_factor,
                           int if p.dtype == "int" else float)
-        for name, p in cfg.evolution.hp_config.items()})
-    hp_config.check_against(cfg.algorithm.name)
+        for name, p in ranges.items()})
+    hp_config.check_against(algorithm)
     return hp_config
 
 
 class Generations:
-    """Evolution of ``state``'s members through ``fleet``'s learners."""
+    """Evolution of ``state``'s members through ``fleet``'s learners, as ``evo`` says, until
+    ``training``'s ``max_steps`` per member or its ``target`` fitness; decisions draw from a
+    ``Generator`` seeded with ``seed``."""
 
-    def __init__(self, cfg: ExperimentConfig, fleet: Fleet, state: RunState,
-                 hp_config: HyperparameterConfig) -> None:
-        evo = cfg.evolution
+    def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
+                 state: RunState, hp_config: HyperparameterConfig) -> None:
         self.evo = evo
-        self.max_steps = cfg.training.max_steps
-        self.target = cfg.training.target
+        self.max_steps = training.max_steps
+        self.target = training.target
         self.fleet, self.state = fleet, state
-        self.rng = np.random.default_rng(cfg.seed)
+        self.rng = np.random.default_rng(seed)
         self.hp_config = hp_config
         self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
-                                             cfg.population.size, evo.eval_loop)
+                                             len(state.members), evo.eval_loop)
         m = evo.mutation
         self.mutations = Mutations(m.no_mutation, m.architecture, m.new_layer_prob, m.parameters,
                                    m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,

@@ -2,9 +2,9 @@
 and a resume from a checkpoint.
 
 Everything here runs in the coordinator's process. Tracking failures never stop training (the
-tracker queues and retries). A checkpoint holds every member's learner state, the run's
-counters (:class:`~distmarl.runtime.run_state.RunState`), the generations' RNG and lineage,
-the MLflow run ids, and a buffer snapshot.
+tracker queues and retries). A checkpoint holds the run's config (as plain data), every member's
+learner state, the run's counters (:class:`~distmarl.runtime.run_state.RunState`), the
+generations' RNG and lineage, the MLflow run ids, and a buffer snapshot.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ import json
 import logging
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from distmarl.algorithms import Algorithm
 from distmarl.checkpoint import load_checkpoint, save_checkpoint
-from distmarl.config import ExperimentConfig
-from distmarl.factory import make_algorithm
+from distmarl.config import TrackingConfig, flatten_dict
 from distmarl.runtime.fleet import Fleet, get_with_retry
 from distmarl.runtime.generations import Generations
 from distmarl.runtime.run_state import RunState
@@ -39,37 +42,46 @@ def interval(value: int | str, max_steps: int, parts: int) -> int:
     return max(0, int(value))
 
 
-def make_tracker(cfg: ExperimentConfig, run_dir: Path,
+def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
                  resume: dict[str, Any] | None = None) -> Tracker:
-    """MLflow tracking into experiment ``tracking.experiment_name`` (default: the config's
-    ``name``), a parent run named ``<time>-<name>`` (``resume``: an earlier tracker's
+    """MLflow tracking into experiment ``tracking.experiment_name`` (default: ``name``, the
+    config's), a parent run named ``<time>-<name>`` (``resume``: an earlier tracker's
     ``run_ids()``, whose runs go on); a no-op tracker when tracking is off."""
-    t = cfg.tracking
-    if not t.mlflow:
+    if not tracking.mlflow:
         return NullTracker()
     from distmarl.tracking.mlflow import MlflowTracker, resolve_tracking_uri
 
-    uri = resolve_tracking_uri(run_dir, t.mlflow_uri)
-    run_name = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name}"
-    return MlflowTracker(uri, t.experiment_name or cfg.name, run_name,
+    uri = resolve_tracking_uri(run_dir, tracking.mlflow_uri)
+    run_name = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
+    return MlflowTracker(uri, tracking.experiment_name or name, run_name,
                          artifact_dir=run_dir / "mlartifacts", resume=resume)
 
 
 class Recorder:
-    """Metrics, checkpoints and artifacts of the run in ``run_dir``."""
+    """Metrics, checkpoints and artifacts of the run ``name`` in ``run_dir``, as ``tracking``
+    says.
 
-    def __init__(self, cfg: ExperimentConfig, run_dir: Path, ray_address: str | None,
-                 state: RunState, fleet: Fleet, generations: Generations,
-                 spaces: tuple[Any, ...]) -> None:
-        self.cfg, self.run_dir, self.ray_address = cfg, run_dir, ray_address
-        self.state, self.fleet, self.generations, self.spaces = state, fleet, generations, spaces
+    ``config`` is the run's whole config as plain data (its JSON form), kept as it is: written
+    to ``config.yaml``, logged as the tracking run's parameters and stored in every checkpoint.
+    ``tags`` go to the tracking run (the git commit is added). ``max_steps`` (env steps per
+    member) sets the ``"auto"`` cadences, and with ``evo_steps`` the boundaries after a resume.
+    ``new_policy`` builds a fresh algorithm of the run's kind, for the elite model."""
+
+    def __init__(self, tracking: TrackingConfig, run_dir: Path, *, name: str,
+                 config: dict[str, Any], tags: dict[str, str], max_steps: int, evo_steps: int,
+                 new_policy: Callable[[], Algorithm], state: RunState, fleet: Fleet,
+                 generations: Generations) -> None:
+        self.tracking, self.run_dir, self.name = tracking, run_dir, name
+        self.config, self.tags, self.new_policy = config, tags, new_policy
+        self.max_steps, self.evo_steps = max_steps, evo_steps
+        self.state, self.fleet, self.generations = state, fleet, generations
         self.tracker: Tracker = NullTracker()
         self.resume_ids: dict[str, Any] | None = None
         self.resumed_from: str | None = None
         self.last_checkpoint: str | None = None
         self.elite_model_uri: str | None = None
-        self.write_every = interval(cfg.tracking.write_interval, cfg.training.max_steps, 100)
-        self.ckpt_every = interval(cfg.tracking.checkpoint_interval, cfg.training.max_steps, 10)
+        self.write_every = interval(tracking.write_interval, max_steps, 100)
+        self.ckpt_every = interval(tracking.checkpoint_interval, max_steps, 10)
         self.next_write: int | None = None
         self.next_ckpt: int | None = None
         self.hp_logged: list[dict[str, Any]] = []
@@ -85,7 +97,7 @@ class Recorder:
                              f"config asks for {len(self.fleet.learners)}")
         self.fleet.load(ckpt.members, ckpt.buffer_state)
         self.state.load_state_dict(ckpt.meta)
-        evo, max_steps = self.cfg.evolution.evo_steps, self.cfg.training.max_steps
+        evo, max_steps = self.evo_steps, self.max_steps
         for m in self.state.members:  # a generation finished at the boundary: go on to the next
             if m.evaluated_at == m.boundary and m.boundary < max_steps:
                 m.next_boundary(evo, max_steps)
@@ -98,17 +110,15 @@ class Recorder:
     def start(self) -> None:
         """Open the tracking runs (retried; tracking goes off rather than stop the run), write
         the config, and set the metric and checkpoint cadence from the current step."""
-        cfg = self.cfg
-        tags = {"distmarl.version": __version__, "env": cfg.env.spec,
-                "algorithm": cfg.algorithm.name, "ray.address": str(self.ray_address or "local"),
-                "population": str(cfg.population.size)}
+        tags = dict(self.tags)
         commit = _git_commit()
         if commit:
             tags["git.commit"] = commit
-        self.tracker = make_tracker(cfg, self.run_dir, self.resume_ids)
+        self.tracker = make_tracker(self.tracking, self.name, self.run_dir, self.resume_ids)
         for attempt in range(1, TRACKING_START_ATTEMPTS + 1):
             try:
-                self.tracker.start(cfg.flat(), tags, [m.hp for m in self.state.members])
+                self.tracker.start(flatten_dict(self.config), tags,
+                                   [m.hp for m in self.state.members])
                 break
             except Exception as err:
                 if attempt == TRACKING_START_ATTEMPTS:
@@ -118,7 +128,8 @@ class Recorder:
                     log.warning("MLflow start, attempt %d failed (%s): retrying", attempt, err)
                     time.sleep(TRACKING_RETRY_S)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
+        (self.run_dir / "config.yaml").write_text(
+            str(yaml.safe_dump(self.config, sort_keys=False)))
         step = self.state.member_step()
         self.next_write = step + self.write_every if self.write_every else None
         self.next_ckpt = step + self.ckpt_every if self.ckpt_every else None
@@ -171,10 +182,10 @@ class Recorder:
         """Every member's full state, the run's state and the buffer, at this step."""
         states = self.fleet.learner_states()  # a restarted learner is restored first
         buffer_state = self.fleet.buffer_state()
-        meta = {"config": json.loads(self.cfg.model_dump_json()), **self.state.state_dict(),
+        meta = {"config": self.config, **self.state.state_dict(),
                 **self.generations.state_dict(), "mlflow": self.tracker.run_ids()}
         path = save_checkpoint(self.run_dir / "checkpoints", self.state.total_env_steps, meta,
-                               states, buffer_state, keep_last=self.cfg.tracking.keep_last)
+                               states, buffer_state, keep_last=self.tracking.keep_last)
         self.last_checkpoint = str(path)
         return path
 
@@ -219,7 +230,7 @@ class Recorder:
         latest = [m.fitness[-1] if m.fitness else float("-inf") for m in members]
         elite = max(range(len(latest)), key=lambda i: latest[i])
         try:
-            algo = make_algorithm(self.cfg.algorithm, self.spaces, seed=self.cfg.seed)
+            algo = self.new_policy()
             state = get_with_retry(self.fleet.learners[elite].get_state.remote)
             algo.load_state_dict(state["algo"])
         except Exception as err:

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from distmarl.config import ExperimentConfig
+from distmarl.config import PopulationConfig, ResourceConfig
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +22,12 @@ class ActorResources:
     scale: float  # < 1 when CPU requests were shrunk to fit the cluster
 
 
-def plan_resources(cfg: ExperimentConfig, cluster: dict[str, float]) -> ActorResources:
-    """Ask for what the config says; shrink CPU requests proportionally where the cluster has
-    fewer CPUs (so a 2-core laptop runs the same config as a cluster, oversubscribed), and ask
-    for GPUs only where the cluster has them."""
-    res, pop = cfg.resources, cfg.population
+def plan_resources(resources: ResourceConfig, population: PopulationConfig,
+                   cluster: dict[str, float]) -> ActorResources:
+    """Ask for what ``resources`` says for ``population``'s actors; shrink CPU requests
+    proportionally where the cluster has fewer CPUs (so a 2-core laptop runs the same config as
+    a cluster, oversubscribed), and ask for GPUs only where the cluster has them."""
+    res, pop = resources, population
     wanted = (pop.size * (res.num_cpus_per_learner + pop.workers_per_member * res.num_cpus_per_worker)
               + res.num_cpus_buffer)
     cpus = float(cluster.get("CPU", 0.0))

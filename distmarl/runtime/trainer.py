@@ -19,9 +19,10 @@ from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import CoordinatorActor
 
 
-def new_run_dir(cfg: ExperimentConfig) -> Path:
+def new_run_dir(directory: str, name: str) -> Path:
+    """A new run directory under ``directory`` (``tracking.directory``): ``<time>-<name>``."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return (Path(cfg.tracking.directory) / f"{stamp}-{cfg.name}").resolve()
+    return (Path(directory) / f"{stamp}-{name}").resolve()
 
 
 def _bar(p: dict[str, Any], width: int = 24) -> str:
@@ -47,7 +48,8 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
         run_dir = Path(resume).resolve()
         if not (run_dir / "checkpoints").exists():
             raise FileNotFoundError(f"--resume {run_dir}: no checkpoints/ folder there")
-    run_dir = Path(run_dir).resolve() if run_dir is not None else new_run_dir(cfg)
+    run_dir = (Path(run_dir).resolve() if run_dir is not None
+               else new_run_dir(cfg.tracking.directory, cfg.name))
     run_dir.mkdir(parents=True, exist_ok=True)
     started_ray = not ray.is_initialized() and address is None
     info = init_ray(address, num_cpus=num_cpus, num_gpus=num_gpus, log_to_driver=True)

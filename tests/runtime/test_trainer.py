@@ -143,7 +143,7 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> N
         from distmarl.factory import env_spaces
         init_ray(num_cpus=2, num_gpus=1, dashboard=False, log_to_driver=False)
         cfg = load_config({str(TINY)!r}, ["population.size=4", "resources.num_gpus_per_learner=0.25"])
-        res = plan_resources(cfg, ray.cluster_resources())
+        res = plan_resources(cfg.resources, cfg.population, ray.cluster_resources())
         spaces = env_spaces(cfg.env)
         learners = [LearnerActor.options(**res.learner).remote(i, cfg.algorithm, spaces, None, 0)
                     for i in range(4)]

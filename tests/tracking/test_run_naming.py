@@ -15,7 +15,7 @@ TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml
 
 def start_run(tmp_path: Path, *sets: str) -> dict:
     cfg = load_config(TINY, [f"tracking.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}", *sets])
-    tracker = make_tracker(cfg, tmp_path / "run")
+    tracker = make_tracker(cfg.tracking, cfg.name, tmp_path / "run")
     ids = tracker.start({"name": cfg.name}, {"algorithm": cfg.algorithm.name},
                         [{"lr": 0.1}, {"lr": 0.2}])
     tracker.finish()
@@ -55,6 +55,6 @@ def test_experiment_name_overrides(tmp_path: Path) -> None:
 
 def test_tracking_off_is_a_null_tracker(tmp_path: Path) -> None:
     cfg = load_config(TINY, ["tracking.mlflow=false"])
-    tracker = make_tracker(cfg, tmp_path / "run")
+    tracker = make_tracker(cfg.tracking, cfg.name, tmp_path / "run")
     assert tracker.run_ids() == {} and tracker.log_model(None, "m", [], {}) is None
     assert not (tmp_path / "run").exists()
