@@ -189,7 +189,7 @@ def bench_actor(seconds: float) -> dict[str, float]:
     import ray
 
     from distmarl.buffers.wire import unpack_batches
-    from distmarl.runtime.buffer_actor import make_buffer_actor
+    from distmarl.runtime.actors.buffer import make_buffer_actor
     from distmarl.runtime.cluster import init_ray
     from distmarl.types import TransitionChunk
 

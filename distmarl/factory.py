@@ -136,23 +136,19 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
 
 def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     """Check what only the env and the algorithm can check, before any actor starts: the env
-    builds, ``algorithm.hp`` and ``evolution.hp_config`` name real hyperparameters, and the
-    ``net_config`` fits the env's agents, and an on-policy population's buffer can carry its
-    fragments. Returns the spaces."""
+    builds, the algorithm builds for its spaces (the ``net_config`` fits the env's agents),
+    and an on-policy population's buffer can carry its fragments. (Hyperparameters and their
+    search ranges are checked when the config loads.) Returns the spaces."""
     from distmarl.config import ConfigError
-    from distmarl.hpo import HyperparameterConfig, RLParameter
 
     try:
         spaces = env_spaces(cfg.env)
     except Exception as err:
         raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
-    hp_config = HyperparameterConfig(**{n: RLParameter(p.min, p.max) for n, p in
-                                        cfg.evolution.hp_config.items()})
     try:
-        hp_config.check_against(cfg.algorithm.name)
         make_algorithm(cfg.algorithm, spaces, seed=cfg.seed)
     except (ValueError, KeyError, TypeError) as err:
-        raise ConfigError(f"algorithm / evolution.hp_config: {err}") from None
+        raise ConfigError(f"algorithm: {err}") from None
     try:
         check_on_policy_buffer(cfg)
     except ValueError as err:

@@ -18,7 +18,7 @@ import numpy as np
 import ray
 
 from distmarl.buffers import MultiAgentReplayBuffer
-from distmarl.runtime.buffer_actor import make_buffer_actor
+from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.cluster import init_ray
 from distmarl.types import TransitionChunk
 

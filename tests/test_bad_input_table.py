@@ -36,7 +36,7 @@ from distmarl.cli import main
 from distmarl.config import ConfigError, load_config
 from distmarl.envs import NonFiniteError, make_vector_env
 from distmarl.factory import preflight
-from distmarl.runtime.buffer_actor import BufferShell
+from distmarl.runtime.actors.buffer import BufferShell
 from tests.fakes import AGENTS, FIELDS, rows
 
 ROOT = Path(__file__).resolve().parents[1]

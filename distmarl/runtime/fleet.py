@@ -32,9 +32,9 @@ import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayError, RayTaskError
 
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig
+from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.learner import LearnerActor
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
-from distmarl.runtime.buffer_actor import make_buffer_actor
 from distmarl.runtime.datapath import DataPath
 from distmarl.runtime.resources import ActorResources
 from distmarl.runtime.run_state import RunState

@@ -3,8 +3,11 @@
 
 No Ray calls here. The parts of the runtime each write their own fields of these records:
 the scheduler the scheduling counters (``owed``, ``requested``, ``scheduled_steps``,
-``env_steps``, ``updates``, ``version``), generations the population fields (``hp``,
-``fitness``, ``boundary``, ``phase``), the coordinator the statistics (scores, seconds). :meth:`RunState.state_dict` is what a checkpoint keeps.
+``env_steps``, ``updates``, ``version``) and ``phase`` when a member reaches its boundary;
+generations the population fields (``hp`` after a copy or mutation, ``fitness``,
+``boundary``, ``phase`` after an evolution step); the fleet ``hp`` of a learner it restored;
+the coordinator the statistics (scores, seconds). :meth:`RunState.state_dict` is what a
+checkpoint keeps.
 """
 
 from __future__ import annotations

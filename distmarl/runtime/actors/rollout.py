@@ -48,12 +48,11 @@ class RolloutShell:
         import torch
 
         torch.set_num_threads(1)
-        self.member, self.worker, self.seed = member, worker, seed
+        self.member, self.worker = member, worker
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.venv = make_venv(env_cfg, seed=seed,
                               record_state=self.algo.uses_state)
-        self.on_policy = self.algo.on_policy
         self.collector = Collector(self.venv, self.algo, seed=seed)
         self.eval_venv: Any = None
         self.version = -1

@@ -27,7 +27,7 @@ def fragment(rows: int, start: float) -> dict:
 
 @pytest.fixture
 def buffer(ray_local):
-    from distmarl.runtime.buffer_actor import make_buffer_actor
+    from distmarl.runtime.actors.buffer import make_buffer_actor
 
     def make(capacity: int = 1000):
         return make_buffer_actor({"memory_size": capacity, "field_names": list(ON_POLICY_FIELDS),

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from distmarl.runtime.buffer_actor import BufferShell, make_buffer_actor
+from distmarl.runtime.actors.buffer import BufferShell, make_buffer_actor
 from distmarl.types import TransitionChunk
 from tests.fakes import AGENTS, FIELDS, check_aligned, rows
 
