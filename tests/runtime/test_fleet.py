@@ -17,10 +17,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 
 
-def start(ray, tmp_path, *sets):
+def start(ray, tmp_path, *sets, steps: int = 600):
+    """Start a tiny run of ``steps`` env steps per member in three generations; returns once
+    training is under way."""
     from distmarl.runtime.coordinator import CoordinatorActor
 
-    cfg = load_config(TINY, ["tracking.mlflow=false", "training.max_steps=600",
+    cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps={steps}",
+                             f"evolution.evo_steps={steps // 3}",
                              f"tracking.directory={tmp_path}", *sets])
     coord = CoordinatorActor.remote(json.loads(cfg.model_dump_json()), str(tmp_path / "run"))
     result = coord.run.remote()
@@ -33,11 +36,11 @@ def start(ray, tmp_path, *sets):
     raise AssertionError("training did not start")
 
 
-def finish(ray, coord, result) -> dict:
+def finish(ray, coord, result, steps: int = 600) -> dict:
     summary = ray.get(result, timeout=600)
     ray.kill(coord)
     assert summary["stop_reason"] == "max_steps"
-    assert all(m["env_steps"] >= 600 for m in summary["members"])
+    assert all(m["env_steps"] >= steps for m in summary["members"])
     assert all(len(m["fitness"]) == summary["generations"] == 3 for m in summary["members"])
     return summary
 
@@ -72,11 +75,13 @@ def test_a_killed_learner_is_restored_from_its_snapshot(ray_local, tmp_path) -> 
 
 def test_a_killed_buffer_is_restored_from_its_snapshot(ray_local, tmp_path) -> None:
     ray = ray_local
-    coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5")
+    # long enough that the kill, after a snapshot has been taken, lands mid-run on a fast machine
+    coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5", steps=3000)
     time.sleep(1.0)  # let a snapshot be taken
     pid = ray.get(handles["buffer"].pid.remote())
     os.kill(pid, signal.SIGKILL)
-    summary = finish(ray, coord, result)
+    assert ray.get(coord.progress.remote())["stop_reason"] == "running", "killed too late"
+    summary = finish(ray, coord, result, steps=3000)
     faults = summary["faults"]
     assert faults["buffer_restarts"] == 1
     event = next(e for e in summary["events"] if e.get("fault") == "buffer restarted")
