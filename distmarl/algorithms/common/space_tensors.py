@@ -16,7 +16,8 @@ Actions have three forms:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -61,6 +62,42 @@ def gumbel(shape: torch.Size, generator: torch.Generator, device: torch.device) 
     return -torch.log(exponential.clamp_min(1e-20))
 
 
+class BoxBounds(NamedTuple):
+    """A Box action space's bounds, flattened: ``low`` / ``high`` float32 ``(dim,)`` arrays,
+    ``mid`` / ``half`` their centre and half-width as tensors on the device."""
+
+    shape: tuple[int, ...]
+    dim: int
+    low: np.ndarray
+    high: np.ndarray
+    mid: torch.Tensor
+    half: torch.Tensor
+
+
+def box_bounds(space: spaces.Box, device: torch.device) -> BoxBounds:
+    """The bounds every Box action head maps to; ValueError unless they are finite with
+    ``high > low``."""
+    low, high = space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel()
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
+        raise ValueError(f"Box action spaces need finite bounds with high > low, got {space}")
+    return BoxBounds(space.shape, int(low.size), low, high,
+                     torch.as_tensor((high + low) / 2, device=device),
+                     torch.as_tensor((high - low) / 2, device=device))
+
+
+def require_batch_keys(batch: Mapping[str, Mapping[str, Any]], fields: Sequence[str],
+                       agents: Sequence[str]) -> None:
+    """KeyError naming what is missing unless ``batch[field][agent]`` exists for every field
+    and agent."""
+    missing = [f for f in fields if f not in batch]
+    if missing:
+        raise KeyError(f"batch lacks fields {missing}; expected {list(fields)}")
+    for field in fields:
+        absent = [a for a in agents if a not in batch[field]]
+        if absent:
+            raise KeyError(f"batch[{field!r}] lacks agents {absent}")
+
+
 class ActionCodec(ABC):
     """Converts between one agent's action space and its networks (see the module docstring)."""
 
@@ -94,14 +131,10 @@ class BoxCodec(ActionCodec):
     uses_noise = True
 
     def __init__(self, space: spaces.Box, device: torch.device) -> None:
-        low, high = space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel()
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
-            raise ValueError(f"Box action spaces need finite bounds with high > low, got {space}")
-        self.shape = space.shape
-        self.dim = int(low.size)
-        self.low_np, self.high_np = low, high
-        self.mid = torch.as_tensor((high + low) / 2, device=device)
-        self.half = torch.as_tensor((high - low) / 2, device=device)
+        bounds = box_bounds(space, device)
+        self.shape, self.dim = bounds.shape, bounds.dim
+        self.low_np, self.high_np = bounds.low, bounds.high
+        self.mid, self.half = bounds.mid, bounds.half
 
     def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
             generator: torch.Generator) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.common.space_tensors import ActionCodec, obs_tensor
+from distmarl.algorithms.common.space_tensors import ActionCodec, obs_tensor, require_batch_keys
 from distmarl.types import OFF_POLICY_FIELDS
 
 Tensors = dict[str, torch.Tensor]
@@ -50,14 +50,8 @@ def clean_batch(
     device: torch.device,
 ) -> CleanBatch:
     """Validate the fields and agents of ``batch`` and apply the cleaning rules above."""
-    missing = [f for f in OFF_POLICY_FIELDS if f not in batch]
-    if missing:
-        raise KeyError(f"batch lacks fields {missing}; expected {list(OFF_POLICY_FIELDS)}")
     agents = list(observation_spaces)
-    for field in OFF_POLICY_FIELDS:
-        absent = [a for a in agents if a not in batch[field]]
-        if absent:
-            raise KeyError(f"batch[{field!r}] lacks agents {absent}")
+    require_batch_keys(batch, OFF_POLICY_FIELDS, agents)
 
     def col(field: str, a: str) -> torch.Tensor:
         t = torch.as_tensor(batch[field][a], device=device)

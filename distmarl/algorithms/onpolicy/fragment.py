@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.common.space_tensors import obs_tensor
+from distmarl.algorithms.common.space_tensors import obs_tensor, require_batch_keys
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, mask_tensor
 from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
 
@@ -69,14 +69,8 @@ def clean_fragment(batch: Mapping[str, Mapping[str, Any]],
                    heads: Mapping[str, PolicyHead], device: torch.device
                    ) -> dict[str, AgentFragment]:
     """Validate ``batch`` (fields, agents, ``(T, E)`` shapes) and apply the cleaning rules."""
-    missing = [f for f in ON_POLICY_FIELDS if f not in batch]
-    if missing:
-        raise KeyError(f"batch lacks fields {missing}; expected {list(ON_POLICY_FIELDS)}")
     agents = list(observation_spaces)
-    for field in ON_POLICY_FIELDS:
-        absent = [a for a in agents if a not in batch[field]]
-        if absent:
-            raise KeyError(f"batch[{field!r}] lacks agents {absent}")
+    require_batch_keys(batch, ON_POLICY_FIELDS, agents)
     reward0 = torch.as_tensor(batch["reward"][agents[0]])
     if reward0.dim() not in (2, 3) or (reward0.dim() == 3 and reward0.shape[2] != 1):
         raise ValueError(f"on-policy fields must be time-major (T, E[, 1]); reward has shape "

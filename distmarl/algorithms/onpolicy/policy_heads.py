@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.common.space_tensors import gumbel
+from distmarl.algorithms.common.space_tensors import box_bounds, gumbel
 
 #: initial log-std of Gaussian policies: std 0.5 of the half-range, ~2% of samples per side clip
 INIT_LOG_STD = math.log(0.5)
@@ -78,13 +78,9 @@ class GaussianHead(PolicyHead):
     has_log_std = True
 
     def __init__(self, space: spaces.Box, device: torch.device) -> None:
-        low, high = space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel()
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
-            raise ValueError(f"Box action spaces need finite bounds with high > low, got {space}")
-        self.shape = space.shape
-        self.dim = int(low.size)
-        self.mid = torch.as_tensor((high + low) / 2, device=device)
-        self.half = torch.as_tensor((high - low) / 2, device=device)
+        bounds = box_bounds(space, device)
+        self.shape, self.dim = bounds.shape, bounds.dim
+        self.mid, self.half = bounds.mid, bounds.half
 
     def sample(self, out: torch.Tensor, log_std: torch.Tensor | None, mask: torch.Tensor | None,
                explore: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
