@@ -36,6 +36,14 @@ from distmarl.runtime.scheduler import Call, Scheduler
 from distmarl.version import __version__
 
 
+def progress(state: RunState, max_env_steps: int) -> dict[str, Any]:
+    """What the progress bar shows: counters of ``state`` and the run's total env steps."""
+    return {"env_steps": state.total_env_steps, "generation": state.generation,
+            "best_fitness": state.best_fitness(), "env_steps_per_s": state.env_steps_per_s(),
+            "max_env_steps": max_env_steps, "updates": state.updates(),
+            "stop_reason": state.stop_reason}
+
+
 class TrainingRun:
     """One training run: ``__init__`` builds the parts, each from its own sections of ``cfg``
     (actors started, a checkpoint loaded when ``resume`` names one, weights published, tracking
@@ -154,11 +162,7 @@ class TrainingRun:
                 self._handle(ref)
 
     def progress(self) -> dict[str, Any]:
-        return {"env_steps": self.state.total_env_steps, "generation": self.state.generation,
-                "best_fitness": self.state.best_fitness(),
-                "env_steps_per_s": self.state.env_steps_per_s(),
-                "max_env_steps": self.max_env_steps,
-                "updates": self.state.updates(), "stop_reason": self.state.stop_reason}
+        return progress(self.state, self.max_env_steps)
 
     def summary(self) -> dict[str, Any]:
         state = self.state
@@ -203,11 +207,8 @@ class Coordinator:
         return True
 
     def progress(self) -> dict[str, Any]:
-        if self.current is None:  # still setting up
-            return {"env_steps": 0, "generation": 0, "best_fitness": None,
-                    "env_steps_per_s": 0.0,
-                    "max_env_steps": self.cfg.training.max_steps * self.cfg.population.size,
-                    "updates": 0, "stop_reason": "running"}
+        if self.current is None:  # still setting up: nothing counted yet
+            return progress(RunState(), self.cfg.training.max_steps * self.cfg.population.size)
         return self.current.progress()
 
     def handles(self) -> dict[str, Any]:
