@@ -219,20 +219,6 @@ class _Prefixed:
         self.out.flush()
 
 
-class RandomPolicy:
-    """Uniform random actions from each agent's action space; quacks like an algorithm for
-    :func:`distmarl.collect.evaluate`."""
-
-    def __init__(self, action_spaces: dict[str, Any], seed: int) -> None:
-        self.action_spaces = action_spaces
-        for i, space in enumerate(action_spaces.values()):
-            space.seed(seed + i)
-
-    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> dict[str, np.ndarray]:
-        return {a: np.stack([self.action_spaces[a].sample() for _ in range(len(o))])
-                for a, o in obs.items()}
-
-
 class StillPolicy:
     """The all-zero action where the action spaces allow it (in mpe2: no force, nobody moves)."""
 
@@ -251,6 +237,7 @@ def baseline_scores(config_path: str | Path | None = None, sets: Sequence[str] =
     ``sets`` apply)."""
     from gymnasium import spaces as gym_spaces
 
+    from distmarl.collect import RandomPolicy
     from distmarl.factory import env_spaces
 
     cfg = load("MADDPG", config_path, [s for s in sets if s.startswith("env.")])

@@ -5,7 +5,7 @@
         [--set algorithm.hp.batch_size=256 ...]
 
 Settings as AgileRL's MADDPG example: population 4, 8 sub-envs per member, learn_step 16,
-batch 64 (examples/configs/speaker_listener_maddpg.yaml). Prints, each measured in this run:
+batch 64 (examples/configs/speaker_listener_maddpg_agilerl.yaml). Prints, each measured in this run:
   * distmarl on a local Ray: population env steps/s and updates/s,
   * the single-process trainer (distmarl.local.train_off_policy) doing the same work
     (population x steps, same update-to-data ratio) in one process,
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
+CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg_agilerl.yaml"
 
 
 def run_distmarl(steps: int, workers: int = 1, target: float | None = None,

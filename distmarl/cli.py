@@ -45,12 +45,26 @@ def _train(args: argparse.Namespace) -> int:
     summary = train(cfg, address=args.address, resume=args.resume, run_dir=args.run_dir,
                     summary_json=args.summary_json, show_progress=not args.quiet,
                     num_cpus=args.num_cpus, num_gpus=args.num_gpus)
-    best = summary["best_fitness"]
-    print(f"distmarl: {summary['stop_reason']} after {summary['env_steps']:,} env steps in "
-          f"{summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f}/s), "
-          f"{summary['generations']} generations, best fitness "
-          f"{'n/a' if best is None else f'{best:.2f}'}; run in {summary['run_dir']}")
+    print(result_line(summary))
     return 0
+
+
+def result_line(summary: dict[str, Any]) -> str:
+    """The last line ``train`` prints: how the run ended and its result, the elite's score on
+    the final evaluation's fixed episodes beside random play's (or the best fitness, when the
+    run had no final evaluation)."""
+    head = (f"distmarl: {summary['stop_reason']} after {summary['env_steps']:,} env steps in "
+            f"{summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f}/s), "
+            f"{summary['generations']} generations")
+    if summary["final_score"] is not None:
+        result = (f"final score {summary['final_score']:.1f} "
+                  f"(+-{summary['final_score_stderr']:.1f}, member {summary['elite']}, "
+                  f"{summary['final_episodes']} fixed episodes; random play "
+                  f"{summary['random_score']:.1f})")
+    else:
+        best = summary["best_fitness"]
+        result = f"best fitness {'n/a' if best is None else f'{best:.2f}'}"
+    return f"{head}, {result}; run in {summary['run_dir']}"
 
 
 def _config_show(args: argparse.Namespace) -> int:

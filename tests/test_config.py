@@ -258,10 +258,10 @@ def test_base_must_be_a_path_and_a_bad_base_is_named(tmp_path) -> None:
         load_config(write(tmp_path / "child2.yaml", {"base": "typo.yaml"}))
 
 
-#: examples/configs/speaker_listener_maddpg_tuned.yaml written out in full: the values the
-#: base file plus the tuned file's differences must give.
-TUNED_IN_FULL = """
-name: speaker_listener_maddpg_tuned
+#: examples/configs/speaker_listener_maddpg_agilerl.yaml written out in full: the values the
+#: base file plus the AgileRL file's differences must give.
+AGILERL_IN_FULL = """
+name: speaker_listener_maddpg_agilerl
 seed: 42
 env:
   spec: mpe2:simple_speaker_listener_v4
@@ -271,14 +271,14 @@ env:
 algorithm:
   name: MADDPG
   hp:
-    batch_size: 256
+    batch_size: 64
     lr_actor: 0.001
     lr_critic: 0.001
-    learn_step: 4
+    learn_step: 16
     gamma: 0.95
     tau: 0.01
-    max_grad_norm: 0.5
-    actor_reg: 0.001
+    max_grad_norm: 0.0
+    actor_reg: 0.0
   net_config:
     latent_dim: 64
     encoder_config: {hidden_size: [64]}
@@ -286,10 +286,12 @@ algorithm:
 population: {size: 4, workers_per_member: 1}
 evolution:
   mode: sync
-  evo_steps: 5000
+  initial_hp: config
+  evo_steps: 10000
   eval_steps: null
   eval_episodes: 1
   eval_loop: 1
+  final_episodes: 100
   tournament: {size: 2, elitism: true}
   mutation:
     no_mutation: 0.2
@@ -305,19 +307,19 @@ evolution:
     batch_size: {min: 8, max: 512, dtype: int}
     learn_step: {min: 1, max: 16, dtype: int, grow_factor: 1.5, shrink_factor: 0.75}
 buffer: {capacity: 100000, learning_starts: 1000}
-training: {max_steps: 150000, target: -30, chunk_steps: 16}
+training: {max_steps: 60000, chunk_steps: 16}
 resources: {num_cpus_per_learner: 1.0, num_cpus_per_worker: 1.0}
 tracking: {directory: runs}
 """
 
 
-def test_tuned_example_is_its_base_plus_differences() -> None:
-    path = CONFIGS / "speaker_listener_maddpg_tuned.yaml"
+def test_agilerl_example_is_its_base_plus_differences() -> None:
+    path = CONFIGS / "speaker_listener_maddpg_agilerl.yaml"
     assert yaml.safe_load(path.read_text())["base"] == "speaker_listener_maddpg.yaml"
-    tuned = load_config(path)
-    assert tuned == config_from_dict(yaml.safe_load(TUNED_IN_FULL))
-    assert (tuned.algorithm.hp.batch_size, tuned.algorithm.hp.learn_step) == (256, 4)
-    assert (tuned.evolution.evo_steps, tuned.training.target) == (5000, -30.0)
+    agilerl = load_config(path)
+    assert agilerl == config_from_dict(yaml.safe_load(AGILERL_IN_FULL))
+    assert (agilerl.algorithm.hp.batch_size, agilerl.algorithm.hp.learn_step) == (64, 16)
+    assert (agilerl.evolution.evo_steps, agilerl.evolution.eval_episodes) == (10000, 1)
 
 
 @pytest.mark.parametrize("sets,words", [

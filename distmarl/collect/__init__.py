@@ -2,7 +2,13 @@
 evaluation without exploration."""
 
 from distmarl.collect.collector import Collector, EpisodeScores, Rollout, fragment_to_batch
-from distmarl.collect.evaluation import EVAL_EPISODES_PER_ENV, evaluate, progress_score
+from distmarl.collect.evaluation import (
+    EVAL_EPISODES_PER_ENV,
+    RandomPolicy,
+    evaluate,
+    fixed_scores,
+    progress_score,
+)
 
-__all__ = ["EVAL_EPISODES_PER_ENV", "Collector", "EpisodeScores", "Rollout", "evaluate",
-           "fragment_to_batch", "progress_score"]
+__all__ = ["EVAL_EPISODES_PER_ENV", "Collector", "EpisodeScores", "RandomPolicy", "Rollout",
+           "evaluate", "fixed_scores", "fragment_to_batch", "progress_score"]

@@ -37,13 +37,15 @@ def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> fl
 def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
              seed: int | None = None) -> list[float]:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
-    exploration. With ``max_steps``, an episode still running then counts with its partial
-    score (AgileRL's ``eval_steps``)."""
+    exploration, in a fixed order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i``
+    (whichever ends first), so a seed names the same episodes for every policy. With
+    ``max_steps``, an episode still running then counts with its partial score (AgileRL's
+    ``eval_steps``)."""
     obs, infos = venv.reset(seed=seed)
     agents = list(venv.possible_agents)
     running_score = np.zeros(venv.num_envs)
     done = np.zeros(venv.num_envs, dtype=np.int64)
-    scores: list[float] = []
+    per_env: list[list[float]] = [[] for _ in range(venv.num_envs)]
     steps = 0
     while (done < episodes).any() and (max_steps is None or steps < max_steps):
         actions = apply_env_defined_actions(algo.act(obs, explore=False), infos)
@@ -52,13 +54,35 @@ def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None =
         running_score += counting * sum(np.asarray(rew[a], dtype=np.float64) for a in agents)
         ended = infos["_final_obs"] & counting
         for i in np.flatnonzero(ended):
-            scores.append(float(running_score[i]))
+            per_env[i].append(float(running_score[i]))
             running_score[i] = 0.0
             done[i] += 1
         steps += 1
-    unfinished = done < episodes
-    scores.extend(running_score[unfinished].tolist())  # only with max_steps
-    return scores
+    for i in np.flatnonzero(done < episodes):  # only with max_steps
+        per_env[i].append(float(running_score[i]))
+    return [s[k] for k in range(episodes) for s in per_env if k < len(s)]
+
+
+def fixed_scores(venv: Any, policy: Policy, episodes: int, seed: int) -> list[float]:
+    """Scores of exactly ``episodes`` whole episodes seeded by ``seed``: the first
+    ``episodes`` of :func:`evaluate`'s order, the same episodes for every policy on a venv of
+    the same env config (the final evaluation, and the random policy beside it)."""
+    per_env = -(-episodes // venv.num_envs)
+    return evaluate(venv, policy, episodes=per_env, seed=seed)[:episodes]
+
+
+class RandomPolicy:
+    """Uniform random actions from each agent's action space (``seed`` seeds them): the
+    baseline a final score is read against."""
+
+    def __init__(self, action_spaces: dict[str, Any], seed: int) -> None:
+        self.action_spaces = action_spaces
+        for i, space in enumerate(action_spaces.values()):
+            space.seed(seed + i)
+
+    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> dict[str, np.ndarray]:
+        return {a: np.stack([self.action_spaces[a].sample() for _ in range(len(o))])
+                for a, o in obs.items()}
 
 
 def evaluate_checkpoint(path: Path, episodes: int = 10, member: int | None = None,

@@ -136,11 +136,14 @@ class MutationConfig(Section):
 
 
 class EvolutionConfig(Section):
-    mode: Literal["sync", "async"] = Field("sync", description="generation-synchronous tournaments or asynchronous exploit/explore")
+    mode: Literal["sync", "async", "independent"] = Field("sync", description="generation-synchronous tournaments, asynchronous exploit/explore, or independent members (evaluated at each boundary, never selected, copied or mutated: evolution off)")
+    initial_hp: Literal["config", "sampled"] = Field("config", description="config: every member starts from algorithm.hp (AgileRL); sampled: each member's hp_config hyperparameters are drawn from their ranges (log-uniform for positive ranges), as PBT and random search start")
     evo_steps: int = Field(10_000, ge=1, description="env steps per member between evolution steps")
     eval_steps: int | None = Field(None, ge=1, description="max env steps per evaluation episode (None: the whole episode)")
-    eval_episodes: int = Field(1, ge=1, description="evaluation episodes per fitness value (per sub-env batch)")
+    eval_episodes: int = Field(4, ge=1, description="evaluation episodes per sub-env per fitness value (all members of a generation play the same episodes)")
     eval_loop: int = Field(1, ge=1, description="fitness = mean of the last eval_loop evaluations")
+    final_episodes: int = Field(100, ge=0, description="episodes of the final evaluation of every member on a fixed set (seeded by final_seed), beside a random policy on the same episodes; the elite's is the run's final_score (0: none)")
+    final_seed: int = Field(12345, ge=0, description="seed of the final evaluation's episodes (the same set for every run of an env config)")
     tournament: TournamentConfig = Field(default_factory=TournamentConfig)
     mutation: MutationConfig = Field(default_factory=MutationConfig)
     hp_config: dict[str, RLParameterConfig] = Field(default_factory=dict, description="hyperparameters rl_hp mutations search, with their ranges")

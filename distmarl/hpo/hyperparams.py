@@ -48,6 +48,16 @@ class RLParameter:
         factor = self.grow_factor if rng.random() < 0.5 else self.shrink_factor
         return self.clip(value * factor)
 
+    def sample(self, rng: np.random.Generator) -> Number:
+        """A value drawn from ``[min, max]``: log-uniform when ``min > 0`` (rates and sizes
+        span orders of magnitude, and a uniform draw would almost never give a small one),
+        else uniform; rounded (int) and clipped."""
+        if self.min > 0:
+            value = float(np.exp(rng.uniform(np.log(self.min), np.log(self.max))))
+        else:
+            value = float(rng.uniform(self.min, self.max))
+        return self.clip(value)
+
     def to_json(self) -> dict[str, Any]:
         return {"min": self.min, "max": self.max, "grow_factor": self.grow_factor,
                 "shrink_factor": self.shrink_factor, "dtype": self.dtype.__name__}
@@ -81,6 +91,11 @@ class HyperparameterConfig:
 
     def names(self) -> list[str]:
         return list(self.params)
+
+    def sample(self, size: int, rng: np.random.Generator) -> list[dict[str, Number]]:
+        """``size`` sets of values, each parameter drawn by :meth:`RLParameter.sample` (a
+        population's diverse start)."""
+        return [{name: p.sample(rng) for name, p in self.params.items()} for _ in range(size)]
 
     def check_against(self, algorithm: str) -> None:
         """ValueError unless these ranges fit ``algorithm``'s hyperparameters

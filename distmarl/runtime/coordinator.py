@@ -86,8 +86,12 @@ class TrainingRun:
             state=self.state, fleet=self.fleet, generations=self.generations)
         if resume:
             self.recorder.restore(resume)
-        elif evo.mutation.pretrain_mutation:
-            self.generations.pretrain_mutation()
+        else:
+            if evo.initial_hp == "sampled":
+                self.generations.sample_initial_hp()
+            if evo.mutation.pretrain_mutation and evo.mode != "independent":
+                self.generations.pretrain_mutation()
+        self.final_episodes, self.final_seed = evo.final_episodes, evo.final_seed
         self.fleet.watch()
         self.recorder.start()
         self.inflight: dict[Any, Call] = {}
@@ -111,6 +115,8 @@ class TrainingRun:
                 self.recorder.maybe_write()
                 self.fleet.tick()
             self._drain()
+            if self.final_episodes > 0:
+                self.generations.final_evaluation(self.final_episodes, self.final_seed)
             self.recorder.finish()
         except BaseException:
             self.recorder.finish(failed=True)
@@ -175,6 +181,9 @@ class TrainingRun:
             "updates": state.updates(),
             "generations": state.generation,
             "best_fitness": state.best_fitness(),
+            **(state.final.to_json() if state.final is not None else {"final_score": None}),
+            "fitness_history": state.fitness_history,
+            "generation_marks": state.generation_marks,
             "members": [m.summary() for m in state.members],
             "copies": state.copy_log,
             "events": state.events,

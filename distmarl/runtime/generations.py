@@ -28,8 +28,9 @@ from distmarl.hpo import (
     TournamentSelection,
 )
 from distmarl.hpo.pbt import AsyncExploit
+from distmarl.hpo.tournament import rank
 from distmarl.runtime.fleet import Fleet, get_with_retry
-from distmarl.runtime.run_state import DONE, RunState
+from distmarl.runtime.run_state import DONE, FinalEvaluation, RunState
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +81,12 @@ class Generations:
         self.state.end_generation()
         if self._finished():
             return
-        plan = self.selection.select([m.fitness for m in members], self.rng)
-        hps = [members[src].hp for src in plan.sources]
-        plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elite)
-        self.carry_out(plan.copies(), plans)
-        self.lineage.record_generation(plan, plans, [m.hp for m in members])
+        if self.evo.mode != "independent":  # independent: no selection, no mutation
+            plan = self.selection.select([m.fitness for m in members], self.rng)
+            hps = [members[src].hp for src in plan.sources]
+            plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elite)
+            self.carry_out(plan.copies(), plans)
+            self.lineage.record_generation(plan, plans, [m.hp for m in members])
         for member in range(len(members)):
             self._next_boundary(member)
 
@@ -107,6 +109,19 @@ class Generations:
             self.carry_out([(member, source)], [plan])
             self.lineage.record_copy(member, source, plan, m.hp)
         self._next_boundary(member)
+
+    def sample_initial_hp(self) -> None:
+        """Start every member from hyperparameters drawn from the ``hp_config`` ranges
+        (``evolution.initial_hp: sampled``): set on the learners, published to the workers,
+        and the family tree's roots."""
+        members, learners = self.state.members, self.fleet.learners
+        values = self.hp_config.sample(len(members), self.rng)
+        hps = ray.get([learners[i].set_hyperparameters.remote(v) for i, v in enumerate(values)])
+        for m, hp in zip(members, hps):
+            m.hp = hp
+        self._republish(list(range(len(members))))
+        self.lineage = Lineage([m.hp for m in members])
+        self.state.event(initial_hp="sampled", values=[dict(v) for v in values])
 
     def pretrain_mutation(self) -> None:
         """Mutate every member once before training (AgileRL's pre-training mutation pass)."""
@@ -138,27 +153,59 @@ class Generations:
         """Fresh weights, then evaluation episodes without exploration; appends to each
         fitness. A learner or worker Ray restarted meanwhile is restored / asked again;
         weights lost with their learner's node are republished from the restored learner."""
-        fleet = self.fleet
-        fleet.check_learners(members)
-        published = [get_with_retry(fleet.learners[i].publish.remote) for i in members]
-        seeds = {}
-        for i, (version, box) in zip(members, published):
-            self.state.members[i].set_weights(version, box)
-            seeds[i] = int(self.rng.integers(2**31))
-        refs = [self._eval_call(i, seeds[i])() for i in members]
-        results = []
-        for i, ref in zip(members, refs):
-            try:
-                results.append(ray.get(ref))
-            except LOST:
-                fleet.check_learners([i])  # a restarted learner is restored and republished
-                results.append(get_with_retry(self._eval_call(i, seeds[i])))
+        self.fleet.check_learners(members)
+        self._refresh_weights(members)
+        seed = int(self.rng.integers(2**31))  # the same episodes for everyone: fair comparisons
+        results = self._gather(members, [self._eval_call(i, seed) for i in members])
         fitness = {}
         for i, scores in zip(members, results):
             fitness[i] = float(np.mean(scores))
             self.state.members[i].evaluated(fitness[i])
             self.lineage.record_fitness(i, fitness[i])
         return fitness
+
+    def final_evaluation(self, episodes: int, seed: int) -> FinalEvaluation:
+        """Every member's newest weights, and a uniform random policy, on the same fixed
+        ``episodes`` episodes seeded by ``seed``; the elite is the member selection ranks first
+        by fitness. Sets ``state.final``."""
+        members = self.state.members
+        indices = list(range(len(members)))
+        self.fleet.check_learners(indices)
+        self._refresh_weights(indices)
+        workers = self.fleet.workers
+        calls = [self._final_call(i, episodes, seed) for i in indices]
+        calls.append(lambda: workers[0][0].score_fixed.remote(-1, None, episodes, seed, True))
+        *scores, random_scores = self._gather([*indices, 0], calls)
+        fitness = self.selection.fitness([m.fitness for m in members])
+        self.state.final = FinalEvaluation(
+            episodes=episodes, seed=seed, elite=rank(fitness)[0],
+            scores=[float(np.mean(s)) for s in scores],
+            stderr=[float(np.std(s) / np.sqrt(len(s))) for s in scores],
+            random_score=float(np.mean(random_scores)))
+        return self.state.final
+
+    def _final_call(self, member: int, episodes: int, seed: int) -> Callable[[], Any]:
+        m, worker = self.state.members[member], self.fleet.workers[member][0]
+        return lambda: worker.score_fixed.remote(m.version, m.weights_box, episodes, seed)
+
+    def _refresh_weights(self, members: Sequence[int]) -> None:
+        published = [get_with_retry(self.fleet.learners[i].publish.remote) for i in members]
+        for i, (version, box) in zip(members, published):
+            self.state.members[i].set_weights(version, box)
+
+    def _gather(self, members: Sequence[int], calls: Sequence[Callable[[], Any]]) -> list[Any]:
+        """Results of ``calls`` (``calls[k]`` submits member ``members[k]``'s), made together;
+        a call lost with its learner or worker is made again once the learner is restored
+        (its weights republished)."""
+        refs = [call() for call in calls]
+        results = []
+        for i, call, ref in zip(members, calls, refs):
+            try:
+                results.append(ray.get(ref))
+            except LOST:
+                self.fleet.check_learners([i])
+                results.append(get_with_retry(call))
+        return results
 
     def _eval_call(self, member: int, seed: int) -> Callable[[], Any]:
         """Submits ``member``'s evaluation with its weights as they are when called."""
@@ -208,10 +255,13 @@ class Generations:
             members[plan.member].hp = result["hp"]
             self.state.event(member=plan.member, mutation=plan.describe(),
                              change=_plain(result["change"]))
-        changed = sorted({i for i, _ in copies} | {p.member for p in mutated})
-        published = ray.get([learners[i].publish.remote() for i in changed])
+        self._republish(sorted({i for i, _ in copies} | {p.member for p in mutated}))
+
+    def _republish(self, changed: Sequence[int]) -> None:
+        """Publish the weights of learners that changed and snapshot their states."""
+        published = ray.get([self.fleet.learners[i].publish.remote() for i in changed])
         for i, (version, box) in zip(changed, published):
-            members[i].set_weights(version, box)
+            self.state.members[i].set_weights(version, box)
             self.fleet.snapshot_learner(i)
 
     # ------------------------------------------------------------------ state

@@ -160,8 +160,13 @@ class Recorder:
         if latest:
             out["population/best_fitness"] = max(latest)
             out["population/mean_fitness"] = sum(latest) / len(latest)
+        if state.final is not None:
+            out["population/final_score"] = state.final.final_score
+            out["population/random_score"] = state.final.random_score
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
+            if state.final is not None:
+                out[p + "final_score"] = state.final.scores[i]
             out[p + "env_steps"] = m.env_steps
             out[p + "updates"] = m.updates
             if m.train_seconds > 0:
@@ -220,15 +225,14 @@ class Recorder:
             self.tracker.log_artifact(Path(self.last_checkpoint), "checkpoint")
 
     def log_elite_model(self) -> str | None:
-        """The best member (by latest fitness) as a model of the parent run; its URI, or None
-        when tracking is off or the model could not be logged."""
+        """The elite (the final evaluation's, else the best by latest fitness) as a model of
+        the parent run; its URI, or None when tracking is off or the model could not be
+        logged."""
         if self.tracker.run_ids().get("parent") is None:
             return None
         from distmarl.tracking.policy_model import PolicyModel
 
-        members = self.state.members
-        latest = [m.fitness[-1] if m.fitness else float("-inf") for m in members]
-        elite = max(range(len(latest)), key=lambda i: latest[i])
+        elite = self._elite()
         try:
             algo = self.new_policy()
             state = get_with_retry(self.fleet.learners[elite].get_state.remote)
@@ -241,6 +245,13 @@ class Recorder:
                                                 f"torch=={_torch_version()}"],
             {"distmarl.elite_member": str(elite)})
         return self.elite_model_uri
+
+    def _elite(self) -> int:
+        if self.state.final is not None:
+            return self.state.final.elite
+        members = self.state.members
+        latest = [m.fitness[-1] if m.fitness else float("-inf") for m in members]
+        return max(range(len(latest)), key=lambda i: latest[i])
 
     def summary(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "mlflow": self.tracker.run_ids(),

@@ -5,9 +5,9 @@ No Ray calls here. The parts of the runtime each write their own fields of these
 the scheduler the scheduling counters (``owed``, ``requested``, ``scheduled_steps``,
 ``env_steps``, ``updates``, ``version``) and ``phase`` when a member reaches its boundary;
 generations the population fields (``hp`` after a copy or mutation, ``fitness``,
-``boundary``, ``phase`` after an evolution step); the fleet ``hp`` of a learner it restored;
-the coordinator the statistics (scores, seconds). :meth:`RunState.state_dict` is what a
-checkpoint keeps.
+``boundary``, ``phase`` after an evolution step) and ``final``, the final evaluation; the
+fleet ``hp`` of a learner it restored; the coordinator the statistics (scores, seconds).
+:meth:`RunState.state_dict` is what a checkpoint keeps.
 """
 
 from __future__ import annotations
@@ -113,6 +113,31 @@ class MemberState:
         return m
 
 
+@dataclass(frozen=True)
+class FinalEvaluation:
+    """Every member and a uniform random policy scored on the same fixed ``episodes``
+    episodes (seeded by ``seed``): ``scores[i]`` is member ``i``'s mean, ``stderr[i]`` its
+    standard error. The run's result is the ``elite``'s score; the elite is the member
+    selection ranks first by fitness (choosing it by these scores would flatter it)."""
+
+    episodes: int
+    seed: int
+    elite: int
+    scores: list[float]
+    stderr: list[float]
+    random_score: float
+
+    @property
+    def final_score(self) -> float:
+        return self.scores[self.elite]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"final_score": self.final_score, "final_score_stderr": self.stderr[self.elite],
+                "random_score": self.random_score, "elite": self.elite,
+                "final_episodes": self.episodes, "final_seed": self.seed,
+                "final_scores": list(self.scores)}
+
+
 class RunState:
     """The run's counters. ``total_env_steps`` and ``buffer_rows`` count every transition
     collected (the buffer may hold fewer: it is a ring); ``events`` and ``copy_log`` are the
@@ -128,6 +153,10 @@ class RunState:
         self.events: list[dict[str, Any]] = []
         self.copy_log: list[dict[str, Any]] = []
         self.fitness_history: list[list[float]] = []
+        #: per generation: (seconds of training since the clock started, total env steps) when
+        #: its evaluation ended, beside ``fitness_history`` (time and steps to a score)
+        self.generation_marks: list[tuple[float, int]] = []
+        self.final: FinalEvaluation | None = None  # set once, when the run has ended
         self.started = time.time()
         self._clock_t0 = time.perf_counter()
         self._clock_steps0 = 0
@@ -150,6 +179,8 @@ class RunState:
     def end_generation(self) -> None:
         """Every member was evaluated: one generation (synchronous mode) is over."""
         self.fitness_history.append([m.fitness[-1] for m in self.members])
+        self.generation_marks.append(
+            (round(time.perf_counter() - self._clock_t0, 3), self.total_env_steps))
         self.generation += 1
 
     def end_evolution(self) -> None:
@@ -185,7 +216,9 @@ class RunState:
         return {"generation": self.generation, "evolutions": self.evolutions,
                 "total_env_steps": self.total_env_steps, "buffer_rows": self.buffer_rows,
                 "members": [m.to_json() for m in self.members],
-                "fitness_history": self.fitness_history, "copies": self.copy_log,
+                "fitness_history": self.fitness_history,
+                "generation_marks": [list(m) for m in self.generation_marks],
+                "copies": self.copy_log,
                 "events": self.events}
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
@@ -195,5 +228,6 @@ class RunState:
         self.total_env_steps = int(d["total_env_steps"])
         self.buffer_rows = int(d["buffer_rows"])
         self.fitness_history = list(d["fitness_history"])
+        self.generation_marks = [(float(t), int(n)) for t, n in d.get("generation_marks", [])]
         self.copy_log = list(d.get("copies", []))
         self.events = list(d.get("events", []))

@@ -108,3 +108,28 @@ def test_config_json_round_trip_and_clip() -> None:
     assert cfg.params["lr"].clip(1.0) == 1e-2
     assert cfg.params["batch_size"].clip(700.4) == 512
     assert cfg.params["batch_size"].clip(8.5) == 8
+
+
+def test_sampled_values_fill_the_range_log_uniformly_and_keep_their_dtype() -> None:
+    lr = RLParameter(min=1e-4, max=1e-2)
+    rng = np.random.default_rng(0)
+    values = np.array([lr.sample(rng) for _ in range(4000)])
+    assert values.min() >= 1e-4 and values.max() <= 1e-2
+    # log-uniform: each decade holds half the draws (uniform would put 1% below 1e-3... 9% here)
+    assert 0.45 < float(np.mean(values < 1e-3)) < 0.55
+    batch = RLParameter(min=8, max=512, dtype=int)
+    ints = [batch.sample(rng) for _ in range(500)]
+    assert all(type(v) is int and 8 <= v <= 512 for v in ints)
+    assert min(ints) < 16 and max(ints) > 256
+    coef = RLParameter(min=0.0, max=0.05)  # a range from zero: uniform
+    draws = np.array([coef.sample(rng) for _ in range(4000)])
+    assert 0.45 < float(np.mean(draws < 0.025)) < 0.55
+
+
+def test_a_population_of_samples_is_one_set_per_member_and_repeats_with_its_seed() -> None:
+    cfg = HyperparameterConfig(lr_actor=RLParameter(1e-4, 1e-2),
+                               batch_size=RLParameter(8, 512, dtype=int))
+    first = cfg.sample(4, np.random.default_rng(7))
+    assert first == cfg.sample(4, np.random.default_rng(7))
+    assert len(first) == 4 and all(set(hp) == {"lr_actor", "batch_size"} for hp in first)
+    assert len({hp["lr_actor"] for hp in first}) == 4

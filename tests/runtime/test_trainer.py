@@ -49,6 +49,19 @@ def test_summary_json_holds_the_final_figures(run) -> None:
     assert 0 < summary["setup_seconds"] < summary["wall_seconds"]
 
 
+def test_the_final_evaluation_scores_every_member_and_random_play_on_fixed_episodes(run) -> None:
+    cfg, summary, _ = run
+    assert summary["final_episodes"] == cfg.evolution.final_episodes == 10
+    assert summary["final_seed"] == cfg.evolution.final_seed
+    scores = summary["final_scores"]
+    assert len(scores) == cfg.population.size and all(np.isfinite(scores))
+    latest = [m["fitness"][-1] for m in summary["members"]]  # eval_loop 1: the latest counts
+    assert summary["elite"] == int(np.argmax(latest))
+    assert summary["final_score"] == scores[summary["elite"]]
+    assert summary["final_score_stderr"] > 0
+    assert np.isfinite(summary["random_score"]) and summary["random_score"] < 0
+
+
 def test_update_to_data_ratio_follows_learn_step(run) -> None:
     cfg, summary, _ = run
     for m in summary["members"]:
@@ -177,6 +190,28 @@ def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local
     lineage = json.loads((Path(summary["run_dir"]) / "lineage.json").read_text())
     copied = [i for i in lineage["individuals"] if i["parent_id"] is not None]
     assert len(copied) == len(summary["copies"])
+
+
+def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(ray_local,
+                                                                        tmp_path) -> None:
+    """``mode: independent``: no copy, no mutation; ``initial_hp: sampled``: each member starts from
+    its own draw from the ranges, and keeps it."""
+    from distmarl.runtime.trainer import train
+
+    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
+                               "evolution.mode=independent", "evolution.initial_hp=sampled",
+                               "evolution.mutation.pretrain_mutation=true",
+                               "training.max_steps=400", "evolution.final_episodes=4"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    assert summary["copies"] == []
+    assert [e for e in summary["events"] if "mutation" in e] == []
+    [start] = [e["values"] for e in summary["events"] if e.get("initial_hp") == "sampled"]
+    for m, drawn in zip(summary["members"], start):
+        assert len(m["fitness"]) == 2
+        assert {k: m["hp"][k] for k in drawn} == drawn  # kept: nothing mutated them
+        assert 1e-4 <= drawn["lr_actor"] <= 1e-2 and 16 <= drawn["batch_size"] <= 128
+    assert len({d["lr_actor"] for d in start}) == 3
+    assert len(summary["final_scores"]) == 3
 
 
 @pytest.mark.parametrize("max_lag", [0, 8])

@@ -142,6 +142,13 @@ class LearnerShell:
     def hyperparameters(self) -> dict[str, Any]:
         return dict(self.algo.hp)
 
+    def set_hyperparameters(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Set each of ``values`` (a population's diverse start); returns the hyperparameters."""
+        for name, value in values.items():
+            self.algo.set_hyperparameter(name, value)
+        self.discard_pending()
+        return self.hyperparameters()
+
     def weights_checksum(self) -> float:
         """Sum of every actor weight (a cheap fingerprint for tests and logs)."""
         return float(sum(np.asarray(v, dtype=np.float64).sum()

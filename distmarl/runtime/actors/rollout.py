@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import ray
 
-from distmarl.collect import Collector, evaluate
+from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import make_algorithm, make_venv
 from distmarl.types import TransitionChunk
@@ -51,6 +51,7 @@ class RolloutShell:
         self.member, self.worker = member, worker
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
+        self.action_spaces = spaces[1]
         self.venv = make_venv(env_cfg, seed=seed,
                               record_state=self.algo.uses_state)
         self.collector = Collector(self.venv, self.algo, seed=seed)
@@ -89,9 +90,24 @@ class RolloutShell:
         """Scores without exploration on a separate copy of the envs (the collection's episodes
         go on undisturbed)."""
         self._sync(version, weights_box)
+        return evaluate(self._eval_venv(seed), self.algo, episodes=episodes, max_steps=max_steps,
+                        seed=seed)
+
+    def score_fixed(self, version: int, weights_box: list[Any] | None, episodes: int,
+                    seed: int, random: bool = False) -> list[float]:
+        """Scores of the fixed set of ``episodes`` episodes seeded by ``seed``: of the member's
+        policy, or (``random``) of uniform random actions on the same episodes."""
+        if random:
+            return fixed_scores(self._eval_venv(seed), RandomPolicy(self.action_spaces, seed),
+                                episodes, seed)
+        self._sync(version, weights_box)
+        return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed)
+
+    def _eval_venv(self, seed: int) -> Any:
+        """A separate copy of the envs for evaluations (made at the first)."""
         if self.eval_venv is None:
             self.eval_venv = make_venv(self.env_cfg, mode="sync", seed=seed)
-        return evaluate(self.eval_venv, self.algo, episodes=episodes, max_steps=max_steps, seed=seed)
+        return self.eval_venv
 
     def info(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()

@@ -1,0 +1,222 @@
+"""Does evolution earn its keep? An evolving population against the same population trained
+without selection or mutation, and against one member, at the same total env steps.
+
+Arms, per task and seed (``--arms``):
+
+* ``evolving``: the task's config as it is (tournament selection and mutation);
+* ``independent``: the same population and initial hyperparameters with ``evolution.mode:
+  independent`` (members evaluated at the same boundaries, never selected, copied or mutated);
+* ``single``: one member with the config's hyperparameters, ``population.size`` times the
+  env steps per member (the same total), evaluated every ``population.size * evo_steps``;
+* ``sampled``: the evolving population started from hyperparameters drawn from the
+  ``hp_config`` ranges (``evolution.initial_hp: sampled``), not among the default arms.
+
+Every run ends with every member scored on the same fixed 100 episodes (the run's own final
+evaluation, ``evolution.final_episodes``). Per arm the report gives the elite's final score (the
+member ranked first by fitness) and the best member's, as mean and standard error over seeds;
+the median env steps (over the whole population) and seconds of training until the best
+fitness first reached the task's target (``never`` counts as not reached; the median is taken
+over the seeds that reached it, with how many did); and the paired difference, seed by seed, of
+``evolving``'s elite minus ``independent``'s best member, with its standard error.
+
+Runs go one at a time, each a ``distmarl train`` process with its own local Ray on every core;
+results are appended to ``--json`` as they finish, and a second call with the same ``--json``
+skips the runs already there.
+
+    .venv/bin/python -m benchmarks.population_value --json pv.json \
+        [--tasks speaker_listener spread] [--seeds 0 1 2 3 4] [--arms evolving independent single]
+        [--steps spread=150000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "examples" / "configs"
+
+
+@dataclass(frozen=True)
+class Task:
+    """A benchmark task: its config, the score it is timed to, and its default env steps per
+    member (None: the config's)."""
+
+    config: Path
+    target: float
+    steps: int | None = None
+
+
+TASKS = {
+    "speaker_listener": Task(CONFIGS / "speaker_listener_maddpg.yaml", -30.0),
+    "spread": Task(CONFIGS / "spread_mappo.yaml", -45.0, steps=150_000),
+}
+ARMS = ("evolving", "independent", "single", "sampled")
+
+
+def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
+    """``--set`` overrides that make ``arm`` from a config with ``size`` members,
+    ``evo_steps`` and ``steps`` env steps per member."""
+    if arm == "evolving":
+        return [f"training.max_steps={steps}"]
+    if arm == "independent":
+        return [f"training.max_steps={steps}", "evolution.mode=independent"]
+    if arm == "single":
+        return [f"training.max_steps={steps * size}", "population.size=1",
+                "evolution.tournament.size=1", "evolution.mode=independent",
+                f"evolution.evo_steps={evo_steps * size}"]
+    if arm == "sampled":
+        return [f"training.max_steps={steps}", "evolution.initial_hp=sampled"]
+    raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
+
+
+def to_target(summary: dict[str, Any], target: float) -> tuple[int | None, float | None]:
+    """Total env steps and seconds of training when the best fitness of a generation first
+    reached ``target`` (None, None when it never did)."""
+    for best, (seconds, steps) in zip((max(f) for f in summary["fitness_history"]),
+                                      summary["generation_marks"]):
+        if best >= target:
+            return int(steps), float(seconds)
+    return None, None
+
+
+def run_one(task_name: str, arm: str, seed: int, steps: int | None) -> dict[str, Any]:
+    """One training run as its own ``distmarl train`` process; its figures."""
+    from distmarl.config import load_config
+
+    task = TASKS[task_name]
+    cfg = load_config(task.config)
+    per_member = steps or task.steps or cfg.training.max_steps
+    workdir = Path(tempfile.mkdtemp(prefix=f"pv-{task_name}-{arm}-{seed}-"))
+    sets = [f"seed={seed}", "training.target=null", f"tracking.directory={workdir}",
+            *arm_overrides(arm, cfg.population.size, cfg.evolution.evo_steps, per_member)]
+    cmd = [sys.executable, "-m", "distmarl.cli", "train", str(task.config), "--quiet",
+           "--no-mlflow", "--summary-json", str(workdir / "summary.json"),
+           *[a for s in sets for a in ("--set", s)]]
+    started = time.perf_counter()
+    with open(workdir / "train.log", "w") as log:
+        subprocess.run(cmd, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    summary = json.loads((workdir / "summary.json").read_text())
+    reached_steps, reached_s = to_target(summary, task.target)
+    return {"task": task_name, "arm": arm, "seed": seed, "env_steps": summary["env_steps"],
+            "wall_seconds": time.perf_counter() - started,
+            "train_seconds": summary["wall_seconds"] - summary["setup_seconds"],
+            "final_score": summary["final_score"],
+            "best_member_score": max(summary["final_scores"]),
+            "final_scores": summary["final_scores"], "random_score": summary["random_score"],
+            "steps_to_target": reached_steps, "seconds_to_target": reached_s,
+            "hp": [m["hp"] for m in summary["members"]],
+            "fitness_history": summary["fitness_history"]}
+
+
+def mean_se(xs: Sequence[float]) -> tuple[float, float | None]:
+    m = statistics.fmean(xs)
+    return m, (statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else None)
+
+
+def fmt(xs: Sequence[float]) -> str:
+    if not xs:
+        return "-"
+    m, se = mean_se(xs)
+    return f"{m:.1f}" if se is None else f"{m:.1f} +- {se:.1f}"
+
+
+def median_or_never(xs: Sequence[float | None], unit: str) -> str:
+    got = [x for x in xs if x is not None]
+    if not got:
+        return f"never (0/{len(xs)})"
+    return f"{statistics.median(got):,.0f}{unit} ({len(got)}/{len(xs)})"
+
+
+def report(results: list[dict[str, Any]]) -> list[str]:
+    """The table rows and verdict lines of ``results`` (markdown)."""
+    lines = ["| task | arm | seeds | elite final score | best member | env steps to target "
+             "| seconds to target | random play |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    verdicts = []
+    for task in dict.fromkeys(r["task"] for r in results):
+        by_arm = {a: sorted((r for r in results if r["task"] == task and r["arm"] == a),
+                            key=lambda r: r["seed"]) for a in ARMS}
+        for arm, rs in by_arm.items():
+            if rs:
+                lines.append(
+                    f"| {task} | {arm} | {','.join(str(r['seed']) for r in rs)} "
+                    f"| {fmt([r['final_score'] for r in rs])} "
+                    f"| {fmt([r['best_member_score'] for r in rs])} "
+                    f"| {median_or_never([r['steps_to_target'] for r in rs], '')} "
+                    f"| {median_or_never([r['seconds_to_target'] for r in rs], ' s')} "
+                    f"| {fmt([r['random_score'] for r in rs])} |")
+        verdicts += paired(task, by_arm)
+    return [*lines, "", *verdicts]
+
+
+def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The paired differences of ``evolving`` against ``independent`` (and ``sampled``
+    against ``evolving``) over the seeds both ran."""
+    out = []
+    pairs = [("evolving", "final_score", "independent", "best_member_score"),
+             ("evolving", "final_score", "independent", "final_score"),
+             ("sampled", "final_score", "evolving", "final_score")]
+    for a, a_key, b, b_key in pairs:
+        first = {r["seed"]: r[a_key] for r in by_arm[a]}
+        second = {r["seed"]: r[b_key] for r in by_arm[b]}
+        seeds = sorted(set(first) & set(second))
+        if len(seeds) < 2:
+            continue
+        diffs = [first[s] - second[s] for s in seeds]
+        m, se = mean_se(diffs)
+        assert se is not None
+        verdict = ("resolved: better" if m > 2 * se else "resolved: worse" if m < -2 * se
+                   else "not resolved (within two standard errors)")
+        what = {"best_member_score": "best member", "final_score": "elite"}
+        out.append(f"- {task}: {a} elite minus {b} {what[b_key]}, seeds {seeds}: "
+                   f"{m:+.2f} (standard error {se:.2f}); per seed "
+                   f"{', '.join(f'{d:+.1f}' for d in diffs)}: {verdict}")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
+    ap.add_argument("--arms", nargs="+", choices=ARMS, default=["evolving", "independent", "single"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument("--steps", nargs="*", default=[], metavar="TASK=N",
+                    help="env steps per member of a task's population arms (default: the "
+                         "task's; the single arm gets population size times as many)")
+    ap.add_argument("--json", type=Path, help="results file: appended to, and runs already "
+                                               "there are skipped")
+    ap.add_argument("--report-only", action="store_true", help="print the report of --json")
+    args = ap.parse_args(argv)
+    steps = {k: int(v) for k, v in (s.split("=", 1) for s in args.steps)}
+    results: list[dict[str, Any]] = (json.loads(args.json.read_text())
+                                     if args.json and args.json.exists() else [])
+    done = {(r["task"], r["arm"], r["seed"]) for r in results}
+    if not args.report_only:
+        for seed in args.seeds:  # seed-major: an interrupted benchmark still pairs its arms
+            for task in args.tasks:
+                for arm in args.arms:
+                    if (task, arm, seed) in done:
+                        continue
+                    r = run_one(task, arm, seed, steps.get(task))
+                    print(f"{task} {arm} seed {seed}: elite {r['final_score']:.1f}, best member "
+                          f"{r['best_member_score']:.1f}, to target {r['steps_to_target']} steps, "
+                          f"{r['wall_seconds']:.0f} s", flush=True)
+                    results.append(r)
+                    if args.json:
+                        args.json.write_text(json.dumps(results, indent=1))
+    print("\n".join(report(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

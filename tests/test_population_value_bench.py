@@ -1,0 +1,41 @@
+"""The population-value benchmark's arithmetic: arms, time to target, paired differences."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.population_value import arm_overrides, paired, to_target
+
+
+def test_each_arm_spends_the_same_total_env_steps() -> None:
+    assert arm_overrides("evolving", 4, 5000, 60000) == ["training.max_steps=60000"]
+    assert "evolution.mode=independent" in arm_overrides("independent", 4, 5000, 60000)
+    single = arm_overrides("single", 4, 5000, 60000)
+    assert {"training.max_steps=240000", "population.size=1",
+            "evolution.evo_steps=20000"} <= set(single)
+    assert "evolution.initial_hp=sampled" in arm_overrides("sampled", 4, 5000, 60000)
+    with pytest.raises(ValueError, match="unknown arm 'both'"):
+        arm_overrides("both", 4, 5000, 60000)
+
+
+def test_time_to_target_is_the_first_generation_whose_best_fitness_reaches_it() -> None:
+    summary = {"fitness_history": [[-60.0, -50.0], [-31.0, -40.0], [-29.5, -45.0], [-20.0, -20.0]],
+               "generation_marks": [[10.0, 1000], [20.0, 2000], [30.5, 3000], [40.0, 4000]]}
+    assert to_target(summary, -30.0) == (3000, 30.5)
+    assert to_target(summary, -10.0) == (None, None)
+
+
+def test_paired_difference_pairs_seeds_and_calls_noise_unresolved() -> None:
+    def runs(arm: str, scores: dict[int, float]) -> list[dict[str, float]]:
+        return [{"seed": s, "final_score": v, "best_member_score": v + 1.0, "arm": arm}
+                for s, v in scores.items()]
+
+    by_arm = {"evolving": runs("evolving", {0: -20.0, 1: -22.0, 2: -21.0}),
+              "independent": runs("independent", {0: -30.0, 1: -31.0, 3: -5.0}),
+              "sampled": [], "single": []}
+    lines = paired("task", by_arm)
+    # seeds 0 and 1 only; against independent's best member (its score + 1): +9.0 and +8.0
+    assert lines[0].startswith("- task: evolving elite minus independent best member, seeds [0, 1]: +8.50 (standard error 0.50)")
+    assert lines[0].endswith("resolved: better")
+    by_arm["independent"] = runs("independent", {0: -10.0, 1: -35.0})
+    assert "not resolved" in paired("task", by_arm)[1]
