@@ -208,9 +208,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="score a saved member")
     ev.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
-    ev.add_argument("--episodes", type=int, default=10)
-    ev.add_argument("--member", type=int, help="member index (default: the best by fitness)")
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--episodes", type=int,
+                    help="episodes (default: the run's evolution.final_episodes)")
+    ev.add_argument("--member", type=int,
+                    help="member index (default: the run's elite, else the best by fitness)")
+    ev.add_argument("--seed", type=int,
+                    help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
 
     _add_submit_parsers(sub)

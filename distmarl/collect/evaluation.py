@@ -85,22 +85,34 @@ class RandomPolicy:
                 for a, o in obs.items()}
 
 
-def evaluate_checkpoint(path: Path, episodes: int = 10, member: int | None = None,
-                        seed: int = 0) -> dict[str, Any]:
-    """Mean score of ``episodes`` episodes of a member (default: the best by last fitness)."""
+def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | None = None,
+                        seed: int | None = None) -> dict[str, Any]:
+    """Score of a saved member on fixed episodes. The defaults repeat the run's final
+    evaluation: its elite (else the best member by last fitness), the config's
+    ``evolution.final_episodes`` episodes seeded by ``evolution.final_seed``, on as many
+    sub-envs as the run had, so a run's last checkpoint gives its ``final_score`` again."""
     ckpt = load_checkpoint(path, with_buffer=False)
     cfg = ExperimentConfig.model_validate(ckpt.meta["config"])
-    fitness = [m["fitness"][-1] if m["fitness"] else float("-inf") for m in ckpt.meta["members"]]
-    index = int(np.argmax(fitness)) if member is None else member
+    index = _default_member(ckpt.meta) if member is None else member
     if not 0 <= index < len(ckpt.members):
         raise ValueError(f"--member {index} is not a member of {ckpt.path} "
                          f"(0..{len(ckpt.members) - 1})")
+    episodes = episodes or cfg.evolution.final_episodes or 100
+    seed = cfg.evolution.final_seed if seed is None else seed
     algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=seed)
     algo.load_state_dict(ckpt.members[index]["algo"])
-    venv = make_venv(cfg.env, num_envs=1, mode="sync", seed=seed)
+    venv = make_venv(cfg.env, mode="sync", seed=seed)
     try:
-        scores = evaluate(venv, algo, episodes=episodes, seed=seed)
+        scores = fixed_scores(venv, algo, episodes, seed)
     finally:
         venv.close()
-    return {"checkpoint": str(ckpt.path), "member": index, "episodes": len(scores),
+    return {"checkpoint": str(ckpt.path), "member": index, "episodes": len(scores), "seed": seed,
             "mean_score": float(np.mean(scores)), "std_score": float(np.std(scores))}
+
+
+def _default_member(meta: dict[str, Any]) -> int:
+    """The final evaluation's elite when the checkpoint has one, else the best last fitness."""
+    if meta.get("final"):
+        return int(meta["final"]["elite"])
+    fitness = [m["fitness"][-1] if m["fitness"] else float("-inf") for m in meta["members"]]
+    return int(np.argmax(fitness))

@@ -160,13 +160,14 @@ class Recorder:
         if latest:
             out["population/best_fitness"] = max(latest)
             out["population/mean_fitness"] = sum(latest) / len(latest)
-        if state.final is not None:
-            out["population/final_score"] = state.final.final_score
-            out["population/random_score"] = state.final.random_score
+        final = state.final if not state.running else None  # a resumed run's is stale
+        if final is not None:
+            out["population/final_score"] = final.final_score
+            out["population/random_score"] = final.random_score
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
-            if state.final is not None:
-                out[p + "final_score"] = state.final.scores[i]
+            if final is not None:
+                out[p + "final_score"] = final.scores[i]
             out[p + "env_steps"] = m.env_steps
             out[p + "updates"] = m.updates
             if m.train_seconds > 0:

@@ -135,7 +135,14 @@ class FinalEvaluation:
         return {"final_score": self.final_score, "final_score_stderr": self.stderr[self.elite],
                 "random_score": self.random_score, "elite": self.elite,
                 "final_episodes": self.episodes, "final_seed": self.seed,
-                "final_scores": list(self.scores)}
+                "final_scores": list(self.scores), "final_stderr": list(self.stderr)}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> FinalEvaluation:
+        return FinalEvaluation(episodes=int(d["final_episodes"]), seed=int(d["final_seed"]),
+                               elite=int(d["elite"]), scores=list(d["final_scores"]),
+                               stderr=list(d["final_stderr"]),
+                               random_score=float(d["random_score"]))
 
 
 class RunState:
@@ -218,6 +225,7 @@ class RunState:
                 "members": [m.to_json() for m in self.members],
                 "fitness_history": self.fitness_history,
                 "generation_marks": [list(m) for m in self.generation_marks],
+                "final": self.final.to_json() if self.final is not None else None,
                 "copies": self.copy_log,
                 "events": self.events}
 
@@ -229,5 +237,7 @@ class RunState:
         self.buffer_rows = int(d["buffer_rows"])
         self.fitness_history = list(d["fitness_history"])
         self.generation_marks = [(float(t), int(n)) for t, n in d.get("generation_marks", [])]
+        final = d.get("final")
+        self.final = FinalEvaluation.from_json(final) if final else None
         self.copy_log = list(d.get("copies", []))
         self.events = list(d.get("events", []))

@@ -62,6 +62,19 @@ def test_the_final_evaluation_scores_every_member_and_random_play_on_fixed_episo
     assert np.isfinite(summary["random_score"]) and summary["random_score"] < 0
 
 
+def test_distmarl_evaluate_on_the_last_checkpoint_gives_the_final_score_again(run) -> None:
+    """The final evaluation's episodes are fixed: the elite's saved weights, scored again
+    outside the run (``distmarl evaluate`` with its defaults), give the same number."""
+    from distmarl.collect.evaluation import evaluate_checkpoint
+
+    _, summary, _ = run
+    again = evaluate_checkpoint(Path(summary["checkpoint"]))
+    assert again["member"] == summary["elite"] and again["episodes"] == 10
+    assert again["mean_score"] == pytest.approx(summary["final_score"], abs=1e-9)
+    other = evaluate_checkpoint(Path(summary["checkpoint"]), seed=summary["final_seed"] + 1)
+    assert other["mean_score"] != again["mean_score"]
+
+
 def test_update_to_data_ratio_follows_learn_step(run) -> None:
     cfg, summary, _ = run
     for m in summary["members"]:

@@ -92,6 +92,10 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
     assert best and best[-1].value == pytest.approx(summary["best_fitness"])
     steps = [m.step for m in client.get_metric_history(ids["parent"], "population/env_steps")]
     assert steps == sorted(steps) and steps[-1] > 0
+    [final] = client.get_metric_history(ids["parent"], "population/final_score")  # once, at the end
+    assert final.value == pytest.approx(summary["final_score"]) and final.step == steps[-1]
+    [random] = client.get_metric_history(ids["parent"], "population/random_score")
+    assert random.value == pytest.approx(summary["random_score"])
     for member, run_id in enumerate(ids["members"]):
         child = client.get_run(run_id)
         assert child.data.tags["mlflow.parentRunId"] == ids["parent"]
@@ -100,6 +104,8 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
         assert [f.value for f in fitness][-1] == pytest.approx(summary["members"][member]["fitness"][-1])
         assert client.get_metric_history(run_id, "env_steps")[-1].value == summary["members"][member]["env_steps"]
         assert client.get_metric_history(run_id, "loss/critic/speaker_0")
+        [score] = client.get_metric_history(run_id, "final_score")
+        assert score.value == pytest.approx(summary["final_scores"][member])
     names = {a.path for a in client.list_artifacts(ids["parent"])}
     assert {"config.yaml", "lineage.json", "fitness.png", "family_tree.png", "checkpoint"} <= names
     lineage = json.loads(Path(client.download_artifacts(ids["parent"], "lineage.json")).read_text())
