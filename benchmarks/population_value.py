@@ -25,7 +25,7 @@ skips the runs already there.
 
     .venv/bin/python -m benchmarks.population_value --json pv.json \
         [--tasks speaker_listener spread] [--seeds 0 1 2 3 4] [--arms evolving independent single]
-        [--steps spread=150000]
+        [--steps speaker_listener=60000 spread=150000]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class Task:
 
 
 TASKS = {
-    "speaker_listener": Task(CONFIGS / "speaker_listener_maddpg.yaml", -30.0),
+    "speaker_listener": Task(CONFIGS / "speaker_listener_maddpg.yaml", -30.0, steps=60_000),
     "spread": Task(CONFIGS / "spread_mappo.yaml", -45.0, steps=150_000),
 }
 ARMS = ("evolving", "independent", "single", "sampled")
