@@ -20,8 +20,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from distmarl.networks import encoders
 from distmarl.networks import surgery as mut
+from distmarl.networks.cnn_config import cnn_spec
+from distmarl.networks.encoders import Encoder, EncoderSpec
+from distmarl.networks.inputs import DictInput, ImageInput, InputSpec, VectorInput
 from distmarl.networks.mlp import EvolvableMLP, MLPSpec
+from distmarl.networks.multi_input import MultiInputSpec, PartSpec
 from distmarl.networks.net_config import AgentNetConfig
 
 PARTS: tuple[str, ...] = ("encoder", "head")
@@ -31,7 +36,7 @@ PARTS: tuple[str, ...] = ("encoder", "head")
 class NetworkArch:
     """Plain description of an :class:`EvolvableNetwork`."""
 
-    encoder: MLPSpec
+    encoder: EncoderSpec
     head: MLPSpec
     extra_dim: int = 0
 
@@ -43,23 +48,46 @@ class NetworkArch:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NetworkArch:
         """Inverse of :meth:`to_dict`."""
-        return cls(MLPSpec.from_dict(d["encoder"]), MLPSpec.from_dict(d["head"]),
+        return cls(encoders.encoder_spec_from_dict(d["encoder"]), MLPSpec.from_dict(d["head"]),
                    int(d["extra_dim"]))
 
 
-def make_arch(in_dim: int, out_dim: int, config: AgentNetConfig, extra_dim: int = 0) -> NetworkArch:
-    """The architecture for one network from an agent's resolved ``net_config``.
+def make_arch(observed: int | InputSpec, out_dim: int, config: AgentNetConfig,
+              extra_dim: int = 0) -> NetworkArch:
+    """The architecture for one network reading ``observed`` (a vector's width, or what
+    :func:`~distmarl.networks.inputs.input_spec` says) from an agent's resolved ``net_config``.
 
     The encoder's output (the latent) goes through the encoder's activation; the head's output is
     raw (the algorithm applies tanh / softmax) and starts small (``output_vanish``, default on).
+    A dict observation's encoder gives ``latent_dim`` per part.
     """
     enc, head = config["encoder_config"], config["head_config"]
     latent = int(config["latent_dim"])
-    encoder = MLPSpec(in_dim=in_dim, out_dim=latent, activate_output=True,
-                      **{**_mlp_kwargs(enc), "output_vanish": False})
-    head_spec = MLPSpec(in_dim=latent + extra_dim, out_dim=out_dim, activate_output=False,
-                        **_mlp_kwargs(head))
+    encoder = encoder_spec(observed, enc, latent)
+    head_spec = MLPSpec(in_dim=encoder.out_dim + extra_dim, out_dim=out_dim,
+                        activate_output=False, **_mlp_kwargs(head))
     return NetworkArch(encoder, head_spec, extra_dim)
+
+
+def encoder_spec(observed: int | InputSpec, cfg: dict[str, Any], latent: int) -> EncoderSpec:
+    """The encoder for one observation from a completed ``encoder_config`` of its kind."""
+    if isinstance(observed, DictInput):
+        parts: list[tuple[str, PartSpec]] = []
+        for key, p in observed.parts:
+            if isinstance(p, ImageInput):
+                parts.append((key, cnn_spec(cfg["cnn_config"][key], p, latent)))
+            else:
+                parts.append((key, _mlp_encoder(p.dim, cfg["mlp_config"], latent)))
+        return MultiInputSpec(tuple(parts))
+    if isinstance(observed, ImageInput):
+        return cnn_spec(cfg, observed, latent)
+    dim = observed.dim if isinstance(observed, VectorInput) else int(observed)
+    return _mlp_encoder(dim, cfg, latent)
+
+
+def _mlp_encoder(in_dim: int, cfg: dict[str, Any], latent: int) -> MLPSpec:
+    return MLPSpec(in_dim=in_dim, out_dim=latent, activate_output=True,
+                   **{**_mlp_kwargs(cfg), "output_vanish": False})
 
 
 def _mlp_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -69,12 +97,13 @@ def _mlp_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 class EvolvableNetwork(nn.Module):
-    """An encoder MLP and a head MLP; every mutation returns a new network (self unchanged)."""
+    """An encoder (MLP, CNN or multi-input) and a head MLP; every mutation returns a new network
+    (self unchanged)."""
 
-    def __init__(self, encoder: EvolvableMLP, head: EvolvableMLP, extra_dim: int = 0) -> None:
+    def __init__(self, encoder: Encoder, head: EvolvableMLP, extra_dim: int = 0) -> None:
         super().__init__()
         if head.spec.in_dim != encoder.spec.out_dim + extra_dim:
-            raise ValueError("head input must be latent_dim + extra_dim")
+            raise ValueError("head input must be the encoder's output width + extra_dim")
         self.encoder = encoder
         self.head = head
         self.extra_dim = extra_dim
@@ -87,12 +116,13 @@ class EvolvableNetwork(nn.Module):
         device: str | torch.device = "cpu",
     ) -> EvolvableNetwork:
         """A freshly initialised network (encoder drawn first, then head, from ``generator``)."""
-        encoder = EvolvableMLP(arch.encoder, generator, device)
+        encoder = encoders.build_encoder(arch.encoder, generator, device)
         head = EvolvableMLP(arch.head, generator, device)
         return cls(encoder, head, arch.extra_dim)
 
-    def forward(self, x: torch.Tensor, extra: torch.Tensor | None = None) -> torch.Tensor:
-        """``x (B, in_dim)``, ``extra (B, extra_dim)`` or None -> ``(B, out_dim)``."""
+    def forward(self, x: Any, extra: torch.Tensor | None = None) -> torch.Tensor:
+        """``x``: ``(B, in_dim)``, images ``(B, *image)`` or a dict of them; ``extra
+        (B, extra_dim)`` or None -> ``(B, out_dim)``."""
         z = self.encoder(x)
         if self.extra_dim:
             if extra is None:
@@ -110,7 +140,7 @@ class EvolvableNetwork(nn.Module):
         """The (shared) hidden activation."""
         return self.encoder.spec.activation
 
-    def part(self, name: str) -> EvolvableMLP:
+    def part(self, name: str) -> Encoder:
         """``"encoder"`` or ``"head"``."""
         if name not in PARTS:
             raise ValueError(f"unknown part {name!r}; choose from {list(PARTS)}")
@@ -118,43 +148,26 @@ class EvolvableNetwork(nn.Module):
 
     # -- mutations (each returns mut.Mutated with this class as ``net``) -------------------
 
-    def add_layer(
-        self, part: str, generator: torch.Generator | None, preserve_output: bool = True
-    ) -> mut.Mutated[EvolvableNetwork]:
-        """Append a hidden layer to ``part`` (see :func:`mutation.add_layer`)."""
-        return self._with_part(part, mut.add_layer(self.part(part), generator, preserve_output))
-
-    def remove_layer(self, part: str) -> mut.Mutated[EvolvableNetwork]:
-        """Drop the last hidden layer of ``part``."""
-        return self._with_part(part, mut.remove_layer(self.part(part)))
-
-    def add_nodes(
-        self,
-        part: str,
-        layer: int,
-        num_nodes: int,
-        generator: torch.Generator | None,
-        preserve_output: bool = True,
-    ) -> mut.Mutated[EvolvableNetwork]:
-        """Widen hidden layer ``layer`` of ``part``."""
-        result = mut.add_nodes(self.part(part), layer, num_nodes, generator, preserve_output)
+    def mutate(self, part: str, op: str, layer: int, num_nodes: int, seed: int,
+               preserve_output: bool = True) -> mut.Mutated[EvolvableNetwork]:
+        """Apply ``op`` (:data:`~distmarl.networks.encoders.OPS`) to ``part``; new weights are
+        drawn from ``seed`` (see :func:`distmarl.networks.encoders.apply`)."""
+        result = encoders.apply(self.part(part), op, layer, num_nodes, seed, preserve_output)
         return self._with_part(part, result)
-
-    def remove_nodes(self, part: str, layer: int, num_nodes: int) -> mut.Mutated[EvolvableNetwork]:
-        """Narrow hidden layer ``layer`` of ``part``."""
-        return self._with_part(part, mut.remove_nodes(self.part(part), layer, num_nodes))
 
     def change_activation(self, activation: str) -> mut.Mutated[EvolvableNetwork]:
         """Both parts switch to ``activation``; every weight is kept."""
-        enc = mut.change_activation(self.encoder, activation)
+        enc = encoders.change_activation(self.encoder, activation)
         head = mut.change_activation(self.head, activation)
         source = {**_prefixed("encoder", enc.source), **_prefixed("head", head.source)}
-        info = {**enc.info, "part": "both",
-                "hidden_size": {"encoder": enc.info["hidden_size"], "head": head.info["hidden_size"]}}
-        return mut.Mutated(EvolvableNetwork(enc.net, head.net, self.extra_dim), source, info)
+        info = {"op": "change_activation", "activation_before": self.activation,
+                "activation": activation, "output_preserved": activation == self.activation,
+                "part": "both"}
+        net = EvolvableNetwork(enc.net, head.net, self.extra_dim)
+        return mut.Mutated(net, source, info)
 
     def _with_part(
-        self, part: str, result: mut.Mutated[EvolvableMLP]
+        self, part: str, result: mut.Mutated[Any]
     ) -> mut.Mutated[EvolvableNetwork]:
         """Put a mutated part back next to a copy of the untouched other part (no shared tensors)."""
         other = "head" if part == "encoder" else "encoder"

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distmarl.agents import agent_groups, group_of
+from distmarl.networks.cnn_config import CNN_ONLY_KEYS, CNNConfigError, complete_cnn_config
+from distmarl.networks.inputs import DictInput, ImageInput, InputSpec
 from distmarl.networks.mlp import ACTIVATIONS
 
 #: A complete per-agent config: ``latent_dim`` plus full ``encoder_config`` / ``head_config``.
@@ -54,20 +56,26 @@ class NetConfigError(ValueError):
 
 
 def resolve_net_config(
-    net_config: Mapping[str, Any] | None, agents: Sequence[str]
+    net_config: Mapping[str, Any] | None, agents: Sequence[str],
+    inputs: Mapping[str, InputSpec] | None = None,
 ) -> dict[str, AgentNetConfig]:
-    """One complete, validated config per agent (a fresh copy each; defaults filled in)."""
+    """One complete, validated config per agent (a fresh copy each; defaults filled in).
+
+    ``inputs`` (what each agent observes; default: vectors) decides each ``encoder_config``'s
+    kind: an MLP's for vectors, a CNN's for images, ``mlp_config`` and ``cnn_config`` for dicts.
+    """
     agents = list(agents)
+    inputs = inputs or {}
     raw = dict(net_config or {})
     config_keys = [k for k in raw if k in NET_CONFIG_KEYS]
     other_keys = [k for k in raw if k not in NET_CONFIG_KEYS]
     if not other_keys:
-        return {a: complete_net_config(raw, "net_config") for a in agents}
+        return {a: complete_net_config(raw, "net_config", inputs.get(a), a) for a in agents}
     if config_keys:
         raise NetConfigError(_explain(
             f"net_config mixes network keys {config_keys} with agent/group keys {other_keys}; "
             "use either one config for all agents or one per agent/group", agents))
-    return {a: complete_net_config(raw[k], f"net_config[{k!r}]")
+    return {a: complete_net_config(raw[k], f"net_config[{k!r}]", inputs.get(a), a)
             for a, k in _keys_per_agent(raw, agents).items()}
 
 
@@ -94,8 +102,10 @@ def _explain(message: str, agents: list[str]) -> str:
     return f"{message}. The env's agents: {agents}; groups: {list(agent_groups(agents))}."
 
 
-def complete_net_config(cfg: Any, where: str) -> AgentNetConfig:
-    """Validate one network config and fill in defaults."""
+def complete_net_config(cfg: Any, where: str, observed: InputSpec | None = None,
+                        agent: str | None = None) -> AgentNetConfig:
+    """Validate one network config for an agent observing ``observed`` (default: a vector) and
+    fill in defaults."""
     if not isinstance(cfg, Mapping):
         raise NetConfigError(f"{where} must be a dict, got {type(cfg).__name__}")
     unknown = sorted(set(cfg) - set(NET_CONFIG_KEYS))
@@ -106,9 +116,57 @@ def complete_net_config(cfg: Any, where: str) -> AgentNetConfig:
         raise NetConfigError(f"{where}['latent_dim'] must be a positive int, got {latent!r}")
     return {
         "latent_dim": latent,
-        "encoder_config": complete_mlp_config(cfg.get("encoder_config"), f"{where}['encoder_config']"),
+        "encoder_config": complete_encoder_config(
+            cfg.get("encoder_config"), f"{where}['encoder_config']", observed, agent),
         "head_config": complete_mlp_config(cfg.get("head_config"), f"{where}['head_config']"),
     }
+
+
+def complete_encoder_config(cfg: Any, where: str, observed: InputSpec | None,
+                            agent: str | None = None) -> dict[str, Any]:
+    """An ``encoder_config`` of the kind the observation needs, validated and completed."""
+    if cfg is not None and not isinstance(cfg, Mapping):
+        raise NetConfigError(f"{where} must be a dict, got {type(cfg).__name__}")
+    cfg = dict(cfg or {})
+    kind = given_kind(cfg)
+    who = f"agent {agent!r}" if agent else "the agent"
+    if observed is None or not isinstance(observed, (ImageInput, DictInput)):
+        if kind in ("cnn", "multi"):
+            raise NetConfigError(f"{where} configures an image encoder ({sorted(cfg)}), but "
+                                 f"{who} observes a vector: give MLP keys {list(DEFAULT_MLP_CONFIG)}")
+        return complete_mlp_config(cfg, where)
+    images = [observed] if isinstance(observed, ImageInput) else [
+        p for _, p in observed.parts if isinstance(p, ImageInput)]
+    if kind == "mlp" and images:
+        raise NetConfigError(
+            f"{who} observes an image {images[0].shape}, but {where} is an MLP config "
+            f"({sorted(cfg)}): set a CNN config, e.g. encoder_config: {{channel_size: [32, 64], "
+            "kernel_size: [8, 4], stride_size: [4, 2]}, or leave encoder_config out for the "
+            "default CNN" + (" (a dict observation takes {cnn_config: ..., mlp_config: ...})"
+                             if isinstance(observed, DictInput) else ""))
+    try:
+        if isinstance(observed, ImageInput):
+            if kind == "multi":
+                raise NetConfigError(f"{where}: {who} observes one image, not a dict: give the "
+                                     "CNN keys directly instead of cnn_config / mlp_config")
+            return complete_cnn_config(cfg, where, observed)
+        cnn_cfg = cfg if kind == "cnn" else cfg.get("cnn_config")
+        mlp_cfg = cfg if kind == "mlp" else cfg.get("mlp_config")
+        return {"kind": "multi", "mlp_config": complete_mlp_config(mlp_cfg, f"{where}['mlp_config']"),
+                "cnn_config": {k: complete_cnn_config(cnn_cfg, f"{where}['cnn_config']", p)
+                               for k, p in observed.parts if isinstance(p, ImageInput)}}
+    except CNNConfigError as e:
+        raise NetConfigError(str(e)) from e
+
+
+def given_kind(cfg: Mapping[str, Any]) -> str:
+    """What an ``encoder_config`` configures by its keys: ``none`` (empty), ``multi``
+    (``cnn_config`` / ``mlp_config``), ``cnn`` (any CNN-only key) or ``mlp``."""
+    if not cfg:
+        return "none"
+    if set(cfg) <= {"cnn_config", "mlp_config"}:
+        return "multi"
+    return "cnn" if set(cfg) & CNN_ONLY_KEYS else "mlp"
 
 
 def complete_mlp_config(cfg: Any, where: str) -> dict[str, Any]:

@@ -150,7 +150,7 @@ def test_network_growth_preserves_outputs_and_leaves_the_other_part_alone(part: 
     net = network()
     x, extra = torch.randn(8, 6, generator=gen(4)), torch.randn(8, 4, generator=gen(5))
     other = "head" if part == "encoder" else "encoder"
-    for out in (net.add_layer(part, gen()), net.add_nodes(part, 0, 16, gen())):
+    for out in (net.mutate(part, "add_layer", 0, 16, 0), net.mutate(part, "add_nodes", 0, 16, 0)):
         assert out.info["part"] == part and out.info["output_preserved"] is True
         torch.testing.assert_close(out.net(x, extra), net(x, extra), rtol=1e-6, atol=1e-6)
         assert assert_overlap_kept(net, out.net, out.source) == 8

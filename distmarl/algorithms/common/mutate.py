@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 from distmarl.algorithms.common.netset import NetworkSet
-from distmarl.networks import surgery as mut
-from distmarl.networks.evolvable import PARTS, EvolvableNetwork
-from distmarl.networks.mlp import ACTIVATIONS, MLPSpec
+from distmarl.networks import encoders
+from distmarl.networks.encoders import EncoderSpec
+from distmarl.networks.evolvable import PARTS
+from distmarl.networks.mlp import ACTIVATIONS
 
 ARCH_KINDS: tuple[str, ...] = ("add_layer", "remove_layer", "add_node", "remove_node")
 #: how many nodes one node mutation adds or removes (AgileRL's choices)
@@ -52,36 +53,24 @@ def mutate_architecture(nets: NetworkSet, kind: str, rng: np.random.Generator,
         if op is None:
             changes[name] = {"op": None, "reason": f"{part} is at its bounds for {kind}"}
             continue
-        args = (op, part, layer, num_nodes, seed + i, preserve_output)
-        online = _apply(nets.online[name], *args)
-        target = _apply(nets.target[name], *args)
+        args = (part, op, layer, num_nodes, seed + i, preserve_output)
+        online = nets.online[name].mutate(*args)
+        target = nets.target[name].mutate(*args)
         nets.replace(name, online.net, target.net, online.source)
         changes[name] = online.info
     return {"kind": kind, "part": part, "layer": layer, "num_nodes": num_nodes,
             "preserve_output": preserve_output, "networks": changes}
 
 
-def _plan(kind: str, spec: MLPSpec, layer: int) -> str | None:
+def _plan(kind: str, spec: EncoderSpec, layer: int) -> str | None:
     """The operation to run on one part, after fallbacks; None if nothing fits the bounds."""
-    grow_nodes = "add_nodes" if mut.can_add_nodes(spec, layer) else None
-    shrink_nodes = "remove_nodes" if mut.can_remove_nodes(spec, layer) else None
+    grow = "add_nodes" if encoders.can_apply("add_nodes", spec, layer) else None
+    shrink = "remove_nodes" if encoders.can_apply("remove_nodes", spec, layer) else None
     if kind == "add_layer":
-        return "add_layer" if mut.can_add_layer(spec) else grow_nodes
+        return "add_layer" if encoders.can_apply("add_layer", spec, layer) else grow
     if kind == "remove_layer":
-        return "remove_layer" if mut.can_remove_layer(spec) else shrink_nodes
-    return grow_nodes if kind == "add_node" else shrink_nodes
-
-
-def _apply(net: EvolvableNetwork, op: str, part: str, layer: int, num_nodes: int, seed: int,
-           preserve_output: bool) -> mut.Mutated[EvolvableNetwork]:
-    gen = torch.Generator().manual_seed(seed)
-    if op == "add_layer":
-        return net.add_layer(part, gen, preserve_output)
-    if op == "remove_layer":
-        return net.remove_layer(part)
-    if op == "add_nodes":
-        return net.add_nodes(part, layer, num_nodes, gen, preserve_output)
-    return net.remove_nodes(part, layer, num_nodes)
+        return "remove_layer" if encoders.can_apply("remove_layer", spec, layer) else shrink
+    return grow if kind == "add_node" else shrink
 
 
 def mutate_activation(nets: NetworkSet, rng: np.random.Generator, reference: str,
