@@ -14,7 +14,7 @@ def critic_loss(agent, b: dict, name: str, gen_state: torch.Tensor) -> float:
     with the agent's sampling generator at ``gen_state`` (Gumbel samples for discrete targets)."""
     _, a = name.split("/")
     agent._torch_gen.set_state(gen_state)
-    c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
+    c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     with torch.no_grad():
         next_act = torch.cat([agent._target_action(x, c.next_obs[x]) for x in AGENTS], -1)
         y = td_target(c.reward[a], c.terminated[a], agent._next_q(a, c.joint_next_obs(), next_act),
@@ -139,7 +139,7 @@ def test_nan_placeholders_of_an_inactive_agent_act_as_zeros() -> None:
 def test_masked_rows_get_zero_critic_gradient() -> None:
     agent = make("MADDPG", "box")
     b = _poison(batch(ACTION_SETS["box"], size=8, seed=5), slice(0, 4), ["speaker_0"])
-    c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
+    c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     obs = c.joint_obs().requires_grad_(True)
     q = agent.nets.online["critic/speaker_0"](obs, torch.cat(list(c.action.values()), -1))
     masked_mse(q, torch.ones_like(q), c.active["speaker_0"]).backward()
@@ -219,7 +219,7 @@ def test_actor_critic_loss_gives_the_critic_no_gradient() -> None:
     agent.learn(b)
     critic = agent.nets.online["critic/speaker_0"]
     before = {k: p.grad.clone() for k, p in critic.named_parameters()}
-    c = clean_batch(b, agent.observation_spaces, agent.codecs, agent.device)
+    c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     agent._step(["actor/speaker_0"], [agent._actor_loss("speaker_0", c, c.joint_obs())])
     for k, p in critic.named_parameters():
         torch.testing.assert_close(p.grad, before[k], rtol=0, atol=0)

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import torch
-from gymnasium import spaces
 
-from distmarl.algorithms.common.space_tensors import ActionCodec, obs_tensor, require_batch_keys
+from distmarl.algorithms.common.observations import Input, ObsReader, joint_input, joint_tensor
+from distmarl.algorithms.common.space_tensors import ActionCodec, require_batch_keys
+from distmarl.networks.inputs import InputSpec
 from distmarl.types import OFF_POLICY_FIELDS
 
 Tensors = dict[str, torch.Tensor]
@@ -27,30 +28,31 @@ Tensors = dict[str, torch.Tensor]
 class CleanBatch(NamedTuple):
     """Per-agent tensors on the learner's device; ``B`` rows, scalars as ``(B, 1)`` float32."""
 
-    obs: Tensors  #: (B, obs_dim), NaN -> 0
+    obs: dict[str, Input]  #: network input per agent (vectors (B, obs_dim)), NaN -> 0
     action: Tensors  #: (B, act_dim) critic form
     reward: Tensors  #: (B, 1), 0 where inactive
-    next_obs: Tensors  #: (B, obs_dim), the true next observation, NaN -> 0
+    next_obs: dict[str, Input]  #: the true next observation, as ``obs``
     terminated: Tensors  #: (B, 1) 0/1, 0 where inactive
     active: Tensors  #: (B, 1) 0/1
+    joint: InputSpec  #: what the centralised critics read
 
-    def joint_obs(self) -> torch.Tensor:
-        """All agents' observations side by side ``(B, sum obs_dim)``."""
-        return torch.cat(list(self.obs.values()), dim=-1)
+    def joint_obs(self) -> Input:
+        """All agents' observations as the critics read them (vectors: ``(B, sum obs_dim)``)."""
+        return joint_tensor(self.obs, list(self.obs), self.joint)
 
-    def joint_next_obs(self) -> torch.Tensor:
-        """All agents' next observations ``(B, sum obs_dim)``."""
-        return torch.cat(list(self.next_obs.values()), dim=-1)
+    def joint_next_obs(self) -> Input:
+        """All agents' next observations, as :meth:`joint_obs`."""
+        return joint_tensor(self.next_obs, list(self.next_obs), self.joint)
 
 
 def clean_batch(
     batch: Mapping[str, Mapping[str, Any]],
-    observation_spaces: Mapping[str, spaces.Space],
+    readers: Mapping[str, ObsReader],
     codecs: Mapping[str, ActionCodec],
     device: torch.device,
 ) -> CleanBatch:
     """Validate the fields and agents of ``batch`` and apply the cleaning rules above."""
-    agents = list(observation_spaces)
+    agents = list(readers)
     require_batch_keys(batch, OFF_POLICY_FIELDS, agents)
 
     def col(field: str, a: str) -> torch.Tensor:
@@ -59,15 +61,15 @@ def clean_batch(
 
     active = {a: (col("active", a) > 0).float() for a in agents}
     return CleanBatch(
-        obs={a: obs_tensor(batch["obs"][a], observation_spaces[a], device) for a in agents},
+        obs={a: readers[a].tensor(batch["obs"][a], device) for a in agents},
         action={a: codecs[a].encode(torch.as_tensor(batch["action"][a], device=device))
                 for a in agents},
         reward={a: _zero_inactive(col("reward", a), active[a]) for a in agents},
-        next_obs={a: obs_tensor(batch["next_obs"][a], observation_spaces[a], device)
-                  for a in agents},
+        next_obs={a: readers[a].tensor(batch["next_obs"][a], device) for a in agents},
         terminated={a: _zero_inactive((col("terminated", a) > 0).float(), active[a])
                     for a in agents},
         active=active,
+        joint=joint_input(readers),
     )
 
 

@@ -21,7 +21,8 @@ from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.grouped_step import grouped_step
 from distmarl.algorithms.common.netset import NetworkSet
-from distmarl.algorithms.common.space_tensors import make_codec, obs_dim, obs_tensor
+from distmarl.algorithms.common.observations import Input, ObsReader, batch_size, joint_input
+from distmarl.algorithms.common.space_tensors import make_codec
 from distmarl.algorithms.offpolicy.batch import (
     CleanBatch,
     clean_batch,
@@ -54,22 +55,30 @@ class OffPolicyMultiAgent(Algorithm):
     ) -> None:
         super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
         self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
+        self.readers = {a: ObsReader(s, f"agent {a!r}'s observation")
+                        for a, s in self.observation_spaces.items()}
+        self.joint = joint_input(self.readers)
         self.nets = NetworkSet()
-        self._build_networks(resolve_net_config(self.net_config, self.agents))
+        self._build_networks(
+            resolve_net_config(self.net_config, self.agents,
+                               {a: r.input for a, r in self.readers.items()}),
+            resolve_net_config(self.net_config, self.agents, dict.fromkeys(self.agents, self.joint)))
         self._noise: dict[str, ActionNoise] = {}
         self.learn_steps = 0
 
-    def _build_networks(self, configs: Mapping[str, Any]) -> None:
+    def _build_networks(self, configs: Mapping[str, Any], critic_configs: Mapping[str, Any]
+                        ) -> None:
+        """Actors read their agent's observation; critics every agent's (:attr:`joint`) and,
+        after the encoder, every agent's action."""
         gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
-        joint_obs = sum(obs_dim(s) for s in self.observation_spaces.values())
         joint_act = sum(c.dim for c in self.codecs.values())
         for a in self.agents:
-            arch = make_arch(obs_dim(self.observation_spaces[a]), self.codecs[a].dim, configs[a])
+            arch = make_arch(self.readers[a].input, self.codecs[a].dim, configs[a])
             self.nets.add(f"actor/{a}", EvolvableNetwork.build(arch, gen, self.device),
                           self.hp["lr_actor"])
         for role in self.CRITIC_ROLES:
             for a in self.agents:
-                arch = make_arch(joint_obs, 1, configs[a], extra_dim=joint_act)
+                arch = make_arch(self.joint, 1, critic_configs[a], extra_dim=joint_act)
                 self.nets.add(f"{role}/{a}", EvolvableNetwork.build(arch, gen, self.device),
                               self.hp["lr_critic"])
 
@@ -86,9 +95,10 @@ class OffPolicyMultiAgent(Algorithm):
         for a in self.agents:
             if a not in obs:
                 continue
-            x = obs_tensor(obs[a], self.observation_spaces[a], self.device)
+            x = self.readers[a].tensor(obs[a], self.device)
             codec = self.codecs[a]
-            noise = self._noise_for(a, x.shape[0]).sample() if explore and codec.uses_noise else None
+            rows = batch_size(x)
+            noise = self._noise_for(a, rows).sample() if explore and codec.uses_noise else None
             actions[a] = codec.act(self.actor(a)(x), explore, noise, self._torch_gen)
         return actions
 
@@ -113,7 +123,7 @@ class OffPolicyMultiAgent(Algorithm):
         the same updates as one network at a time, since no network's parameters appear in
         another's loss, with one backward pass and one Adam call per phase instead of one per
         network (1.16x-1.20x the updates/s for speaker-listener's shapes on a CPU)."""
-        b = clean_batch(batch, self.observation_spaces, self.codecs, self.device)
+        b = clean_batch(batch, self.readers, self.codecs, self.device)
         joint_obs, joint_act = b.joint_obs(), torch.cat(list(b.action.values()), dim=-1)
         with torch.no_grad():
             next_obs = b.joint_next_obs()
@@ -135,19 +145,19 @@ class OffPolicyMultiAgent(Algorithm):
         self.learn_steps += 1
         return {f"loss/{k}": float(v.detach()) for k, v in losses.items()}
 
-    def _target_action(self, agent: str, next_obs: torch.Tensor) -> torch.Tensor:
+    def _target_action(self, agent: str, next_obs: Input) -> torch.Tensor:
         """Critic-form action of the target actor ``(B, act_dim)``."""
         out = self.nets.target[f"actor/{agent}"](next_obs)
         return self.codecs[agent].target(out, self._torch_gen)
 
-    def _next_q(self, agent: str, next_obs: torch.Tensor, next_act: torch.Tensor) -> torch.Tensor:
+    def _next_q(self, agent: str, next_obs: Input, next_act: torch.Tensor) -> torch.Tensor:
         """Bootstrap value ``Q'(s', a')`` of ``agent`` ``(B, 1)``."""
         return self.nets.target[f"critic/{agent}"](next_obs, next_act)
 
     def _actor_update_due(self) -> bool:
         return True
 
-    def _actor_loss(self, agent: str, b: CleanBatch, joint_obs: torch.Tensor) -> torch.Tensor:
+    def _actor_loss(self, agent: str, b: CleanBatch, joint_obs: Input) -> torch.Tensor:
         """Deterministic policy gradient through the agent's first critic, other actions fixed."""
         out = self.actor(agent)(b.obs[agent])
         own = self.codecs[agent].policy(out, self._torch_gen)

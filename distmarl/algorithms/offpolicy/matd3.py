@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from distmarl.algorithms.common.observations import Input
 from distmarl.algorithms.common.space_tensors import BoxCodec
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.config.hparams import default_hp
@@ -31,7 +32,7 @@ class MATD3(OffPolicyMultiAgent):
     DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MATD3")
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic", "critic_2")
 
-    def _target_action(self, agent: str, next_obs: torch.Tensor) -> torch.Tensor:
+    def _target_action(self, agent: str, next_obs: Input) -> torch.Tensor:
         u = super()._target_action(agent, next_obs)
         if not isinstance(self.codecs[agent], BoxCodec) or self.hp["policy_noise"] == 0:
             return u
@@ -39,7 +40,7 @@ class MATD3(OffPolicyMultiAgent):
         clip = self.hp["noise_clip"]
         return (u + (noise * self.hp["policy_noise"]).clamp(-clip, clip)).clamp(-1.0, 1.0)
 
-    def _next_q(self, agent: str, next_obs: torch.Tensor, next_act: torch.Tensor) -> torch.Tensor:
+    def _next_q(self, agent: str, next_obs: Input, next_act: torch.Tensor) -> torch.Tensor:
         q1 = self.nets.target[f"critic/{agent}"](next_obs, next_act)
         q2 = self.nets.target[f"critic_2/{agent}"](next_obs, next_act)
         return torch.minimum(q1, q2)
