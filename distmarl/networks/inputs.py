@@ -23,6 +23,8 @@ from gymnasium import spaces
 
 #: PettingZoo's key for the legal actions in a dict observation.
 MASK_KEY = "action_mask"
+#: The smallest image side a CNN reads; smaller grids are flattened into a vector.
+MIN_IMAGE_SIDE = 4
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def leaf_input(space: spaces.Space, where: str, channels_last: bool | None = Non
                flatten: bool = False) -> VectorInput | ImageInput:
     """The input for one non-nested space."""
     if isinstance(space, spaces.Box):
-        if not flatten and is_image(space):
+        if not flatten and is_image(space, channels_last):
             return image_input(space, channels_last)
         return VectorInput(int(np.prod(space.shape)))
     if isinstance(space, spaces.Discrete):
@@ -124,12 +126,17 @@ def leaf_input(space: spaces.Space, where: str, channels_last: bool | None = Non
         "of rank 2 or 3), Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple of them")
 
 
-def is_image(space: spaces.Box) -> bool:
+def is_image(space: spaces.Box, channels_last: bool | None = None) -> bool:
     """Rank 3, or rank 2 with an integer dtype (a single-channel frame; a float matrix is a
-    vector to flatten)."""
+    vector to flatten), with both spatial sides at least :data:`MIN_IMAGE_SIDE` (a 3x3 board
+    is read better flat)."""
     rank = len(space.shape)
-    return rank == 3 or (rank == 2 and np.issubdtype(space.dtype, np.integer)
-                         and min(space.shape) >= 4)
+    if rank == 2 and np.issubdtype(space.dtype, np.integer):
+        return min(space.shape) >= MIN_IMAGE_SIDE
+    if rank == 3:
+        _, h, w = image_input(space, channels_last).chw
+        return min(h, w) >= MIN_IMAGE_SIDE
+    return False
 
 
 def image_input(space: spaces.Box, channels_last: bool | None = None) -> ImageInput:

@@ -61,7 +61,7 @@ def test_learner_bootstraps_from_its_value_of_the_true_next_observation() -> Non
     algo = make("MAPPO", "mixed", seed=3, gamma=0.9, gae_lambda=0.8)
     batch = fragment(algo, t=10, e=2, seed=1)  # ends at rows 4 and 9: env 0 truncated, 1 terminated
     heads = {a: algo.heads[algo.group_of[a]] for a in AGENTS}
-    frag = clean_fragment(batch, algo.observation_spaces, heads, algo.device)
+    frag = clean_fragment(batch, algo.readers, heads, algo.device)
     adv, target = algo._advantages(frag)
     a = "agent_1"
     with torch.no_grad():

@@ -17,7 +17,7 @@ def group_losses(algo, batch, advantage=None):
     """Per group: (clipped surrogate loss, value loss) of ``algo`` on the whole ``batch``, with
     the advantages given (default: the ones ``algo`` computes now)."""
     heads = {a: algo.heads[algo.group_of[a]] for a in AGENTS}
-    frag = clean_fragment(batch, algo.observation_spaces, heads, algo.device)
+    frag = clean_fragment(batch, algo.readers, heads, algo.device)
     adv, target = algo._advantages(frag) if advantage is None else advantage
     out = {}
     with torch.no_grad():

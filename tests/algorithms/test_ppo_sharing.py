@@ -116,7 +116,7 @@ def test_mappo_value_reads_the_agents_own_observation_first_then_the_others() ->
     assert agent.value_net("agent").arch.encoder.in_dim == joint
     assert agent.value_net("speaker").arch.encoder.in_dim == joint
     assert make("IPPO", "box").value_net("agent").arch.encoder.in_dim == 6
-    obs = {a: torch.full((2, agent.obs_dims[a]), float(i)) for i, a in enumerate(agent.agents)}
+    obs = {a: torch.full((2, agent.inputs[a].dim), float(i)) for i, a in enumerate(agent.agents)}
     inputs = dict(zip(agent.groups["agent"], agent._critic_inputs("agent", obs)))
     for a, x in inputs.items():
         others = [b for b in agent.agents if b != a]

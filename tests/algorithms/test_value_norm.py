@@ -43,7 +43,7 @@ def test_learn_takes_in_each_groups_active_targets(algo: str) -> None:
     batch = fragment(agent, t=6, e=2, seed=4)
     batch["active"]["agent_1"][:, 1] = False  # some inactive rows are not targets
     reference = agent.clone()
-    frag = clean_fragment(batch, reference.observation_spaces,
+    frag = clean_fragment(batch, reference.readers,
                           {a: reference.heads[g] for a, g in reference.group_of.items()},
                           reference.device)
     _, target = reference._advantages(frag)

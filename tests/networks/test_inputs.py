@@ -45,7 +45,9 @@ def test_layout_override_flatten_and_scaling_from_bounds() -> None:
     spec = input_spec(space)
     assert isinstance(spec, ImageInput) and spec.layout == "HWC"
     assert (spec.scale, spec.offset) == (1.0, 0.0)
-    assert input_spec(space, channels_last=False).layout == "CHW"  # type: ignore[union-attr]
+    assert input_spec(frame((8, 9, 10)), channels_last=False).layout == "CHW"  # type: ignore[union-attr]
+    assert input_spec(space, channels_last=False) == VectorInput(84)  # 6 channels of 7x2: too thin
+    assert input_spec(frame((3, 3, 2), np.int8, 1)) == VectorInput(18)  # tictactoe: read flat
     assert input_spec(frame((64, 64, 4)), flatten=True) == VectorInput(64 * 64 * 4)
     signed = input_spec(spaces.Box(-1.0, 1.0, (8, 8, 3), np.float32))
     assert isinstance(signed, ImageInput)

@@ -18,9 +18,10 @@ and key for dict observations), read by a multi-input encoder.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 
@@ -53,20 +54,31 @@ class ObsReader:
         self.space = space
         self.policy_space = policy_space(space)
         self.input: InputSpec = input_spec(self.policy_space, where)
-        self.masked = isinstance(space, spaces.Dict) and MASK_KEY in space.spaces
 
     def tensor(self, x: Any, device: torch.device) -> Input:
-        """A batch ``(B, ...)`` (array, tensor, or dict) -> network input (see the module)."""
-        if self.masked and isinstance(x, Mapping):
-            x = x["observation"] if "observation" in x and not isinstance(
-                self.input, DictInput) else {k: v for k, v in x.items() if k != MASK_KEY}
+        """A batch ``(B, ...)`` (array, tensor, or dict) -> network input (see the module). A
+        dict with ``observation`` and ``action_mask`` (the env's, or masks from infos folded in
+        by the collector) contributes its observation."""
+        if isinstance(x, Mapping):
+            x = {k: v for k, v in x.items() if k != MASK_KEY}
+            if not isinstance(self.input, DictInput) and "observation" in x:
+                x = x["observation"]
         return _read(x, self.input, self.policy_space, device)
 
     def mask(self, x: Any, device: torch.device) -> torch.Tensor | None:
         """The legal actions ``(B, n)`` bool, or None where the observation carries no mask."""
-        if not (self.masked and isinstance(x, Mapping)) or x.get(MASK_KEY) is None:
+        if not isinstance(x, Mapping) or x.get(MASK_KEY) is None:
             return None
-        return torch.as_tensor(x[MASK_KEY], device=device) > 0
+        return mask_tensor(x[MASK_KEY], device)
+
+
+def mask_tensor(mask: object, device: torch.device) -> torch.Tensor:
+    """An action mask ``(B, n)`` (any numeric / bool array; NaN placeholders count as illegal)
+    -> bool; rows with no legal action become all-legal."""
+    m = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask, device=device)
+    m = m.reshape(m.shape[0], -1)
+    m = torch.nan_to_num(m.float(), nan=0.0) > 0.5
+    return m | ~m.any(dim=-1, keepdim=True)
 
 
 def _read(x: Any, spec: InputSpec, space: spaces.Space, device: torch.device) -> Input:
@@ -101,39 +113,80 @@ def batch_size(x: Input) -> int:
     return int(next(iter(x.values())).shape[0] if isinstance(x, dict) else x.shape[0])
 
 
-# -- centralised critics -------------------------------------------------------------------
+def tmap(fn: Callable[[torch.Tensor], torch.Tensor], x: Input) -> Input:
+    """``fn`` on every tensor of a network input (a tensor, or a dict of them)."""
+    return {k: fn(v) for k, v in x.items()} if isinstance(x, dict) else fn(x)
+
+
+def tcat(xs: Sequence[Input]) -> Input:
+    """Network inputs stacked along the batch axis (dicts key by key)."""
+    first = xs[0]
+    if isinstance(first, dict):
+        return {k: torch.cat([_part_of(x, k) for x in xs]) for k in first}
+    return torch.cat([_tensor(x) for x in xs])
+
+
+def zeros_input(spec: InputSpec, n: int, device: torch.device) -> Input:
+    """``n`` all-zero rows of an input (what a critic sees of an absent agent)."""
+    if isinstance(spec, DictInput):
+        return {k: _zeros_leaf(p, n, device) for k, p in spec.parts}
+    return _zeros_leaf(spec, n, device)
+
+
+def _zeros_leaf(spec: VectorInput | ImageInput, n: int, device: torch.device) -> torch.Tensor:
+    shape = (spec.dim,) if isinstance(spec, VectorInput) else spec.shape
+    return torch.zeros(n, *shape, device=device)
+
+
+def _part_of(x: Input, key: str) -> torch.Tensor:
+    if not isinstance(x, dict):
+        raise TypeError("cannot stack a dict input with a tensor input")
+    return x[key]
+
+
+def _tensor(x: Input) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError("a vector input needs tensors, got a dict")
+    return x
+
+
+# -- inputs side by side (centralised critics) ----------------------------------------------
+
+
+def combined_input(named: Sequence[tuple[str, InputSpec]]) -> InputSpec:
+    """Several inputs read together: side by side ``(B, sum dim)`` when all are vectors,
+    otherwise one dict input with a part per name (``name/key`` for dict inputs)."""
+    specs = [s for _, s in named]
+    if all(isinstance(s, VectorInput) for s in specs):
+        return VectorInput(sum(s.dim for s in specs if isinstance(s, VectorInput)))
+    parts: list[tuple[str, VectorInput | ImageInput]] = []
+    for name, spec in named:
+        if isinstance(spec, DictInput):
+            parts += [(f"{name}/{k}", p) for k, p in spec.parts]
+        else:
+            parts.append((name, spec))
+    return DictInput(tuple(parts))
+
+
+def combined_tensor(named: Sequence[tuple[str, Input]], spec: InputSpec) -> Input:
+    """The inputs of :func:`combined_input`'s ``named`` as ``spec`` reads them."""
+    if isinstance(spec, VectorInput):
+        return torch.cat([_tensor(x) for _, x in named], dim=-1)
+    out: dict[str, torch.Tensor] = {}
+    for name, x in named:
+        if isinstance(x, dict):
+            out.update({f"{name}/{k}": t for k, t in x.items()})
+        else:
+            out[name] = x
+    return out
 
 
 def joint_input(readers: Mapping[str, ObsReader]) -> InputSpec:
     """What a critic over every agent's observation reads (agents in ``readers``' order)."""
-    inputs = [r.input for r in readers.values()]
-    if all(isinstance(i, VectorInput) for i in inputs):
-        return VectorInput(sum(i.dim for i in inputs if isinstance(i, VectorInput)))
-    parts: list[tuple[str, VectorInput | ImageInput]] = []
-    for agent, spec in zip(readers, inputs):
-        if isinstance(spec, DictInput):
-            parts += [(f"{agent}/{k}", p) for k, p in spec.parts]
-        else:
-            parts.append((agent, spec))
-    return DictInput(tuple(parts))
+    return combined_input([(a, r.input) for a, r in readers.items()])
 
 
 def joint_tensor(xs: Mapping[str, Input], agents: Sequence[str], joint: InputSpec) -> Input:
     """Every agent's input (from :meth:`ObsReader.tensor`) as the critic input ``joint``
     (:func:`joint_input`) reads it."""
-    if isinstance(joint, VectorInput):
-        return torch.cat([_tensor(xs[a]) for a in agents], dim=-1)
-    out: dict[str, torch.Tensor] = {}
-    for a in agents:
-        v = xs[a]
-        if isinstance(v, dict):
-            out.update({f"{a}/{k}": t for k, t in v.items()})
-        else:
-            out[a] = v
-    return out
-
-
-def _tensor(x: Input) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError("a vector critic input needs tensors, got a dict")
-    return x
+    return combined_tensor([(a, xs[a]) for a in agents], joint)

@@ -19,15 +19,18 @@ from typing import Any
 
 from distmarl.agents import group_of
 from distmarl.networks import NetConfigError, resolve_net_config
+from distmarl.networks.inputs import InputSpec
 from distmarl.networks.net_config import NET_CONFIG_KEYS, AgentNetConfig
 
 
 def group_net_configs(net_config: Mapping[str, Any] | None, groups: Mapping[str, list[str]],
-                      algorithm: str) -> dict[str, AgentNetConfig]:
-    """One complete network config per group (see the module docstring)."""
+                      algorithm: str, inputs: Mapping[str, InputSpec] | None = None
+                      ) -> dict[str, AgentNetConfig]:
+    """One complete network config per group (see the module docstring) for networks reading
+    ``inputs[group]`` (default: vectors)."""
     raw = dict(net_config or {})
     if all(k in NET_CONFIG_KEYS for k in raw):
-        return resolve_net_config(raw, list(groups))
+        return resolve_net_config(raw, list(groups), inputs)
     by_group: dict[str, Any] = {}
     for key, cfg in raw.items():
         gid = key if key in groups else group_of(key)
@@ -43,4 +46,4 @@ def group_net_configs(net_config: Mapping[str, Any] | None, groups: Mapping[str,
             raise NetConfigError(f"group {gid!r} is configured twice in net_config (once as "
                                  f"{key!r}); keep one of them")
         by_group[gid] = cfg
-    return resolve_net_config(by_group, list(groups))
+    return resolve_net_config(by_group, list(groups), inputs)

@@ -16,26 +16,33 @@ from typing import Any
 
 import numpy as np
 import torch
-from gymnasium import spaces
 
-from distmarl.algorithms.onpolicy.fragment import obs_and_mask
-from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, mask_tensor, stacked_masks
+from distmarl.algorithms.common.observations import (
+    Input,
+    ObsReader,
+    batch_size,
+    mask_tensor,
+    tcat,
+    zeros_input,
+)
+from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, stacked_masks
 from distmarl.networks import EvolvableNetwork
+from distmarl.networks.inputs import InputSpec
 
 __all__ = ["observation_tensors", "padded_obs", "per_agent", "sample_group", "state_tensor"]
 
 
-def observation_tensors(obs: Mapping[str, Any], observation_spaces: Mapping[str, spaces.Space],
+def observation_tensors(obs: Mapping[str, Any], readers: Mapping[str, ObsReader],
                         action_mask: Mapping[str, Any] | None, device: torch.device
-                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor | None]]:
-    """Network inputs ``(num_envs, obs_dim)`` and bool masks ``(num_envs, n)`` (None: all legal)
-    of the agents present in ``obs``, in the order of ``observation_spaces``. A mask given in
+                        ) -> tuple[dict[str, Input], dict[str, torch.Tensor | None]]:
+    """Network inputs (vectors ``(num_envs, obs_dim)``) and bool masks ``(num_envs, n)`` (None:
+    all legal) of the agents present in ``obs``, in the order of ``readers``. A mask given in
     ``action_mask[agent]`` replaces one carried by the observation."""
-    x: dict[str, torch.Tensor] = {}
+    x: dict[str, Input] = {}
     masks: dict[str, torch.Tensor | None] = {}
-    for a, space in observation_spaces.items():
+    for a, reader in readers.items():
         if a in obs:
-            x[a], masks[a] = obs_and_mask(obs[a], space, device)
+            x[a], masks[a] = reader.tensor(obs[a], device), reader.mask(obs[a], device)
             if action_mask is not None and action_mask.get(a) is not None:
                 masks[a] = mask_tensor(action_mask[a], device)
     return x, masks
@@ -49,7 +56,7 @@ def state_tensor(state: Any, device: torch.device) -> torch.Tensor:
 
 
 def sample_group(policy: EvolvableNetwork, head: PolicyHead, log_std: torch.Tensor | None,
-                 x: Mapping[str, torch.Tensor], masks: Mapping[str, torch.Tensor | None],
+                 x: Mapping[str, Input], masks: Mapping[str, torch.Tensor | None],
                  explore: bool, generator: torch.Generator
                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Actions (env form) and behaviour log-probs (float32 ``(num_envs,)``) per agent of one
@@ -57,19 +64,19 @@ def sample_group(policy: EvolvableNetwork, head: PolicyHead, log_std: torch.Tens
     (the same keys): one call of the group's ``policy``, sampled by ``head`` (exploring: a
     sample drawn from ``generator``, else the mean / arg-max action)."""
     agents = list(x)
-    n = x[agents[0]].shape[0]
-    out = policy(torch.cat([x[a] for a in agents]))
+    n = batch_size(x[agents[0]])
+    out = policy(tcat([x[a] for a in agents]))
     mask = stacked_masks([masks[a] for a in agents], n, head.dim, out.device)
     action, log_prob = head.sample(out, log_std, mask, explore, generator)
     return ({a: head.to_env(rows) for a, rows in zip(agents, action.split(n))},
             per_agent(log_prob, agents))
 
 
-def padded_obs(x: Mapping[str, torch.Tensor], obs_dims: Mapping[str, int], n: int,
-               device: torch.device) -> dict[str, torch.Tensor]:
-    """Every agent's network input ``(n, obs_dim)`` in the order of ``obs_dims``: zeros for an
-    agent absent from ``x`` (what a value network reading other agents sees of it)."""
-    return {a: x[a] if a in x else torch.zeros(n, d, device=device) for a, d in obs_dims.items()}
+def padded_obs(x: Mapping[str, Input], inputs: Mapping[str, InputSpec], n: int,
+               device: torch.device) -> dict[str, Input]:
+    """Every agent's network input (``n`` rows) in the order of ``inputs``: zeros for an agent
+    absent from ``x`` (what a value network reading other agents sees of it)."""
+    return {a: x[a] if a in x else zeros_input(spec, n, device) for a, spec in inputs.items()}
 
 
 def per_agent(rows: torch.Tensor, agents: Sequence[str]) -> dict[str, np.ndarray]:

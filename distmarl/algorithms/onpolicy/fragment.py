@@ -18,40 +18,20 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import torch
-from gymnasium import spaces
 
-from distmarl.algorithms.common.space_tensors import obs_tensor, require_batch_keys
-from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, mask_tensor
+from distmarl.algorithms.common.observations import Input, ObsReader, tmap
+from distmarl.algorithms.common.space_tensors import require_batch_keys
+from distmarl.algorithms.onpolicy.policy_heads import PolicyHead
 from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
 
-__all__ = ["AgentFragment", "clean_fragment", "obs_and_mask", "policy_obs_space"]
-
-
-def policy_obs_space(space: spaces.Space) -> spaces.Space:
-    """The space the networks read: a PettingZoo ``Dict(observation=..., action_mask=...)``
-    observation contributes its ``"observation"`` part."""
-    if isinstance(space, spaces.Dict) and "observation" in space.spaces:
-        return space["observation"]
-    return space
-
-
-def obs_and_mask(x: Any, space: spaces.Space, device: torch.device
-                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Observations ``(B, ...)`` (array, tensor, or dict with ``"observation"`` and optionally
-    ``"action_mask"``) -> network input ``(B, obs_dim)`` and bool mask ``(B, n)`` or None."""
-    mask = None
-    if isinstance(x, Mapping):
-        if x.get("action_mask") is not None:
-            mask = mask_tensor(x["action_mask"], device)
-        x = x["observation"]
-    return obs_tensor(x, policy_obs_space(space), device), mask
+__all__ = ["AgentFragment", "clean_fragment"]
 
 
 class AgentFragment(NamedTuple):
     """One agent's clean fragment; ``(T, E, ...)`` each."""
 
-    obs: torch.Tensor  #: (T, E, obs_dim)
-    next_obs: torch.Tensor  #: (T, E, obs_dim), the true next observation
+    obs: Input  #: (T, E, obs_dim), images (T, E, *image) as stored, or a dict of them
+    next_obs: Input  #: the true next observation, as ``obs``
     mask: torch.Tensor | None  #: (T, E, n) bool action mask, or None
     action: torch.Tensor  #: (T, E, dim) float (Box, normalised) or (T, E) int64 (Discrete)
     reward: torch.Tensor  #: (T, E) float32, 0 where inactive
@@ -65,22 +45,22 @@ class AgentFragment(NamedTuple):
 
 
 def clean_fragment(batch: Mapping[str, Mapping[str, Any]],
-                   observation_spaces: Mapping[str, spaces.Space],
+                   readers: Mapping[str, ObsReader],
                    heads: Mapping[str, PolicyHead], device: torch.device
                    ) -> dict[str, AgentFragment]:
     """Validate ``batch`` (fields, agents, ``(T, E)`` shapes) and apply the cleaning rules."""
-    agents = list(observation_spaces)
+    agents = list(readers)
     require_batch_keys(batch, ON_POLICY_FIELDS, agents)
     reward0 = torch.as_tensor(batch["reward"][agents[0]])
     if reward0.dim() not in (2, 3) or (reward0.dim() == 3 and reward0.shape[2] != 1):
         raise ValueError(f"on-policy fields must be time-major (T, E[, 1]); reward has shape "
                          f"{tuple(reward0.shape)}")
     t, e = int(reward0.shape[0]), int(reward0.shape[1])
-    return {a: _clean_agent(batch, a, observation_spaces[a], heads[a], t, e, device)
+    return {a: _clean_agent(batch, a, readers[a], heads[a], t, e, device)
             for a in agents}
 
 
-def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, space: spaces.Space,
+def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsReader,
                  head: PolicyHead, t: int, e: int, device: torch.device) -> AgentFragment:
     def flat(x: Any) -> Any:  # (T, E, ...) -> (T * E, ...)
         if isinstance(x, Mapping):
@@ -107,12 +87,18 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, space: spaces.S
         x = flat(batch[field][a]).float()
         return torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0).reshape(t, e, -1)
 
-    obs, mask = obs_and_mask(flat(batch["obs"][a]), space, device)
-    next_obs, _ = obs_and_mask(flat(batch["next_obs"][a]), space, device)
+    raw_obs = flat(batch["obs"][a])
+    obs = reader.tensor(raw_obs, device)
+    mask = reader.mask(raw_obs, device)
+    next_obs = reader.tensor(flat(batch["next_obs"][a]), device)
     action = head.from_env(flat(batch["action"][a]))
+
+    def time_major(x: torch.Tensor) -> torch.Tensor:  # (T * E, ...) -> (T, E, ...)
+        return x.reshape(t, e, *x.shape[1:])
+
     return AgentFragment(
-        obs=obs.reshape(t, e, -1),
-        next_obs=next_obs.reshape(t, e, -1),
+        obs=tmap(time_major, obs),
+        next_obs=tmap(time_major, next_obs),
         mask=None if mask is None else mask.reshape(t, e, -1),
         action=action.reshape(t, e, *action.shape[1:]),
         reward=zeroed(col("reward")),

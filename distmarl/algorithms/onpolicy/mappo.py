@@ -26,9 +26,11 @@ from typing import Any, ClassVar
 import torch
 from gymnasium import spaces
 
+from distmarl.algorithms.common.observations import Input, combined_input, combined_tensor
 from distmarl.algorithms.common.space_tensors import obs_dim
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.config.hparams import default_hp
+from distmarl.networks.inputs import InputSpec, VectorInput
 
 
 class MAPPO(OnPolicyMultiAgent):
@@ -93,18 +95,29 @@ class MAPPO(OnPolicyMultiAgent):
                              f"{self._value_input()}; build it with {fix} to load this state")
         super().load_state_dict(state)
 
-    def _critic_dim(self, group: str) -> int:
-        if self.state_space is not None:
-            return self.obs_dims[self.groups[group][0]] + obs_dim(self.state_space)
-        return sum(self.obs_dims.values())
+    def _critic_input(self, group: str) -> InputSpec:
+        """The agent's own input and the state, or the agent's own input then the other
+        agents' in env order (see :func:`~distmarl.algorithms.common.observations.combined_input`:
+        side by side for vectors, parts ``self``, ``other_<i>``, ``state`` otherwise)."""
+        a = self.groups[group][0]
+        return combined_input(self._named(a, self.inputs, VectorInput(self._state_dim())))
 
-    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor],
-                       state: torch.Tensor | None = None) -> list[torch.Tensor]:
+    def _critic_inputs(self, group: str, obs: Mapping[str, Input],
+                       state: torch.Tensor | None = None) -> list[Input]:
         """``[obs[agent], state]`` (:attr:`uses_state`) or ``[obs[agent], obs of the other
-        agents in env order]`` per agent of ``group``, ``(..., critic_dim)``."""
+        agents in env order]`` per agent of ``group`` (:meth:`_critic_input`)."""
+        if self.uses_state and state is None:
+            raise ValueError("MAPPO reads the env's global state here, and none was given")
+        spec = self._critic_input(group)
+        return [combined_tensor(self._named(a, obs, state), spec) for a in self.groups[group]]
+
+    def _named(self, agent: str, per_agent: Mapping[str, Any], state: Any) -> list[tuple[str, Any]]:
+        """``agent``'s value-input pieces in order, named by role."""
         if self.uses_state:
-            if state is None:
-                raise ValueError("MAPPO reads the env's global state here, and none was given")
-            return [torch.cat([obs[a], state], dim=-1) for a in self.groups[group]]
-        return [torch.cat([obs[a], *(obs[b] for b in self.agents if b != a)], dim=-1)
-                for a in self.groups[group]]
+            return [("self", per_agent[agent]), ("state", state)]
+        others = [b for b in self.agents if b != agent]
+        return [("self", per_agent[agent]),
+                *((f"other_{i}", per_agent[b]) for i, b in enumerate(others))]
+
+    def _state_dim(self) -> int:
+        return obs_dim(self.state_space) if self.state_space is not None else 0

@@ -163,15 +163,6 @@ def make_head(space: spaces.Space, device: torch.device) -> PolicyHead:
     raise TypeError(f"unsupported action space {space}; use Box or Discrete")
 
 
-def mask_tensor(mask: object, device: torch.device) -> torch.Tensor:
-    """An action mask ``(B, n)`` (any numeric / bool array; NaN placeholders count as illegal)
-    -> bool; rows with no legal action become all-legal."""
-    m = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask, device=device)
-    m = m.reshape(m.shape[0], -1)
-    m = torch.nan_to_num(m.float(), nan=0.0) > 0.5
-    return m | ~m.any(dim=-1, keepdim=True)
-
-
 def stacked_masks(masks: Sequence[torch.Tensor | None], n: int, dim: int,
                   device: torch.device) -> torch.Tensor | None:
     """Per-agent masks ``(n, dim)`` (None: all legal) stacked along the batch axis into

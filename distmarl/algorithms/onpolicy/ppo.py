@@ -51,10 +51,10 @@ from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet, make_adam
+from distmarl.algorithms.common.observations import Input, ObsReader, batch_size, tcat, tmap
 from distmarl.algorithms.common.sharing import group_net_configs
-from distmarl.algorithms.common.space_tensors import obs_dim
 from distmarl.algorithms.onpolicy import acting, rows
-from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment, policy_obs_space
+from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
 from distmarl.algorithms.onpolicy.policy_heads import INIT_LOG_STD, PolicyHead, make_head
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows, ppo_update
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
@@ -67,6 +67,7 @@ from distmarl.algorithms.onpolicy.weights import (
 )
 from distmarl.config.hparams import check_hp, check_hp_value, default_hp
 from distmarl.networks import EvolvableNetwork, make_arch
+from distmarl.networks.inputs import InputSpec
 from distmarl.types import on_policy_fields
 
 __all__ = ["OnPolicyMultiAgent"]
@@ -75,6 +76,11 @@ STATE_FORMAT = 2  # 2: value-normalisation moments (``value_norm``)
 #: hyperparameters fixed when the learner is built (they shape the value networks)
 FIXED_HP = ("value_norm", "global_state")
 Tensors = dict[str, torch.Tensor]
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    """``(T, E, ...)`` -> ``(T * E, ...)``."""
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
 
 
 class OnPolicyMultiAgent(Algorithm):
@@ -101,23 +107,30 @@ class OnPolicyMultiAgent(Algorithm):
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
         self.heads: dict[str, PolicyHead] = {
             g: make_head(self.action_spaces[m[0]], self.device) for g, m in self.groups.items()}
-        self.obs_dims = {a: obs_dim(policy_obs_space(s))
-                         for a, s in self.observation_spaces.items()}
+        self.readers = {a: ObsReader(s, f"agent {a!r}'s observation")
+                        for a, s in self.observation_spaces.items()}
+        #: what each agent's policy reads
+        self.inputs: dict[str, InputSpec] = {a: r.input for a, r in self.readers.items()}
         self.nets = NetworkSet()
         self.log_std: dict[str, torch.nn.Parameter] = {}
         self.log_std_optim: dict[str, torch.optim.Adam] = {}
-        self._build_networks(group_net_configs(self.net_config, self.groups, self.name))
+        self._build_networks(
+            group_net_configs(self.net_config, self.groups, self.name,
+                              {g: self.inputs[m[0]] for g, m in self.groups.items()}),
+            group_net_configs(self.net_config, self.groups, self.name,
+                              {g: self._critic_input(g) for g in self.groups}))
         #: running moments of each group's value targets (used when ``hp["value_norm"]``)
         self.value_moments = {g: RunningMoments() for g in self.groups}
         self.learn_steps = 0
 
-    def _build_networks(self, configs: Mapping[str, Any]) -> None:
+    def _build_networks(self, configs: Mapping[str, Any], value_configs: Mapping[str, Any]
+                        ) -> None:
         gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         lr = self.hp["lr"]
         for g, members in self.groups.items():
             head = self.heads[g]
-            policy = make_arch(self.obs_dims[members[0]], head.dim, configs[g])
-            value = make_arch(self._critic_dim(g), 1, configs[g])
+            policy = make_arch(self.inputs[members[0]], head.dim, configs[g])
+            value = make_arch(self._critic_input(g), 1, value_configs[g])
             self.nets.add(f"policy/{g}", EvolvableNetwork.build(policy, gen, self.device), lr)
             self.nets.add(f"value/{g}", EvolvableNetwork.build(value, gen, self.device), lr)
             if head.has_log_std:
@@ -139,15 +152,15 @@ class OnPolicyMultiAgent(Algorithm):
         :data:`~distmarl.types.STATE_FIELDS` when ``global_state``."""
         return on_policy_fields(global_state)
 
-    def _critic_dim(self, group: str) -> int:
-        """Width of ``value/<group>``'s input."""
-        return self.obs_dims[self.groups[group][0]]
+    def _critic_input(self, group: str) -> InputSpec:
+        """What ``value/<group>`` reads. IPPO: the agent's own observation."""
+        return self.inputs[self.groups[group][0]]
 
-    def _critic_inputs(self, group: str, obs: Mapping[str, torch.Tensor],
-                       state: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """Value inputs ``(..., critic_dim)`` of the group's agents, from every agent's network
-        observation ``(..., obs_dim)`` and (read when :attr:`uses_state`) the global state
-        ``(..., state_dim)``. IPPO: each agent's own observation."""
+    def _critic_inputs(self, group: str, obs: Mapping[str, Input],
+                       state: torch.Tensor | None = None) -> list[Input]:
+        """Value inputs of the group's agents (:meth:`_critic_input`; rows ``(..., )`` as
+        ``obs``), from every agent's network input and (read when :attr:`uses_state`) the
+        global state ``(..., state_dim)``. IPPO: each agent's own observation."""
         return [obs[a] for a in self.groups[group]]
 
     # -- acting ----------------------------------------------------------------------------
@@ -160,7 +173,7 @@ class OnPolicyMultiAgent(Algorithm):
         """The value network shared by ``group``'s agents."""
         return self.nets.online[f"value/{group}"]
 
-    def values(self, group: str, critic_obs: torch.Tensor) -> torch.Tensor:
+    def values(self, group: str, critic_obs: Input) -> torch.Tensor:
         """``V`` in return units ``(B,)`` of critic inputs ``(B, critic_dim)`` (the value
         network's output, denormalised when ``value_norm`` is on)."""
         out = self.value_net(group)(critic_obs).squeeze(-1)
@@ -192,8 +205,7 @@ class OnPolicyMultiAgent(Algorithm):
              with_info: bool, state: np.ndarray | None = None
              ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
         """Each group's policy on its present agents; with info, its value network too."""
-        x, masks = acting.observation_tensors(obs, self.observation_spaces, action_mask,
-                                              self.device)
+        x, masks = acting.observation_tensors(obs, self.readers, action_mask, self.device)
         s = None
         if self.uses_state and state is not None:
             s = acting.state_tensor(state, self.device)
@@ -210,9 +222,9 @@ class OnPolicyMultiAgent(Algorithm):
             actions.update(action)
             extras["log_prob"].update(log_prob)
             if with_info:
-                full = acting.padded_obs(x, self.obs_dims, x[present[0]].shape[0], self.device)
+                full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
                 inputs = dict(zip(members, self._critic_inputs(g, full, s)))
-                values = self.values(g, torch.cat([inputs[a] for a in present]))
+                values = self.values(g, tcat([inputs[a] for a in present]))
                 extras["value"].update(acting.per_agent(values, present))
         return actions, (extras if with_info else {})
 
@@ -223,7 +235,7 @@ class OnPolicyMultiAgent(Algorithm):
         module docstring. Metrics per group: ``loss/policy/<g>``, ``loss/value/<g>``,
         ``entropy/<g>``, ``approx_kl/<g>``, ``clip_fraction/<g>``, ``epochs/<g>``; and
         ``approx_kl``, the mean over groups."""
-        frag = clean_fragment(batch, self.observation_spaces,
+        frag = clean_fragment(batch, self.readers,
                               {a: self.heads[g] for a, g in self.group_of.items()}, self.device)
         advantage, target = self._advantages(frag)
         if self.hp["value_norm"]:
@@ -250,7 +262,7 @@ class OnPolicyMultiAgent(Algorithm):
         for g, members in self.groups.items():
             for a, c in zip(members, self._critic_inputs(g, next_obs, next_state)):
                 t, e = frag[a].reward.shape
-                v_next[a] = self.values(g, c.reshape(t * e, -1)).reshape(t, e)
+                v_next[a] = self.values(g, tmap(_rows, c)).reshape(t, e)
         return rows.fragment_advantages(frag, v_next, self.hp["gamma"], self.hp["gae_lambda"])
 
     def _fragment_state(self, frag: Mapping[str, AgentFragment], field: str

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from distmarl.algorithms.common.observations import Input, tmap
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.networks import EvolvableNetwork
@@ -19,8 +20,8 @@ _TERMS = ("policy", "value", "entropy", "approx_kl", "clip_fraction")
 class GroupRows(NamedTuple):
     """One group's fragment flattened to ``N = T * E * len(group)`` rows (agent-major)."""
 
-    obs: torch.Tensor  #: (N, obs_dim) policy input
-    critic_obs: torch.Tensor  #: (N, critic_dim) value input
+    obs: Input  #: (N, obs_dim) policy input (images (N, *image), or a dict)
+    critic_obs: Input  #: (N, critic_dim) value input, as ``obs``
     mask: torch.Tensor | None  #: (N, n) bool action mask
     action: torch.Tensor  #: (N, dim) float or (N,) int64, the head's internal form
     log_prob: torch.Tensor  #: (N,) behaviour log-prob
@@ -52,10 +53,12 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
             active = d.active[idx]
             if not bool(active.any()):
                 continue
-            new_log_prob, entropy = head.evaluate(policy(d.obs[idx]), log_std, d.action[idx],
+            rows = lambda x, idx=idx: x[idx]  # noqa: E731
+            new_log_prob, entropy = head.evaluate(policy(tmap(rows, d.obs)), log_std, d.action[idx],
                                                   None if d.mask is None else d.mask[idx])
             terms = ppo_terms(new_log_prob, d.log_prob[idx], d.advantage[idx], entropy,
-                              value(d.critic_obs[idx]).squeeze(-1), d.value_target[idx], active,
+                              value(tmap(rows, d.critic_obs)).squeeze(-1), d.value_target[idx],
+                              active,
                               hp["clip_coef"], hp["ent_coef"], hp["vf_coef"])
             for opt in optims:
                 opt.zero_grad(set_to_none=True)

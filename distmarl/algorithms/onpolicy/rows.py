@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from distmarl.algorithms.common.observations import Input, tcat, tmap
 from distmarl.algorithms.onpolicy.fragment import AgentFragment
 from distmarl.algorithms.onpolicy.gae import bootstrap_values, gae
 from distmarl.algorithms.onpolicy.policy_heads import stacked_masks
@@ -56,7 +57,7 @@ def fragment_advantages(frag: Mapping[str, AgentFragment],
     return advantage, target
 
 
-def group_rows(frags: Sequence[AgentFragment], critic_obs: Sequence[torch.Tensor],
+def group_rows(frags: Sequence[AgentFragment], critic_obs: Sequence[Input],
                advantage: Sequence[torch.Tensor], target: Sequence[torch.Tensor],
                action_dim: int, device: torch.device) -> GroupRows:
     """One group's rows from its agents' fragments, critic inputs ``(T, E, critic_dim)``,
@@ -71,10 +72,13 @@ def group_rows(frags: Sequence[AgentFragment], critic_obs: Sequence[torch.Tensor
     def cat(xs: Sequence[torch.Tensor]) -> torch.Tensor:
         return torch.cat([rows(x) for x in xs])
 
+    def cat_inputs(xs: Sequence[Input]) -> Input:
+        return tcat([tmap(rows, x) for x in xs])
+
     masks = [None if f.mask is None else rows(f.mask) for f in frags]
     return GroupRows(
-        obs=cat([f.obs for f in frags]),
-        critic_obs=cat(critic_obs),
+        obs=cat_inputs([f.obs for f in frags]),
+        critic_obs=cat_inputs(critic_obs),
         mask=stacked_masks(masks, n, action_dim, device),
         action=cat([f.action for f in frags]),
         log_prob=cat([f.log_prob for f in frags]),
