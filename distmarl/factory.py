@@ -34,9 +34,9 @@ def env_spaces(env_cfg: EnvConfig) -> EnvSpaces:
     env."""
     from gymnasium import spaces
 
-    from distmarl.envs import make_env
+    from distmarl.envs import make_env, parse_wrappers
 
-    env = make_env(env_cfg.spec, **env_cfg.kwargs)
+    env = make_env(env_cfg.spec, wrappers=parse_wrappers(env_cfg.wrappers), **env_cfg.kwargs)
     try:
         agents = list(env.possible_agents)
         state = getattr(env, "state_space", None)
@@ -63,11 +63,11 @@ def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = 
 def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = None,
               mode: str | None = None, record_state: bool = False) -> Any:
     """The vector env of ``cfg`` (``record_state``: with each sub-env's ``env.state()``)."""
-    from distmarl.envs import make_vector_env
+    from distmarl.envs import make_vector_env, parse_wrappers
 
     return make_vector_env(cfg.spec, num_envs or cfg.num_envs, mode=mode or cfg.vector_mode,
                            seed=seed, nonfinite=cfg.nonfinite, record_state=record_state,
-                           **cfg.kwargs)
+                           wrappers=parse_wrappers(cfg.wrappers), **cfg.kwargs)
 
 
 def is_on_policy(name: str) -> bool:
@@ -140,7 +140,12 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     and an on-policy population's buffer can carry its fragments. (Hyperparameters and their
     search ranges are checked when the config loads.) Returns the spaces."""
     from distmarl.config import ConfigError
+    from distmarl.envs import EnvSpecError, parse_wrappers
 
+    try:
+        parse_wrappers(cfg.env.wrappers)
+    except EnvSpecError as err:
+        raise ConfigError(str(err)) from None
     try:
         spaces = env_spaces(cfg.env)
     except Exception as err:

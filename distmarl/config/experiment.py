@@ -31,6 +31,9 @@ class EnvConfig(Section):
                       description="env to build: 'package.module:env' or 'package.module:callable'")
     kwargs: dict[str, Any] = Field(default_factory=lambda: {"continuous_actions": True, "max_cycles": 25},
                                    description="keyword arguments passed to the env constructor")
+    wrappers: list[str | dict[str, Any]] = Field(
+        default_factory=list,
+        description="SuperSuit wrappers applied in order, e.g. [{resize: {x_size: 64, y_size: 64}}, {frame_stack: 4}]")
     num_envs: int = Field(8, ge=1, description="sub-envs per rollout worker")
     vector_mode: Literal["sync", "async"] = Field("sync", description="sub-envs in-process (sync) or in subprocesses (async)")
     nonfinite: Literal["raise", "drop"] = Field("raise", description="NaN/inf observations or rewards: raise, or drop the rows and count them")
@@ -41,7 +44,7 @@ HP_DESCRIPTION = "initial hyperparameters (AgileRL names); missing ones take the
 
 
 def _default_net_config() -> dict[str, Any]:
-    return {"encoder_config": {"hidden_size": [64, 64]}}
+    return {}
 
 
 class AlgorithmConfig(Section):

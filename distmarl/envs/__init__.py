@@ -14,6 +14,7 @@ from distmarl.envs.errors import (
 )
 from distmarl.envs.infos import apply_env_defined_actions, true_next_obs, true_next_state
 from distmarl.envs.make import EnvFactory, make_env, make_vector_env, to_parallel
+from distmarl.envs.preprocess import WrapperSpec, parse_wrappers
 from distmarl.envs.vector import VectorParallelEnv
 
 __all__ = [
@@ -24,9 +25,11 @@ __all__ = [
     "NonFiniteError",
     "SubEnvError",
     "VectorParallelEnv",
+    "WrapperSpec",
     "apply_env_defined_actions",
     "make_env",
     "make_vector_env",
+    "parse_wrappers",
     "to_parallel",
     "true_next_obs",
     "true_next_state",

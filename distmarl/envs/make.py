@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -23,6 +23,7 @@ from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from distmarl.envs.errors import EnvSpecError, MissingPackageError
 from distmarl.envs.light import lighten
+from distmarl.envs.preprocess import WrapperSpec, apply_wrappers
 
 #: pip command per package (or PettingZoo env family) that holds envs, for error messages.
 PIP_NAMES: dict[str, str] = {
@@ -38,34 +39,38 @@ PIP_NAMES: dict[str, str] = {
 MOVED: dict[str, str] = {"pettingzoo.mpe": "mpe2", "pettingzoo.magent": "magent2"}
 
 
-def make_env(spec: str | Callable[..., Any], *, light: bool = True, **kwargs: Any
-             ) -> ParallelEnv:
+def make_env(spec: str | Callable[..., Any], *, light: bool = True,
+             wrappers: Sequence[WrapperSpec] = (), **kwargs: Any) -> ParallelEnv:
     """Build the parallel env named by ``spec`` (or returned by the callable ``spec``).
     ``light``: PettingZoo's standard AEC stack is stepped through
     :class:`~distmarl.envs.light.LightParallel` (same steps, less overhead); False keeps
-    PettingZoo's own wrappers."""
+    PettingZoo's own wrappers. ``wrappers`` (:func:`~distmarl.envs.preprocess.parse_wrappers`)
+    are applied last, in order."""
     factory = resolve(spec) if isinstance(spec, str) else spec
     try:
         env = factory(**kwargs)
     except ImportError as exc:
         raise _import_error(str(spec), exc) from exc
     env = to_parallel(env, str(spec))
-    return lighten(env) if light else env
+    return apply_wrappers(lighten(env) if light else env, wrappers)
 
 
 class EnvFactory:
-    """Picklable zero-argument factory ``make_env(spec, **kwargs)``, for ``VectorParallelEnv``."""
+    """Picklable zero-argument factory ``make_env(spec, wrappers=..., **kwargs)``, for
+    ``VectorParallelEnv``."""
 
-    def __init__(self, spec: str, **kwargs: Any) -> None:
+    def __init__(self, spec: str, wrappers: Sequence[WrapperSpec] = (), **kwargs: Any) -> None:
         self.spec = spec
+        self.wrappers = tuple(wrappers)
         self.kwargs = kwargs
 
     def __call__(self) -> ParallelEnv:
-        return make_env(self.spec, **self.kwargs)
+        return make_env(self.spec, wrappers=self.wrappers, **self.kwargs)
 
     def __repr__(self) -> str:
         args = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
-        return f"EnvFactory({self.spec!r}{args})"
+        wrapped = f", wrappers={[w.name for w in self.wrappers]}" if self.wrappers else ""
+        return f"EnvFactory({self.spec!r}{wrapped}{args})"
 
 
 def make_vector_env(
@@ -77,6 +82,7 @@ def make_vector_env(
     num_workers: int | None = None,
     nonfinite: str = "raise",
     record_state: bool = False,
+    wrappers: Sequence[WrapperSpec] = (),
     **env_kwargs: Any,
 ) -> Any:
     """``VectorParallelEnv`` of ``num_envs`` copies of ``make_env(spec, **env_kwargs)``
@@ -85,7 +91,7 @@ def make_vector_env(
 
     resolve(spec)  # fail here, with a clear message, rather than in every worker
     return VectorParallelEnv(
-        [EnvFactory(spec, **env_kwargs)] * num_envs,
+        [EnvFactory(spec, wrappers, **env_kwargs)] * num_envs,
         mode=mode,  # type: ignore[arg-type]
         seed=seed,
         num_workers=num_workers,
