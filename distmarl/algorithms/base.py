@@ -104,9 +104,13 @@ class Algorithm(ABC):
         self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
 
     @abstractmethod
-    def act(self, obs: AgentObs, explore: bool = True) -> dict[str, np.ndarray]:
+    def act(self, obs: AgentObs, explore: bool = True,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
         """Actions per agent for ``num_envs`` sub-envs: Box -> float32 ``(num_envs, *shape)``
-        within bounds, Discrete -> int64 ``(num_envs,)``. NaN observations count as zeros."""
+        within bounds, Discrete -> int64 ``(num_envs,)``, never an action a mask forbids
+        (masks come in dict observations ``{"observation", "action_mask"}``, PettingZoo's
+        convention, or as ``action_mask[agent]`` ``(num_envs, n)``, which wins). NaN
+        observations count as zeros."""
 
     def act_with_info(self, obs: AgentObs, explore: bool = True,
                       action_mask: Mapping[str, Any] | None = None,
@@ -115,11 +119,8 @@ class Algorithm(ABC):
         """Actions (as :meth:`act`) and what an on-policy learner stores with them:
         ``{"log_prob": {agent: (num_envs,)}, "value": {agent: (num_envs,)}}``. ``state``:
         the env's global state ``(num_envs, state_dim)`` for one that :attr:`uses_state`.
-        An off-policy algorithm stores nothing more: ``(act(obs, explore), {})``; it has no
-        action masks, so a mask given to it is a ValueError."""
-        if action_mask:
-            raise ValueError(f"{self.name} does not take action masks")
-        return self.act(obs, explore), {}
+        An off-policy algorithm stores nothing more: ``(act(obs, explore, action_mask), {})``."""
+        return self.act(obs, explore, action_mask), {}
 
     def reset_noise(self, mask: np.ndarray) -> None:
         """Restart exploration noise of the sub-envs where ``mask`` (bool ``(num_envs,)``) is True.

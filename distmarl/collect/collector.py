@@ -29,7 +29,12 @@ import numpy as np
 import torch
 
 from distmarl.algorithms import Algorithm
-from distmarl.envs import apply_env_defined_actions, true_next_obs, true_next_state
+from distmarl.envs import (
+    apply_env_defined_actions,
+    fold_info_masks,
+    true_next_obs,
+    true_next_state,
+)
 
 Rows = dict[str, dict[str, list[Any]]]
 
@@ -91,7 +96,7 @@ class Collector:
         self.fields = algo.fields
         self._step = self._on_policy_step if self.on_policy else self._off_policy_step
         obs, self.infos = venv.reset(seed=seed)
-        self.obs = _with_info_masks(obs, self.infos) if self.on_policy else obs
+        self.obs = fold_info_masks(obs, self.infos)
         self.episodes = EpisodeScores(venv.num_envs)
         self.total_steps = 0
 
@@ -113,7 +118,9 @@ class Collector:
         ``(rewards, infos)``."""
         actions = apply_env_defined_actions(self.algo.act(self.obs, explore=True), self.infos)
         obs, rew, term, trunc, infos = self.venv.step(actions)
-        nxt = true_next_obs(obs, infos)
+        # the next state's legal actions are the ones the target actor may bootstrap from
+        # (at an episode's end: the reset observation's, which only a truncation reads)
+        nxt = fold_info_masks(true_next_obs(obs, infos), infos)
         active = self.infos["active"]
         for a in self.agents:
             for name, value in zip(self.fields, (self.obs[a], actions[a], rew[a], nxt[a],
@@ -122,7 +129,7 @@ class Collector:
         ended = infos["_final_obs"]
         if ended.any():
             self.algo.reset_noise(ended)
-        self.obs, self.infos = obs, infos
+        self.obs, self.infos = fold_info_masks(obs, infos), infos
         return rew, infos
 
     def _on_policy_step(self, rows: Rows) -> tuple[Any, Any]:
@@ -144,7 +151,7 @@ class Collector:
                       extras["log_prob"][a], extras["value"][a], *states)
             for name, value in zip(self.fields, values, strict=True):
                 rows[name][a].append(value)
-        self.obs, self.infos = _with_info_masks(obs, infos), infos
+        self.obs, self.infos = fold_info_masks(obs, infos), infos
         return rew, infos
 
 
@@ -157,21 +164,6 @@ def _stack_time_major(steps: list[Any]) -> Any:
         return tuple(_stack_time_major([s[i] for s in steps]) for i in range(len(first)))
     arr = np.stack(steps)
     return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
-
-
-def _with_info_masks(obs: Mapping[str, Any], infos: Mapping[str, Any]) -> dict[str, Any]:
-    """``obs`` with ``infos[agent]["action_mask"]`` folded in as ``{"observation",
-    "action_mask"}`` where the env reports masks there (sub-envs that did not: all legal)."""
-    out = dict(obs)
-    for a, x in obs.items():
-        info = infos.get(a)
-        if isinstance(x, Mapping) or not isinstance(info, Mapping) or "action_mask" not in info:
-            continue
-        mask = np.asarray(info["action_mask"])
-        reported = np.asarray(info.get("_action_mask", np.ones(len(mask), dtype=bool)), bool)
-        mask = np.where(reported.reshape(-1, *([1] * (mask.ndim - 1))), mask, 1).astype(np.int8)
-        out[a] = {"observation": x, "action_mask": mask}
-    return out
 
 
 def fragment_to_batch(data: Mapping[str, Mapping[str, Any]], num_envs: int,

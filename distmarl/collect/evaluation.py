@@ -3,6 +3,7 @@ saved member from a checkpoint (no Ray)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from distmarl.checkpoint import load_checkpoint
 from distmarl.config import ExperimentConfig
-from distmarl.envs import apply_env_defined_actions
+from distmarl.envs import apply_env_defined_actions, fold_info_masks
 from distmarl.factory import env_spaces, make_algorithm, make_venv
 
 #: Episodes per sub-env of the reference trainers' progress evaluations (4 x 8 sub-envs = 32
@@ -23,7 +24,8 @@ class Policy(Protocol):
     """What evaluation needs: actions per agent for a batch of observations (any
     :class:`~distmarl.algorithms.Algorithm`, or a scripted baseline)."""
 
-    def act(self, obs: Any, explore: bool = True) -> dict[str, np.ndarray]: ...
+    def act(self, obs: Any, explore: bool = True,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]: ...
 
 
 def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> float:
@@ -42,6 +44,7 @@ def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None =
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
     ``eval_steps``)."""
     obs, infos = venv.reset(seed=seed)
+    obs = fold_info_masks(obs, infos)
     agents = list(venv.possible_agents)
     running_score = np.zeros(venv.num_envs)
     done = np.zeros(venv.num_envs, dtype=np.int64)
@@ -50,6 +53,7 @@ def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None =
     while (done < episodes).any() and (max_steps is None or steps < max_steps):
         actions = apply_env_defined_actions(algo.act(obs, explore=False), infos)
         obs, rew, _, _, infos = venv.step(actions)
+        obs = fold_info_masks(obs, infos)
         counting = done < episodes
         running_score += counting * sum(np.asarray(rew[a], dtype=np.float64) for a in agents)
         ended = infos["_final_obs"] & counting
@@ -80,9 +84,30 @@ class RandomPolicy:
         for i, space in enumerate(action_spaces.values()):
             space.seed(seed + i)
 
-    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> dict[str, np.ndarray]:
-        return {a: np.stack([self.action_spaces[a].sample() for _ in range(len(o))])
-                for a, o in obs.items()}
+    def act(self, obs: dict[str, Any], explore: bool = False,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        """A uniform action per row, among the legal ones where the observation (or
+        ``action_mask``) carries a mask."""
+        out = {}
+        for a, o in obs.items():
+            mask = action_mask.get(a) if action_mask is not None else None
+            if mask is None and isinstance(o, Mapping):
+                mask = o.get("action_mask")
+            out[a] = np.stack([self._sample(a, None if mask is None else mask[i])
+                               for i in range(_rows(o))])
+        return out
+
+    def _sample(self, agent: str, mask: Any) -> Any:
+        space = self.action_spaces[agent]
+        if mask is None:
+            return space.sample()
+        legal = np.asarray(mask).astype(np.int8)
+        return space.sample(mask=legal if legal.any() else None)
+
+
+def _rows(obs: Any) -> int:
+    """Sub-envs in one agent's observation batch (an array, or a dict of them)."""
+    return _rows(next(iter(obs.values()))) if isinstance(obs, Mapping) else len(obs)
 
 
 def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | None = None,

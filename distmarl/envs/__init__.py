@@ -12,7 +12,12 @@ from distmarl.envs.errors import (
     NonFiniteError,
     SubEnvError,
 )
-from distmarl.envs.infos import apply_env_defined_actions, true_next_obs, true_next_state
+from distmarl.envs.infos import (
+    apply_env_defined_actions,
+    fold_info_masks,
+    true_next_obs,
+    true_next_state,
+)
 from distmarl.envs.make import EnvFactory, make_env, make_vector_env, to_parallel
 from distmarl.envs.preprocess import WrapperSpec, parse_wrappers
 from distmarl.envs.vector import VectorParallelEnv
@@ -27,6 +32,7 @@ __all__ = [
     "VectorParallelEnv",
     "WrapperSpec",
     "apply_env_defined_actions",
+    "fold_info_masks",
     "make_env",
     "make_vector_env",
     "parse_wrappers",

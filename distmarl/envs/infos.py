@@ -130,3 +130,18 @@ def apply_env_defined_actions(
         arr[rows] = vals.astype(arr.dtype)
         out[agent] = arr
     return out
+
+
+def fold_info_masks(obs: Mapping[str, Any], infos: Mapping[str, Any]) -> dict[str, Any]:
+    """``obs`` with ``infos[agent]["action_mask"]`` folded in as ``{"observation",
+    "action_mask"}`` where the env reports masks there (sub-envs that did not: all legal)."""
+    out = dict(obs)
+    for a, x in obs.items():
+        info = infos.get(a)
+        if isinstance(x, Mapping) or not isinstance(info, Mapping) or "action_mask" not in info:
+            continue
+        mask = np.asarray(info["action_mask"])
+        reported = np.asarray(info.get("_action_mask", np.ones(len(mask), dtype=bool)), bool)
+        mask = np.where(reported.reshape(-1, *([1] * (mask.ndim - 1))), mask, 1).astype(np.int8)
+        out[a] = {"observation": x, "action_mask": mask}
+    return out

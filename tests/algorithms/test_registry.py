@@ -55,13 +55,14 @@ def test_mappo_reads_the_state_when_built_with_it_and_asked() -> None:
     assert algo.uses_state and algo.fields == (*ON_POLICY_FIELDS, *STATE_FIELDS)
 
 
-def test_an_off_policy_algorithm_acts_with_no_extras_and_takes_no_masks() -> None:
+def test_an_off_policy_algorithm_acts_with_no_extras_within_masks() -> None:
     algo = MADDPG(OBS, ACT, None, seed=0)
     obs = {a: np.zeros((4, 3), np.float32) for a in OBS}
     actions, extras = algo.act_with_info(obs, explore=False)
     assert extras == {} and {a: x.shape for a, x in actions.items()} == {"a_0": (4,), "a_1": (4,)}
-    with pytest.raises(ValueError, match="MADDPG does not take action masks"):
-        algo.act_with_info(obs, action_mask={"a_0": np.ones((4, 2), np.int8)})
+    only_1 = np.tile([0, 1], (4, 1)).astype(np.int8)
+    actions, _ = algo.act_with_info(obs, action_mask={"a_0": only_1})
+    assert (actions["a_0"] == 1).all()
 
 
 def test_the_registry_the_config_and_the_hyperparameter_models_name_the_same_algorithms() -> None:

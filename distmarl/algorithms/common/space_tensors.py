@@ -55,6 +55,19 @@ def _one_hot(idx: torch.Tensor, n: int, start: int = 0) -> torch.Tensor:
     return onehot * valid.unsqueeze(-1).float()
 
 
+#: The logit a forbidden action gets: far below any real logit plus Gumbel noise (which stays
+#: under about 50 in float32), yet finite, so softmax and its gradient stay finite.
+MASKED_LOGIT = -1e8
+
+
+def masked_logits(out: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Logits ``(N, n)`` with the actions ``mask`` ``(N, n)`` forbids at :data:`MASKED_LOGIT`
+    (None: all legal)."""
+    if mask is None:
+        return out
+    return torch.where(mask.to(torch.bool), out, torch.full_like(out, MASKED_LOGIT))
+
+
 def gumbel(shape: torch.Size, generator: torch.Generator, device: torch.device) -> torch.Tensor:
     """Standard Gumbel noise drawn from ``generator``."""
     u = torch.rand(shape, generator=generator, device=device)
@@ -108,15 +121,18 @@ class ActionCodec(ABC):
 
     @abstractmethod
     def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
-            generator: torch.Generator) -> np.ndarray:
-        """Network output ``(N, dim)`` -> env actions (numpy, env form)."""
+            generator: torch.Generator, mask: torch.Tensor | None = None) -> np.ndarray:
+        """Network output ``(N, dim)`` -> env actions (numpy, env form); ``mask`` ``(N, dim)``
+        bool: the legal actions (Discrete only)."""
 
     @abstractmethod
-    def policy(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def policy(self, out: torch.Tensor, generator: torch.Generator,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
         """Differentiable critic-form action for the actor loss."""
 
     @abstractmethod
-    def target(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def target(self, out: torch.Tensor, generator: torch.Generator,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
         """Critic-form action of a target actor (no gradient needed)."""
 
     @abstractmethod
@@ -137,16 +153,19 @@ class BoxCodec(ActionCodec):
         self.mid, self.half = bounds.mid, bounds.half
 
     def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
-            generator: torch.Generator) -> np.ndarray:
+            generator: torch.Generator, mask: torch.Tensor | None = None) -> np.ndarray:
+        _no_mask(mask)
         a = (self.mid + self.half * torch.tanh(out)).cpu().numpy()
         if explore and noise is not None:
             a = np.clip(a + noise, self.low_np, self.high_np)
         return a.astype(np.float32, copy=False).reshape(a.shape[0], *self.shape)
 
-    def policy(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def policy(self, out: torch.Tensor, generator: torch.Generator,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
         return torch.tanh(out)
 
-    def target(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def target(self, out: torch.Tensor, generator: torch.Generator,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
         return torch.tanh(out)
 
     def encode(self, stored: torch.Tensor) -> torch.Tensor:
@@ -155,10 +174,19 @@ class BoxCodec(ActionCodec):
         return torch.nan_to_num(u, nan=0.0).clamp(-1.0, 1.0)
 
 
+def _no_mask(mask: torch.Tensor | None) -> None:
+    if mask is not None:
+        raise ValueError("action masks apply to Discrete actions only; this agent's are Box")
+
+
 class DiscreteCodec(ActionCodec):
     """Discrete actions via Gumbel-softmax: exploring samples the categorical policy (Gumbel-max),
     acting greedily takes the arg-max; the actor loss uses the straight-through estimator (a hard
-    one-hot forward, the soft sample's gradient), which matches the one-hot actions in replay."""
+    one-hot forward, the soft sample's gradient), which matches the one-hot actions in replay.
+
+    With a mask, forbidden actions' logits drop to :data:`MASKED_LOGIT` before any of this, so
+    acting never picks one, the target actor never bootstraps from one, and the actor loss's
+    softmax puts no weight on them."""
 
     uses_noise = False
 
@@ -167,16 +195,21 @@ class DiscreteCodec(ActionCodec):
         self.start = int(space.start)
 
     def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
-            generator: torch.Generator) -> np.ndarray:
+            generator: torch.Generator, mask: torch.Tensor | None = None) -> np.ndarray:
+        out = masked_logits(out, mask)
         logits = out + gumbel(out.shape, generator, out.device) if explore else out
         return (logits.argmax(dim=-1) + self.start).cpu().numpy().astype(np.int64)
 
-    def policy(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def policy(self, out: torch.Tensor, generator: torch.Generator,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
+        out = masked_logits(out, mask)
         soft = torch.softmax(out + gumbel(out.shape, generator, out.device), dim=-1)
         hard = F.one_hot(soft.argmax(dim=-1), self.dim).to(soft.dtype)
         return hard - soft.detach() + soft
 
-    def target(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def target(self, out: torch.Tensor, generator: torch.Generator,
+               mask: torch.Tensor | None = None) -> torch.Tensor:
+        out = masked_logits(out, mask)
         sample = (out + gumbel(out.shape, generator, out.device)).argmax(dim=-1)
         return F.one_hot(sample, self.dim).float()
 

@@ -35,6 +35,8 @@ class CleanBatch(NamedTuple):
     terminated: Tensors  #: (B, 1) 0/1, 0 where inactive
     active: Tensors  #: (B, 1) 0/1
     joint: InputSpec  #: what the centralised critics read
+    mask: dict[str, torch.Tensor | None]  #: (B, n) bool legal actions, or None (all legal)
+    next_mask: dict[str, torch.Tensor | None]  #: the next observation's legal actions
 
     def joint_obs(self) -> Input:
         """All agents' observations as the critics read them (vectors: ``(B, sum obs_dim)``)."""
@@ -70,6 +72,8 @@ def clean_batch(
                     for a in agents},
         active=active,
         joint=joint_input(readers),
+        mask={a: readers[a].mask(batch["obs"][a], device) for a in agents},
+        next_mask={a: readers[a].mask(batch["next_obs"][a], device) for a in agents},
     )
 
 

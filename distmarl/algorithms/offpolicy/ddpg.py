@@ -21,7 +21,13 @@ from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.grouped_step import grouped_step
 from distmarl.algorithms.common.netset import NetworkSet
-from distmarl.algorithms.common.observations import Input, ObsReader, batch_size, joint_input
+from distmarl.algorithms.common.observations import (
+    Input,
+    ObsReader,
+    batch_size,
+    joint_input,
+    mask_tensor,
+)
 from distmarl.algorithms.common.space_tensors import make_codec
 from distmarl.algorithms.offpolicy.batch import (
     CleanBatch,
@@ -89,17 +95,22 @@ class OffPolicyMultiAgent(Algorithm):
         return self.nets.online[f"actor/{agent}"]
 
     @torch.no_grad()
-    def act(self, obs: AgentObs, explore: bool = True) -> dict[str, np.ndarray]:
+    def act(self, obs: AgentObs, explore: bool = True,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
         """See :meth:`Algorithm.act`; agents missing from ``obs`` get no action."""
         actions: dict[str, np.ndarray] = {}
         for a in self.agents:
             if a not in obs:
                 continue
-            x = self.readers[a].tensor(obs[a], self.device)
+            reader = self.readers[a]
+            x = reader.tensor(obs[a], self.device)
+            mask = reader.mask(obs[a], self.device)
+            if action_mask is not None and action_mask.get(a) is not None:
+                mask = mask_tensor(action_mask[a], self.device)
             codec = self.codecs[a]
             rows = batch_size(x)
             noise = self._noise_for(a, rows).sample() if explore and codec.uses_noise else None
-            actions[a] = codec.act(self.actor(a)(x), explore, noise, self._torch_gen)
+            actions[a] = codec.act(self.actor(a)(x), explore, noise, self._torch_gen, mask)
         return actions
 
     def _noise_for(self, agent: str, num_envs: int) -> ActionNoise:
@@ -127,7 +138,8 @@ class OffPolicyMultiAgent(Algorithm):
         joint_obs, joint_act = b.joint_obs(), torch.cat(list(b.action.values()), dim=-1)
         with torch.no_grad():
             next_obs = b.joint_next_obs()
-            next_act = torch.cat([self._target_action(a, b.next_obs[a]) for a in self.agents], -1)
+            next_act = torch.cat([self._target_action(a, b.next_obs[a], b.next_mask[a])
+                                  for a in self.agents], -1)
         losses: dict[str, torch.Tensor] = {}
         for a in self.agents:
             with torch.no_grad():
@@ -145,10 +157,11 @@ class OffPolicyMultiAgent(Algorithm):
         self.learn_steps += 1
         return {f"loss/{k}": float(v.detach()) for k, v in losses.items()}
 
-    def _target_action(self, agent: str, next_obs: Input) -> torch.Tensor:
-        """Critic-form action of the target actor ``(B, act_dim)``."""
+    def _target_action(self, agent: str, next_obs: Input,
+                       next_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Critic-form action of the target actor ``(B, act_dim)``, a legal one."""
         out = self.nets.target[f"actor/{agent}"](next_obs)
-        return self.codecs[agent].target(out, self._torch_gen)
+        return self.codecs[agent].target(out, self._torch_gen, next_mask)
 
     def _next_q(self, agent: str, next_obs: Input, next_act: torch.Tensor) -> torch.Tensor:
         """Bootstrap value ``Q'(s', a')`` of ``agent`` ``(B, 1)``."""
@@ -160,7 +173,7 @@ class OffPolicyMultiAgent(Algorithm):
     def _actor_loss(self, agent: str, b: CleanBatch, joint_obs: Input) -> torch.Tensor:
         """Deterministic policy gradient through the agent's first critic, other actions fixed."""
         out = self.actor(agent)(b.obs[agent])
-        own = self.codecs[agent].policy(out, self._torch_gen)
+        own = self.codecs[agent].policy(out, self._torch_gen, b.mask[agent])
         actions = torch.cat([own if a == agent else b.action[a] for a in self.agents], dim=-1)
         critic = self.nets.online[f"critic/{agent}"]
         loss = -masked_mean(critic(joint_obs, actions), b.active[agent])

@@ -32,8 +32,9 @@ class MATD3(OffPolicyMultiAgent):
     DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MATD3")
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic", "critic_2")
 
-    def _target_action(self, agent: str, next_obs: Input) -> torch.Tensor:
-        u = super()._target_action(agent, next_obs)
+    def _target_action(self, agent: str, next_obs: Input,
+                       next_mask: torch.Tensor | None = None) -> torch.Tensor:
+        u = super()._target_action(agent, next_obs, next_mask)
         if not isinstance(self.codecs[agent], BoxCodec) or self.hp["policy_noise"] == 0:
             return u
         noise = torch.randn(u.shape, generator=self._torch_gen, device=u.device)

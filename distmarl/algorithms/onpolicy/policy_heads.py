@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.common.space_tensors import box_bounds, gumbel
+from distmarl.algorithms.common.space_tensors import box_bounds, gumbel, masked_logits
 
 #: initial log-std of Gaussian policies: std 0.5 of the half-range, ~2% of samples per side clip
 INIT_LOG_STD = math.log(0.5)
@@ -39,7 +39,6 @@ LOG_STD_BOUNDS = (-5.0, 2.0)
 #: a normalised action this close to a bound counts as clipped to it (float round trips through
 #: env units; a Gaussian sample landing this close unclipped has probability ~1e-6 * density)
 AT_BOUND = 1e-6
-_MASKED_LOGIT = -1e8
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -131,7 +130,7 @@ class CategoricalHead(PolicyHead):
 
     def sample(self, out: torch.Tensor, log_std: torch.Tensor | None, mask: torch.Tensor | None,
                explore: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = _masked(out, mask)
+        logits = masked_logits(out, mask)
         if explore:  # Gumbel-max: an exact categorical sample from our own generator
             logits = logits + gumbel(logits.shape, generator, logits.device)
         idx = logits.argmax(dim=-1)
@@ -139,7 +138,7 @@ class CategoricalHead(PolicyHead):
 
     def evaluate(self, out: torch.Tensor, log_std: torch.Tensor | None, action: torch.Tensor,
                  mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        logp_all = torch.log_softmax(_masked(out, mask), dim=-1)
+        logp_all = torch.log_softmax(masked_logits(out, mask), dim=-1)
         log_prob = logp_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)
         return log_prob, entropy
@@ -171,12 +170,6 @@ def stacked_masks(masks: Sequence[torch.Tensor | None], n: int, dim: int,
         return None
     ones = torch.ones(n, dim, dtype=torch.bool, device=device)
     return torch.cat([ones if m is None else m for m in masks])
-
-
-def _masked(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    if mask is None:
-        return logits
-    return torch.where(mask, logits, torch.full_like(logits, _MASKED_LOGIT))
 
 
 def _bounded(log_std: torch.Tensor | None) -> torch.Tensor:
