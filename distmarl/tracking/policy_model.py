@@ -1,7 +1,8 @@
 """The elite member as a ``torch.nn.Module`` that acts, for ``mlflow.pytorch.log_model``.
 
 ``mlflow.pytorch.load_model(uri)`` gives back a :class:`PolicyModel`; ``model(obs)`` with
-``obs[agent]`` of shape ``(num_envs, *obs_shape)`` (numpy or tensors) returns the greedy actions
+``obs[agent]`` of shape ``(num_envs, *obs_shape)`` (numpy or tensors; a dict of them for dict
+observations, ``action_mask`` included) returns the greedy legal actions
 ``agent -> np.ndarray``, ready for ``VectorParallelEnv.step`` (or, for one env, index ``[0]``).
 """
 
@@ -24,6 +25,11 @@ class PolicyModel(torch.nn.Module):
 
     @torch.no_grad()
     def forward(self, obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        arrays = {a: (o.detach().cpu().numpy() if isinstance(o, torch.Tensor) else np.asarray(o))
-                  for a, o in obs.items()}
-        return self.algo.act(arrays, explore=False)
+        return self.algo.act({a: _arrays(o) for a, o in obs.items()}, explore=False)
+
+
+def _arrays(x: Any) -> Any:
+    """Tensors and sequences -> numpy arrays, dicts key by key."""
+    if isinstance(x, Mapping):
+        return {k: _arrays(v) for k, v in x.items()}
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
