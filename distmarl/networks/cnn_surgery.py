@@ -237,31 +237,31 @@ def stride_choices(spec: CNNSpec, layer: int) -> list[int]:
 
 def change_kernel(net: EvolvableCNN, layer: int, kernel: int) -> Mutated[EvolvableCNN]:
     """Conv layer ``layer`` takes kernel size ``kernel``, keeping the centred overlap."""
-    spec = net.spec
-    j = _layer(spec, layer)
-    if kernel not in kernel_choices(spec, j):
-        raise ValueError(f"conv layer {j} cannot take kernel {kernel}: "
-                         f"choose from {kernel_choices(spec, j)}")
-    new_spec = spec.with_layers(spec.channel_size, _with(spec.kernel_size, j, kernel),
-                                spec.stride_size, spec.padding)
-    new, source = rebuild(net, new_spec, list(range(spec.depth)), generator=None)
-    info = _info("change_kernel", spec, new_spec, False, layer=j,
-                 kernel_before=spec.kernel_size[j])
-    return Mutated(new, source, info)
+    return _change_geometry(net, layer, "kernel", kernel)
 
 
 def change_stride(net: EvolvableCNN, layer: int, stride: int) -> Mutated[EvolvableCNN]:
     """Conv layer ``layer`` takes stride ``stride``; every weight keeps its place."""
+    return _change_geometry(net, layer, "stride", stride)
+
+
+def _change_geometry(net: EvolvableCNN, layer: int, what: str, value: int
+                     ) -> Mutated[EvolvableCNN]:
+    """Conv layer ``layer``'s kernel size or stride (``what``) becomes ``value``."""
     spec = net.spec
     j = _layer(spec, layer)
-    if stride not in stride_choices(spec, j):
-        raise ValueError(f"conv layer {j} cannot take stride {stride}: "
-                         f"choose from {stride_choices(spec, j)}")
-    new_spec = spec.with_layers(spec.channel_size, spec.kernel_size,
-                                _with(spec.stride_size, j, stride), spec.padding)
+    choices = (kernel_choices if what == "kernel" else stride_choices)(spec, j)
+    if value not in choices:
+        raise ValueError(f"conv layer {j} cannot take {what} {value}: choose from {choices}")
+    kernels, strides = spec.kernel_size, spec.stride_size
+    before = (kernels if what == "kernel" else strides)[j]
+    if what == "kernel":
+        kernels = _with(kernels, j, value)
+    else:
+        strides = _with(strides, j, value)
+    new_spec = spec.with_layers(spec.channel_size, kernels, strides, spec.padding)
     new, source = rebuild(net, new_spec, list(range(spec.depth)), generator=None)
-    info = _info("change_stride", spec, new_spec, False, layer=j,
-                 stride_before=spec.stride_size[j])
+    info = _info(f"change_{what}", spec, new_spec, False, layer=j, **{f"{what}_before": before})
     return Mutated(new, source, info)
 
 
