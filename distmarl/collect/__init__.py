@@ -5,10 +5,13 @@ from distmarl.collect.collector import Collector, EpisodeScores, Rollout, fragme
 from distmarl.collect.evaluation import (
     EVAL_EPISODES_PER_ENV,
     RandomPolicy,
+    Seats,
+    episode_returns,
     evaluate,
     fixed_scores,
     progress_score,
 )
 
 __all__ = ["EVAL_EPISODES_PER_ENV", "Collector", "EpisodeScores", "RandomPolicy", "Rollout",
-           "evaluate", "fixed_scores", "fragment_to_batch", "progress_score"]
+           "Seats", "episode_returns", "evaluate", "fixed_scores", "fragment_to_batch",
+           "progress_score"]

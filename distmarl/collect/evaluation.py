@@ -43,27 +43,37 @@ def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None =
     (whichever ends first), so a seed names the same episodes for every policy. With
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
     ``eval_steps``)."""
+    return [float(sum(r.values()))
+            for r in episode_returns(venv, algo, episodes, max_steps, seed)]
+
+
+def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
+                    seed: int | None = None) -> list[dict[str, float]]:
+    """Each agent's return per episode, in :func:`evaluate`'s order (for games, where the
+    sum over agents says nothing: who won)."""
     obs, infos = venv.reset(seed=seed)
     obs = fold_info_masks(obs, infos)
     agents = list(venv.possible_agents)
-    running_score = np.zeros(venv.num_envs)
+    running = {a: np.zeros(venv.num_envs) for a in agents}
     done = np.zeros(venv.num_envs, dtype=np.int64)
-    per_env: list[list[float]] = [[] for _ in range(venv.num_envs)]
+    per_env: list[list[dict[str, float]]] = [[] for _ in range(venv.num_envs)]
     steps = 0
     while (done < episodes).any() and (max_steps is None or steps < max_steps):
         actions = apply_env_defined_actions(algo.act(obs, explore=False), infos)
         obs, rew, _, _, infos = venv.step(actions)
         obs = fold_info_masks(obs, infos)
         counting = done < episodes
-        running_score += counting * sum(np.asarray(rew[a], dtype=np.float64) for a in agents)
+        for a in agents:
+            running[a] += counting * np.asarray(rew[a], dtype=np.float64)
         ended = infos["_final_obs"] & counting
         for i in np.flatnonzero(ended):
-            per_env[i].append(float(running_score[i]))
-            running_score[i] = 0.0
+            per_env[i].append({a: float(running[a][i]) for a in agents})
+            for a in agents:
+                running[a][i] = 0.0
             done[i] += 1
         steps += 1
     for i in np.flatnonzero(done < episodes):  # only with max_steps
-        per_env[i].append(float(running_score[i]))
+        per_env[i].append({a: float(running[a][i]) for a in agents})
     return [s[k] for k in range(episodes) for s in per_env if k < len(s)]
 
 
@@ -105,6 +115,23 @@ class RandomPolicy:
         return space.sample(mask=legal if legal.any() else None)
 
 
+class Seats:
+    """Acts for each agent with the policy holding its seat (a trained member against random
+    play, or two members against each other); each policy sees only its own agents."""
+
+    def __init__(self, seats: Mapping[str, Policy]) -> None:
+        self.seats = dict(seats)
+
+    def act(self, obs: dict[str, Any], explore: bool = False,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for policy in {id(p): p for p in self.seats.values()}.values():
+            own = {a: o for a, o in obs.items() if self.seats[a] is policy}
+            if own:
+                out.update(policy.act(own, explore=explore))
+        return out
+
+
 def _rows(obs: Any) -> int:
     """Sub-envs in one agent's observation batch (an array, or a dict of them)."""
     return _rows(next(iter(obs.values()))) if isinstance(obs, Mapping) else len(obs)
@@ -116,23 +143,32 @@ def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | N
     evaluation: its elite (else the best member by last fitness), the config's
     ``evolution.final_episodes`` episodes seeded by ``evolution.final_seed``, on as many
     sub-envs as the run had, so a run's last checkpoint gives its ``final_score`` again."""
+    cfg, algo, index, where = load_member(path, member, seed)
+    episodes = episodes or cfg.evolution.final_episodes or 100
+    seed = cfg.evolution.final_seed if seed is None else seed
+    venv = make_venv(cfg.env, mode="sync", seed=seed)
+    try:
+        scores = fixed_scores(venv, algo, episodes, seed)
+    finally:
+        venv.close()
+    return {"checkpoint": where, "member": index, "episodes": len(scores), "seed": seed,
+            "mean_score": float(np.mean(scores)), "std_score": float(np.std(scores))}
+
+
+def load_member(path: Path, member: int | None = None, seed: int | None = None
+                ) -> tuple[ExperimentConfig, Any, int, str]:
+    """A saved member as an algorithm that acts: ``(config, algorithm, member index,
+    checkpoint path)``; ``member`` None: the run's elite (see :func:`evaluate_checkpoint`)."""
     ckpt = load_checkpoint(path, with_buffer=False)
     cfg = ExperimentConfig.model_validate(ckpt.meta["config"])
     index = _default_member(ckpt.meta) if member is None else member
     if not 0 <= index < len(ckpt.members):
         raise ValueError(f"--member {index} is not a member of {ckpt.path} "
                          f"(0..{len(ckpt.members) - 1})")
-    episodes = episodes or cfg.evolution.final_episodes or 100
     seed = cfg.evolution.final_seed if seed is None else seed
     algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=seed)
     algo.load_state_dict(ckpt.members[index]["algo"])
-    venv = make_venv(cfg.env, mode="sync", seed=seed)
-    try:
-        scores = fixed_scores(venv, algo, episodes, seed)
-    finally:
-        venv.close()
-    return {"checkpoint": str(ckpt.path), "member": index, "episodes": len(scores), "seed": seed,
-            "mean_score": float(np.mean(scores)), "std_score": float(np.std(scores))}
+    return cfg, algo, index, str(ckpt.path)
 
 
 def _default_member(meta: dict[str, Any]) -> int:

@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from distmarl.algorithms import ALGORITHMS
 from distmarl.algorithms.common.space_tensors import DiscreteCodec
-from distmarl.collect import Collector, RandomPolicy, evaluate
+from distmarl.collect import Collector, RandomPolicy, Seats, episode_returns, evaluate
 from distmarl.envs import VectorParallelEnv
 from tests.algorithms.ppo_helpers import NET, MaskedInfoEnv
 
@@ -84,3 +84,23 @@ def test_gumbel_draws_never_pick_a_masked_action() -> None:
     soft = codec.policy(out.requires_grad_(True), gen, mask)
     soft.sum().backward()
     assert torch.isfinite(out.grad).all()
+
+
+class Spy:
+    """A policy that records which agents it was asked to act for."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.asked = inner, set()
+
+    def act(self, obs: dict, explore: bool = False, action_mask: Any = None) -> dict:
+        self.asked |= set(obs)
+        return self.inner.act(obs, explore=explore)
+
+
+def test_seats_give_each_policy_its_own_agents_and_returns_stay_per_agent() -> None:
+    with VectorParallelEnv([MaskedDictEnv] * 2, mode="sync", seed=0) as venv:
+        algo = ALGORITHMS["IPPO"](*spaces_of(venv), NET, seed=0)
+        first, second = Spy(algo), Spy(RandomPolicy(spaces_of(venv)[1], seed=3))
+        returns = episode_returns(venv, Seats({"bob_0": first, "bob_1": second}), 2, seed=5)
+    assert (first.asked, second.asked) == ({"bob_0"}, {"bob_1"})
+    assert returns == [{"bob_0": 6.0, "bob_1": 6.0}] * 4
