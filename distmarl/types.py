@@ -54,15 +54,21 @@ OFF_POLICY_FIELDS: tuple[str, ...] = (
     "obs", "action", "reward", "next_obs", "terminated", "truncated", "active",
 )
 
-#: The fields an on-policy member (IPPO, MAPPO) stores, in buffer order: the off-policy ones plus
-#: the behaviour policy's ``log_prob`` of the stored action and its value estimate ``V(obs)``,
-#: float32 each, recorded when the action was taken.
-ON_POLICY_FIELDS: tuple[str, ...] = (*OFF_POLICY_FIELDS, "log_prob", "value")
+#: The fields an on-policy member (IPPO, MAPPO) stores, in buffer order: the transition
+#: without its next observation, plus what the behaviour policy recorded when it acted:
+#: ``log_prob`` of the stored action, its value estimate ``value`` of ``obs``, and
+#: ``next_value``, its value estimate of the true next observation (the final one where an
+#: episode ended), float32 each. Advantages need the next observation only through its value,
+#: so it is never stored: an image fragment holds each frame once.
+ON_POLICY_FIELDS: tuple[str, ...] = (
+    "obs", "action", "reward", "terminated", "truncated", "active", "log_prob", "value",
+    "next_value",
+)
 
 #: Added after ``ON_POLICY_FIELDS`` when a member's value function reads the env's global state
-#: (MAPPO on an env with ``env.state()``): the state before and after the step, ``(n,
-#: state_dim)``, the same rows under every agent (the buffer's rings are per agent).
-STATE_FIELDS: tuple[str, ...] = ("state", "next_state")
+#: (MAPPO on an env with ``env.state()``): the state before the step, ``(n, state_dim)``, the
+#: same rows under every agent (the buffer's rings are per agent).
+STATE_FIELDS: tuple[str, ...] = ("state",)
 
 
 def on_policy_fields(global_state: bool) -> tuple[str, ...]:

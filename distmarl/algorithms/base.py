@@ -122,6 +122,12 @@ class Algorithm(ABC):
         An off-policy algorithm stores nothing more: ``(act(obs, explore, action_mask), {})``."""
         return self.act(obs, explore, action_mask), {}
 
+    def value_estimates(self, obs: AgentObs, state: np.ndarray | None = None
+                        ) -> dict[str, np.ndarray]:
+        """An on-policy algorithm's value estimates of ``obs`` per agent, float32
+        ``(num_envs,)`` (see :meth:`act_with_info`); an off-policy one has none to give."""
+        raise TypeError(f"{self.name} learns off-policy and keeps no value estimates")
+
     def reset_noise(self, mask: np.ndarray) -> None:
         """Restart exploration noise of the sub-envs where ``mask`` (bool ``(num_envs,)``) is True.
 

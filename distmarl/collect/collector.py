@@ -6,10 +6,11 @@ One :class:`Collector` serves both families; the algorithm's
 
 * off-policy (MADDPG, MATD3): ``algo.act(obs, explore=True)``, the ``OFF_POLICY_FIELDS``, and
   exploration noise restarted in sub-envs whose episode ended (``algo.reset_noise``);
-* on-policy (IPPO, MAPPO): ``algo.act_with_info`` and ``ON_POLICY_FIELDS`` (plus the behaviour
-  policy's ``log_prob`` and ``value``; plus ``STATE_FIELDS`` when ``algo.uses_state``, from a
-  vector env made with ``record_state=True``); :func:`fragment_to_batch` turns such rows into
-  the ``(T, E, ...)`` tensors ``algo.learn`` takes.
+* on-policy (IPPO, MAPPO): ``algo.act_with_info`` and ``ON_POLICY_FIELDS`` (the behaviour
+  policy's ``log_prob``, ``value`` and ``next_value`` instead of the next observation; plus
+  ``STATE_FIELDS`` when ``algo.uses_state``, from a vector env made with
+  ``record_state=True``); :func:`fragment_to_batch` turns such rows into the ``(T, E, ...)``
+  tensors ``algo.learn`` takes.
 
 The single-process trainers and the rollout-worker actors share it, so the distributed path
 steps envs exactly as the reference. Usage::
@@ -73,16 +74,18 @@ class EpisodeScores:
 class Collector:
     """Steps ``venv`` with ``algo``'s exploring policy and returns whole chunks of transitions.
 
-    Per transition: ``next_obs`` is the true next observation (the final one where an episode
-    ended). Off-policy, ``active`` is whether the agent was present when it acted. On-policy,
+    Per transition: ``next_obs`` (off-policy) is the true next observation (the final one where
+    an episode ended); ``next_value`` (on-policy) is the behaviour value network's estimate of
+    it: the next step's ``value`` inside an episode (filled in when that step acts, or at the
+    end of :meth:`collect`), an extra estimate of the final observation where one ended. Off-policy, ``active`` is whether the agent was present when it acted. On-policy,
     ``log_prob`` / ``value`` are the behaviour policy's, for the stored action and ``obs``, and
     ``active`` is whether the agent acted *with its own policy* (present, and no env-defined
     action replaced its choice, since the recorded log-prob is of the policy's own sample);
     action masks that the env gives in ``infos[agent]["action_mask"]`` are used for acting and
     stored inside ``obs`` as ``{"observation": ..., "action_mask": ...}`` (the form PettingZoo's
     dict observations already have), so the learner sees the same masks; when
-    ``algo.uses_state``, ``state`` / ``next_state`` (the global state before the step and the
-    true one after it) are stored under every agent.
+    ``algo.uses_state``, ``state`` (the global state before the step) is stored under every
+    agent.
     """
 
     def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None) -> None:
@@ -99,6 +102,8 @@ class Collector:
         self.obs = fold_info_masks(obs, self.infos)
         self.episodes = EpisodeScores(venv.num_envs)
         self.total_steps = 0
+        #: the last step's ``next_value`` rows, NaN where the next step's ``value`` goes
+        self._pending: dict[str, np.ndarray] | None = None
 
     def collect(self, num_steps: int) -> Rollout:
         """``num_steps`` vectorised steps: ``num_steps * num_envs`` transitions per agent, rows
@@ -109,6 +114,9 @@ class Collector:
         for _ in range(num_steps):
             rew, infos = self._step(rows)
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
+        if self.on_policy:  # the last step's next values: estimates of the current observations
+            state = self.infos["state"] if self.uses_state else None
+            self._fill_next_values(self.algo.value_estimates(self.obs, state))
         self.total_steps += num_steps * self.venv.num_envs
         data = {f: {a: _stack_time_major(v) for a, v in per.items()} for f, per in rows.items()}
         return Rollout(data, num_steps * self.venv.num_envs, scores, lengths)
@@ -138,21 +146,46 @@ class Collector:
         ``(rewards, infos)``."""
         state = self.infos["state"] if self.uses_state else None
         chosen, extras = self.algo.act_with_info(self.obs, state=state)
+        self._fill_next_values(extras["value"])
         actions = apply_env_defined_actions(chosen, self.infos)
         obs, rew, term, trunc, infos = self.venv.step(actions)
-        nxt = true_next_obs(obs, infos)
-        states = (state, true_next_state(infos)) if self.uses_state else ()
+        next_value = self._final_values(obs, infos)
         own = self.infos.get("agent_mask", {})
         for a in self.agents:
             active = np.asarray(self.infos["active"][a], dtype=bool)
             if a in own:
                 active = active & np.asarray(own[a], dtype=bool)
-            values = (self.obs[a], actions[a], rew[a], nxt[a], term[a], trunc[a], active,
-                      extras["log_prob"][a], extras["value"][a], *states)
+            values = (self.obs[a], actions[a], rew[a], term[a], trunc[a], active,
+                      extras["log_prob"][a], extras["value"][a], next_value[a],
+                      *((state,) if self.uses_state else ()))
             for name, value in zip(self.fields, values, strict=True):
                 rows[name][a].append(value)
+        self._pending = next_value
         self.obs, self.infos = fold_info_masks(obs, infos), infos
         return rew, infos
+
+    def _final_values(self, obs: Any, infos: Any) -> dict[str, np.ndarray]:
+        """``next_value`` rows of a step: the behaviour value of the final observation where an
+        episode ended, NaN (filled by the next step's values) elsewhere."""
+        ended = np.asarray(infos["_final_obs"], dtype=bool)
+        out = {a: np.full(self.venv.num_envs, np.nan, np.float32) for a in self.agents}
+        if ended.any():
+            state = true_next_state(infos) if self.uses_state else None
+            finals = self.algo.value_estimates(true_next_obs(obs, infos), state)
+            for a, v in finals.items():
+                out[a][ended] = v[ended]
+        return out
+
+    def _fill_next_values(self, values: Mapping[str, np.ndarray]) -> None:
+        """The pending ``next_value`` rows take ``values`` (this step's estimates) where no
+        episode ended; an agent without an estimate (gone from the env) gets 0, which nothing
+        reads (its last row was terminal)."""
+        if self._pending is None:
+            return
+        for a, row in self._pending.items():
+            hole = np.isnan(row)
+            row[hole] = values[a][hole] if a in values else 0.0
+        self._pending = None
 
 
 def _stack_time_major(steps: list[Any]) -> Any:

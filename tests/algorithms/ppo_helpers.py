@@ -41,9 +41,9 @@ def observations(num_envs: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 def fragment(algo: OnPolicyMultiAgent, t: int = 16, e: int = 4, seed: int = 0
              ) -> dict[str, dict[str, torch.Tensor]]:
-    """A fixed ``(T, E, ...)`` fragment acted by ``algo``'s behaviour policy (so stored log-probs
-    and values are its own), random rewards, an episode end every 5 steps (truncation in even
-    sub-envs, termination in odd ones), every row active."""
+    """A fixed ``(T, E, ...)`` fragment acted by ``algo``'s behaviour policy (so stored log-probs,
+    values and next values are its own), random rewards, an episode end every 5 steps
+    (truncation in even sub-envs, termination in odd ones), every row active."""
     rng = np.random.default_rng(seed)
     obs = [observations(e, seed=seed * 1000 + k) for k in range(t + 1)]
     out: dict[str, dict[str, list]] = {f: {a: [] for a in AGENTS} for f in ON_POLICY_FIELDS}
@@ -51,11 +51,12 @@ def fragment(algo: OnPolicyMultiAgent, t: int = 16, e: int = 4, seed: int = 0
     ended[4::5] = True
     for k in range(t):
         actions, extras = algo.act_with_info(obs[k])
+        next_value = algo.value_estimates(obs[k + 1])
         for a in AGENTS:
             row = (obs[k][a], actions[a], rng.standard_normal(e).astype(np.float32),
-                   obs[k + 1][a], ended[k] & (np.arange(e) % 2 == 1),
-                   ended[k] & (np.arange(e) % 2 == 0), np.ones(e, dtype=bool),
-                   extras["log_prob"][a], extras["value"][a])
+                   ended[k] & (np.arange(e) % 2 == 1), ended[k] & (np.arange(e) % 2 == 0),
+                   np.ones(e, dtype=bool), extras["log_prob"][a], extras["value"][a],
+                   next_value[a])
             for f, v in zip(ON_POLICY_FIELDS, row):
                 out[f][a].append(v)
     return {f: {a: torch.as_tensor(np.stack(v)) for a, v in per.items()}

@@ -44,10 +44,11 @@ def fragment(algo, t: int = 6, e: int = 2) -> dict:
     out: dict = {f: {a: [] for a in OBS} for f in ON_POLICY_FIELDS}
     for k in range(t):
         actions, extras = algo.act_with_info(obs[k])
+        next_value = algo.value_estimates(obs[k + 1])
         for a in OBS:
-            row = (obs[k][a], actions[a], np.ones(e, np.float32), obs[k + 1][a],
-                   np.zeros(e, bool), np.full(e, k == t - 1), np.ones(e, bool),
-                   extras["log_prob"][a], extras["value"][a])
+            row = (obs[k][a], actions[a], np.ones(e, np.float32), np.zeros(e, bool),
+                   np.full(e, k == t - 1), np.ones(e, bool), extras["log_prob"][a],
+                   extras["value"][a], next_value[a])
             for f, v in zip(ON_POLICY_FIELDS, row):
                 out[f][a].append(v)
     return {f: {a: stack(v) for a, v in per.items()} for f, per in out.items()}

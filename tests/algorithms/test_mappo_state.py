@@ -66,20 +66,21 @@ def test_values_read_the_state_and_acting_without_it_is_refused() -> None:
     algo.act(obs)  # acting alone needs no state
 
 
-def test_collected_fragments_carry_state_and_true_next_state_and_learn() -> None:
+def test_collected_fragments_carry_state_and_next_values_and_learn() -> None:
     with spread() as venv:
         algo = MAPPO(*spaces_of(venv), NET, seed=0, state_space=venv.state_space)
         data = Collector(venv, algo, seed=0).collect(7).data
     assert list(data) == [*ON_POLICY_FIELDS, *STATE_FIELDS]
     agents = ["agent_0", "agent_1", "agent_2"]
-    for field, obs_field in (("state", "obs"), ("next_state", "next_obs")):
-        expect = np.concatenate([data[obs_field][a] for a in agents], axis=1)  # spread's state
-        for a in agents:  # the same rows under every agent
-            np.testing.assert_allclose(data[field][a], expect)
-    # rows 8, 9 (step 4) end the 5-step episodes: their next state is the final one, not the
-    # reset state that the next step's rows start from
-    assert not np.allclose(data["next_state"]["agent_0"][8:10], data["state"]["agent_0"][10:12])
-    np.testing.assert_allclose(data["next_state"]["agent_0"][:8], data["state"]["agent_0"][2:10])
+    expect = np.concatenate([data["obs"][a] for a in agents], axis=1)  # spread's state
+    for a in agents:  # the same rows under every agent
+        np.testing.assert_allclose(data["state"][a], expect)
+    # inside an episode a row's next value is the next step's value (of its obs and state);
+    # rows 8, 9 (step 4) end the 5-step episodes: theirs is the value of the final observation
+    # and state, not of the reset ones the next step's rows start from
+    nv, v = data["next_value"]["agent_0"], data["value"]["agent_0"]
+    np.testing.assert_array_equal(nv[:8], v[2:10])
+    assert not np.allclose(nv[8:10], v[10:12])
     batch = fragment_to_batch(data, num_envs=2)
     before = {k: v.clone() for k, v in algo.value_net("agent").state_dict().items()}
     metrics = algo.learn(batch)
@@ -129,7 +130,7 @@ def test_the_factory_gives_the_state_to_mappo_only_when_asked() -> None:
     spaces = env_spaces(cfg.env)
     assert spaces.state.shape == (54,)
     assert reads_state(cfg.algorithm, spaces) and make_algorithm(cfg.algorithm, spaces).uses_state
-    assert buffer_fields("MAPPO", True)[-2:] == STATE_FIELDS
+    assert buffer_fields("MAPPO", True)[-1:] == STATE_FIELDS
     off = load_config(SPREAD_CONFIG, ["algorithm.hp.global_state=false"])
     assert not reads_state(off.algorithm, spaces)
     assert not make_algorithm(off.algorithm, spaces).uses_state

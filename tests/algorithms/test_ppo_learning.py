@@ -66,7 +66,7 @@ def test_inactive_rows_change_nothing_whatever_they_hold(algo: str, fills: tuple
                  for a, v in per.items()} for f, per in batch.items()}
         for a in ["agent_1", "speaker_0"]:
             b["active"][a][inactive] = 0.0
-            for f in ("obs", "next_obs", "reward", "log_prob", "value", "terminated"):
+            for f in ("obs", "reward", "log_prob", "value", "terminated"):
                 b[f][a][inactive] = fill
             if b["action"][a].is_floating_point():
                 b["action"][a][inactive] = fill

@@ -3,7 +3,7 @@
 Fields arrive as ``batch[field][agent]`` of shape ``(T, E, ...)`` (``T`` vectorised steps of
 ``E`` sub-envs); scalar fields may be ``(T, E)`` or ``(T, E, 1)``. Observations are arrays, or
 PettingZoo-style dicts ``{"observation": (T, E, ...), "action_mask": (T, E, n)}``. The optional
-``STATE_FIELDS`` (``state``, ``next_state``: the env's global state ``(T, E, state_dim)``) are
+``STATE_FIELDS`` (``state``: the env's global state ``(T, E, state_dim)``) are
 read when present.
 
 Cleaning rules (NaN placeholders of inactive rows must never reach a loss or a gradient:
@@ -31,7 +31,6 @@ class AgentFragment(NamedTuple):
     """One agent's clean fragment; ``(T, E, ...)`` each."""
 
     obs: Input  #: (T, E, obs_dim), images (T, E, *image) as stored, or a dict of them
-    next_obs: Input  #: the true next observation, as ``obs``
     mask: torch.Tensor | None  #: (T, E, n) bool action mask, or None
     action: torch.Tensor  #: (T, E, dim) float (Box, normalised) or (T, E) int64 (Discrete)
     reward: torch.Tensor  #: (T, E) float32, 0 where inactive
@@ -40,8 +39,8 @@ class AgentFragment(NamedTuple):
     active: torch.Tensor  #: (T, E) bool
     log_prob: torch.Tensor  #: (T, E) behaviour log-prob, 0 where inactive
     value: torch.Tensor  #: (T, E) behaviour V(obs), 0 where inactive
+    next_value: torch.Tensor  #: (T, E) behaviour V(true next obs), NaN -> 0
     state: torch.Tensor | None = None  #: (T, E, state_dim) global state, or None
-    next_state: torch.Tensor | None = None  #: (T, E, state_dim) true next global state
 
 
 def clean_fragment(batch: Mapping[str, Mapping[str, Any]],
@@ -90,7 +89,6 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsRead
     raw_obs = flat(batch["obs"][a])
     obs = reader.tensor(raw_obs, device)
     mask = reader.mask(raw_obs, device)
-    next_obs = reader.tensor(flat(batch["next_obs"][a]), device)
     action = head.from_env(flat(batch["action"][a]))
 
     def time_major(x: torch.Tensor) -> torch.Tensor:  # (T * E, ...) -> (T, E, ...)
@@ -98,7 +96,6 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsRead
 
     return AgentFragment(
         obs=tmap(time_major, obs),
-        next_obs=tmap(time_major, next_obs),
         mask=None if mask is None else mask.reshape(t, e, -1),
         action=action.reshape(t, e, *action.shape[1:]),
         reward=zeroed(col("reward")),
@@ -107,6 +104,6 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsRead
         active=active,
         log_prob=zeroed(col("log_prob")),
         value=zeroed(col("value")),
+        next_value=torch.nan_to_num(col("next_value"), nan=0.0, posinf=0.0, neginf=0.0),
         state=state(STATE_FIELDS[0]),
-        next_state=state(STATE_FIELDS[1]),
     )

@@ -15,13 +15,14 @@ Usage (the single-process loop; the runtime does the same across processes)::
     algo = IPPO(observation_spaces, action_spaces, net_config, hp, seed=0)
     actions, extras = algo.act_with_info(obs)   # extras: log_prob, value per agent (num_envs,)
     # (a MAPPO that reads the env's global state: act_with_info(obs, state=infos["state"]))
-    ...store a fragment of hp["learn_step"] vectorised steps (ON_POLICY_FIELDS)...
+    ...store a fragment of hp["learn_step"] vectorised steps (ON_POLICY_FIELDS; next_value:
+    the next step's value, or algo.value_estimates(final_obs) where an episode ended)...
     metrics = algo.learn(batch)                 # field -> agent -> tensor (T, E, ...)
 
 Acting runs each group's policy once on its agents' stacked observations
 (:mod:`~distmarl.algorithms.onpolicy.acting`). Learning from one fragment: GAE advantages
 (:mod:`~distmarl.algorithms.onpolicy.gae`; truncations and the fragment's end bootstrap from
-``V(next_obs)``, terminations do not) laid out as one set of rows per group
+the recorded ``V(next_obs)``, terminations do not) laid out as one set of rows per group
 (:mod:`~distmarl.algorithms.onpolicy.rows`), then per group ``update_epochs`` passes of
 shuffled minibatches of ``batch_size`` rows (:mod:`~distmarl.algorithms.onpolicy.ppo_update`)
 with the clipped objective (:mod:`~distmarl.algorithms.onpolicy.ppo_loss`), advantages
@@ -51,7 +52,7 @@ from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet, make_adam
-from distmarl.algorithms.common.observations import Input, ObsReader, batch_size, tcat, tmap
+from distmarl.algorithms.common.observations import Input, ObsReader, batch_size, tcat
 from distmarl.algorithms.common.sharing import group_net_configs
 from distmarl.algorithms.onpolicy import acting, rows
 from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
@@ -76,11 +77,6 @@ STATE_FORMAT = 2  # 2: value-normalisation moments (``value_norm``)
 #: hyperparameters fixed when the learner is built (they shape the value networks)
 FIXED_HP = ("value_norm", "global_state")
 Tensors = dict[str, torch.Tensor]
-
-
-def _rows(x: torch.Tensor) -> torch.Tensor:
-    """``(T, E, ...)`` -> ``(T * E, ...)``."""
-    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
 
 
 class OnPolicyMultiAgent(Algorithm):
@@ -222,11 +218,33 @@ class OnPolicyMultiAgent(Algorithm):
             actions.update(action)
             extras["log_prob"].update(log_prob)
             if with_info:
-                full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
-                inputs = dict(zip(members, self._critic_inputs(g, full, s)))
-                values = self.values(g, tcat([inputs[a] for a in present]))
-                extras["value"].update(acting.per_agent(values, present))
+                extras["value"].update(self._group_values(g, x, s, present))
         return actions, (extras if with_info else {})
+
+    @torch.no_grad()
+    def value_estimates(self, obs: AgentObs, state: np.ndarray | None = None
+                        ) -> dict[str, np.ndarray]:
+        """``V`` in return units, float32 ``(num_envs,)`` per agent present in ``obs`` (no
+        action is sampled): the collector's ``next_value`` where an episode ended and at a
+        fragment's end. ``state``: as for :meth:`act_with_info`."""
+        x, _ = acting.observation_tensors(obs, self.readers, None, self.device)
+        s = acting.state_tensor(state, self.device) if self.uses_state and state is not None \
+            else None
+        out: dict[str, np.ndarray] = {}
+        for g, members in self.groups.items():
+            present = [a for a in members if a in x]
+            if present:
+                out.update(self._group_values(g, x, s, present))
+        return out
+
+    def _group_values(self, group: str, x: Mapping[str, Input], state: torch.Tensor | None,
+                      present: list[str]) -> dict[str, np.ndarray]:
+        """The value network of ``group`` on its ``present`` agents (the others' inputs, where
+        the value network reads them, zero for absent agents)."""
+        full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
+        inputs = dict(zip(self.groups[group], self._critic_inputs(group, full, state)))
+        values = self.values(group, tcat([inputs[a] for a in present]))
+        return acting.per_agent(values, present)
 
     # -- learning --------------------------------------------------------------------------
 
@@ -254,16 +272,10 @@ class OnPolicyMultiAgent(Algorithm):
     @torch.no_grad()
     def _advantages(self, frag: Mapping[str, AgentFragment]) -> tuple[Tensors, Tensors]:
         """GAE advantages and value targets per agent ``(T, E)``
-        (:func:`~distmarl.algorithms.onpolicy.rows.fragment_advantages` on this learner's
-        ``V(next_obs)``)."""
-        next_obs = {a: f.next_obs for a, f in frag.items()}
-        next_state = self._fragment_state(frag, "next_state")
-        v_next: Tensors = {}
-        for g, members in self.groups.items():
-            for a, c in zip(members, self._critic_inputs(g, next_obs, next_state)):
-                t, e = frag[a].reward.shape
-                v_next[a] = self.values(g, tmap(_rows, c)).reshape(t, e)
-        return rows.fragment_advantages(frag, v_next, self.hp["gamma"], self.hp["gae_lambda"])
+        (:func:`~distmarl.algorithms.onpolicy.rows.fragment_advantages` on the behaviour
+        policy's ``next_value``)."""
+        return rows.fragment_advantages(frag, {a: f.next_value for a, f in frag.items()},
+                                        self.hp["gamma"], self.hp["gae_lambda"])
 
     def _fragment_state(self, frag: Mapping[str, AgentFragment], field: str
                         ) -> torch.Tensor | None:

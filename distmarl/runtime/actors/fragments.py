@@ -8,9 +8,9 @@ consecutive global row indices. :class:`FragmentReader` streams the member's row
 consumer has not received yet, oldest first (``member=<its member>, replay_ratio=0``): each read of
 ``rows`` rows is one whole fragment, returned once, and never to another member's learner.
 
-Everything a fragment's advantages need is in its rows: ``next_obs`` is the true next
-observation (the final one at a truncation), so the learner bootstraps truncations and the
-fragment's last step from its own value network on ``next_obs``.
+Everything a fragment's advantages need is in its rows: ``next_value`` is the behaviour value
+network's estimate of the true next observation (the final one at a truncation), from which
+the learner bootstraps truncations and the fragment's last step.
 
 Guards (only faults trip them; any trip drops the rows just read and then every row of the
 member still waiting, which realigns the stream: a discard ends between two ``add`` calls):

@@ -19,9 +19,9 @@ def fragment(rows: int, start: float) -> dict:
     """``rows`` rows whose ``reward`` counts up from ``start`` (to tell rows apart)."""
     scalar = np.arange(start, start + rows, dtype=np.float32)
     values = {"obs": np.zeros((rows, 3), np.float32), "action": np.zeros((rows, 2), np.float32),
-              "reward": scalar, "next_obs": np.zeros((rows, 3), np.float32),
-              "terminated": np.zeros(rows, bool), "truncated": np.zeros(rows, bool),
-              "active": np.ones(rows, bool), "log_prob": scalar, "value": scalar}
+              "reward": scalar, "terminated": np.zeros(rows, bool),
+              "truncated": np.zeros(rows, bool), "active": np.ones(rows, bool),
+              "log_prob": scalar, "value": scalar, "next_value": scalar}
     return {f: {a: values[f] for a in AGENTS} for f in ON_POLICY_FIELDS}
 
 
