@@ -77,7 +77,8 @@ class Collector:
     Per transition: ``next_obs`` (off-policy) is the true next observation (the final one where
     an episode ended); ``next_value`` (on-policy) is the behaviour value network's estimate of
     it: the next step's ``value`` inside an episode (filled in when that step acts, or at the
-    end of :meth:`collect`), an extra estimate of the final observation where one ended. Off-policy, ``active`` is whether the agent was present when it acted. On-policy,
+    end of :meth:`collect`), an extra estimate of the final observation where one ended.
+    Off-policy, ``active`` is whether the agent was present when it acted. On-policy,
     ``log_prob`` / ``value`` are the behaviour policy's, for the stored action and ``obs``, and
     ``active`` is whether the agent acted *with its own policy* (present, and no env-defined
     action replaced its choice, since the recorded log-prob is of the policy's own sample);
