@@ -202,24 +202,20 @@ class OnPolicyMultiAgent(Algorithm):
              ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
         """Each group's policy on its present agents; with info, its value network too."""
         x, masks = acting.observation_tensors(obs, self.readers, action_mask, self.device)
-        s = None
-        if self.uses_state and state is not None:
-            s = acting.state_tensor(state, self.device)
         actions: dict[str, np.ndarray] = {}
-        extras: dict[str, dict[str, np.ndarray]] = {"log_prob": {}, "value": {}}
+        log_probs: dict[str, np.ndarray] = {}
         for g, members in self.groups.items():
             present = [a for a in members if a in x]
-            if not present:
-                continue
-            action, log_prob = acting.sample_group(
-                self.policy_net(g), self.heads[g], self.log_std.get(g),
-                {a: x[a] for a in present}, {a: masks[a] for a in present}, explore,
-                self._torch_gen)
-            actions.update(action)
-            extras["log_prob"].update(log_prob)
-            if with_info:
-                extras["value"].update(self._group_values(g, x, s, present))
-        return actions, (extras if with_info else {})
+            if present:
+                action, log_prob = acting.sample_group(
+                    self.policy_net(g), self.heads[g], self.log_std.get(g),
+                    {a: x[a] for a in present}, {a: masks[a] for a in present}, explore,
+                    self._torch_gen)
+                actions.update(action)
+                log_probs.update(log_prob)
+        if not with_info:
+            return actions, {}
+        return actions, {"log_prob": log_probs, "value": self._values_of(x, state)}
 
     @torch.no_grad()
     def value_estimates(self, obs: AgentObs, state: np.ndarray | None = None
@@ -227,24 +223,24 @@ class OnPolicyMultiAgent(Algorithm):
         """``V`` in return units, float32 ``(num_envs,)`` per agent present in ``obs`` (no
         action is sampled): the collector's ``next_value`` where an episode ended and at a
         fragment's end. ``state``: as for :meth:`act_with_info`."""
-        x, _ = acting.observation_tensors(obs, self.readers, None, self.device)
+        return self._values_of(acting.observation_tensors(obs, self.readers, None,
+                                                          self.device)[0], state)
+
+    def _values_of(self, x: Mapping[str, Input], state: np.ndarray | None
+                   ) -> dict[str, np.ndarray]:
+        """Each group's value network on its agents present in ``x`` (the others' inputs, where
+        the value network reads them, zero for absent agents)."""
         s = acting.state_tensor(state, self.device) if self.uses_state and state is not None \
             else None
         out: dict[str, np.ndarray] = {}
         for g, members in self.groups.items():
             present = [a for a in members if a in x]
             if present:
-                out.update(self._group_values(g, x, s, present))
+                full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
+                inputs = dict(zip(members, self._critic_inputs(g, full, s)))
+                out.update(acting.per_agent(self.values(g, tcat([inputs[a] for a in present])),
+                                            present))
         return out
-
-    def _group_values(self, group: str, x: Mapping[str, Input], state: torch.Tensor | None,
-                      present: list[str]) -> dict[str, np.ndarray]:
-        """The value network of ``group`` on its ``present`` agents (the others' inputs, where
-        the value network reads them, zero for absent agents)."""
-        full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
-        inputs = dict(zip(self.groups[group], self._critic_inputs(group, full, state)))
-        values = self.values(group, tcat([inputs[a] for a in present]))
-        return acting.per_agent(values, present)
 
     # -- learning --------------------------------------------------------------------------
 
