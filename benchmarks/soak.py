@@ -98,11 +98,12 @@ def expected_actors(cfg: Any) -> int:
     return 2 + pop.size * (1 + pop.workers_per_member)
 
 
-def actor_pids() -> dict[str, tuple[str, int]]:
-    """actor id -> (class name, pid) of every live actor of this Ray."""
+def actor_pids(address: str | None = None) -> dict[str, tuple[str, int]]:
+    """actor id -> (class name, pid) of every live actor of the Ray at ``address`` (its GCS
+    address; None: the one Ray finds, which fails where several run on this machine)."""
     from ray.util.state import list_actors
 
-    rows = list_actors(filters=[("state", "=", "ALIVE")], limit=10_000,
+    rows = list_actors(address=address, filters=[("state", "=", "ALIVE")], limit=10_000,
                        raise_on_missing_output=False)
     return {r.actor_id: (r.class_name, int(r.pid)) for r in rows if r.pid}
 

@@ -295,7 +295,12 @@ class Fleet:
         self.check_learners()
         return [get_with_retry(lr.get_state.remote) for lr in self.learners]
 
-    def buffer_state(self) -> dict[str, Any]:
+    def buffer_state(self) -> dict[str, Any] | None:
+        """The buffer's state for a checkpoint; None where the data path resynchronises
+        fragments (on-policy): a resume drops the fragments waiting there anyway, and an image
+        run's fragments are gigabytes that would cross the object store and the disk."""
+        if self.path.resyncs_fragments:
+            return None
         self.check_buffer()
         return get_with_retry(self.buffer.state_dict.remote)
 

@@ -63,6 +63,8 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
     for copy in summary["copies"]:
         assert copy["copy_checksum"] == copy["source_checksum"]
     ckpt = load_checkpoint(Path(summary["checkpoint"]))
+    # no fragments in the checkpoint: a resume drops waiting fragments, so none are written
+    assert ckpt.buffer_state is None and not (Path(summary["checkpoint"]) / "buffer.arrow").exists()
     for member, state in enumerate(ckpt.members):  # learned: weights moved from their start
         fresh = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=cfg.seed * 1009 + member)
         assert state["algo"]["algorithm"] == "MAPPO" and state["algo"]["learn_steps"] > 0

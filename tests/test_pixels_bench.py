@@ -1,0 +1,38 @@
+"""benchmarks/pixels.py's pure parts: the raw bytes of a stored pistonball row, peak memory
+readings, and the report's ratio."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks.baselines.agilerl_ippo import peak_rss_mib
+from benchmarks.pixels import CONFIG, report, row_bytes
+
+pytest.importorskip("pymunk")
+
+
+def test_a_pistonball_row_is_every_pistons_uint8_frame_stack() -> None:
+    from distmarl.config import load_config
+
+    cfg = load_config(CONFIG, [])
+    assert row_bytes(cfg) == 20 * 64 * 64 * 4  # 20 pistons, 64x64 grey, 4 frames, 1 byte
+
+
+def test_peak_rss_reads_this_process_and_nothing_for_a_missing_one() -> None:
+    peak = peak_rss_mib(os.getpid())
+    assert peak is not None and peak > 10  # a python with numpy is well over 10 MiB
+    assert peak_rss_mib(2**22 + 12345) is None  # above Linux's pid_max default
+
+
+def test_report_prints_the_ratio_of_env_steps_per_second(capsys) -> None:
+    ours = {"env_steps": 1000, "env_steps_per_s": 30.0, "setup_seconds": 5.0,
+            "peak_rss_mib": {"buffer": 1300.0},
+            "buffer": {"capacity_rows": 4, "row_bytes": 8, "capacity_mib": 1.0,
+                       "rss_over_capacity": 1.1}}
+    theirs = {"env_steps": 1000, "env_steps_per_s": 12.0, "torch_threads": 2,
+              "peak_rss_mib": {"trainer": 2000.0}}
+    report(ours, theirs)
+    out = capsys.readouterr().out
+    assert "2.50x" in out and "1.100" in out and "trainer" in out
