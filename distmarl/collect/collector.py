@@ -30,14 +30,13 @@ import numpy as np
 import torch
 
 from distmarl.algorithms import Algorithm
+from distmarl.collect.rows import ChunkRows
 from distmarl.envs import (
     apply_env_defined_actions,
     fold_info_masks,
     true_next_obs,
     true_next_state,
 )
-
-Rows = dict[str, dict[str, list[Any]]]
 
 
 @dataclass
@@ -109,21 +108,20 @@ class Collector:
     def collect(self, num_steps: int) -> Rollout:
         """``num_steps`` vectorised steps: ``num_steps * num_envs`` transitions per agent, rows
         time-major (row ``t * num_envs + e``)."""
-        rows: Rows = {f: {a: [] for a in self.agents} for f in self.fields}
+        rows = ChunkRows(self.fields, self.agents, num_steps)
         scores: list[float] = []
         lengths: list[int] = []
-        for _ in range(num_steps):
-            rew, infos = self._step(rows)
+        for t in range(num_steps):
+            rew, infos = self._step(rows, t)
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
         if self.on_policy:  # the last step's next values: estimates of the current observations
             state = self.infos["state"] if self.uses_state else None
             self._fill_next_values(self.algo.value_estimates(self.obs, state))
         self.total_steps += num_steps * self.venv.num_envs
-        data = {f: {a: _stack_time_major(v) for a, v in per.items()} for f, per in rows.items()}
-        return Rollout(data, num_steps * self.venv.num_envs, scores, lengths)
+        return Rollout(rows.data(), num_steps * self.venv.num_envs, scores, lengths)
 
-    def _off_policy_step(self, rows: Rows) -> tuple[Any, Any]:
-        """One vectorised step of an off-policy algorithm; appends its rows, returns
+    def _off_policy_step(self, rows: ChunkRows, t: int) -> tuple[Any, Any]:
+        """One vectorised step of an off-policy algorithm; writes its rows as step ``t``, returns
         ``(rewards, infos)``."""
         actions = apply_env_defined_actions(self.algo.act(self.obs, explore=True), self.infos)
         obs, rew, term, trunc, infos = self.venv.step(actions)
@@ -134,17 +132,18 @@ class Collector:
         for a in self.agents:
             for name, value in zip(self.fields, (self.obs[a], actions[a], rew[a], nxt[a],
                                                  term[a], trunc[a], active[a]), strict=True):
-                rows[name][a].append(value)
+                rows.put(t, name, a, value)
         ended = infos["_final_obs"]
         if ended.any():
             self.algo.reset_noise(ended)
         self.obs, self.infos = fold_info_masks(obs, infos), infos
         return rew, infos
 
-    def _on_policy_step(self, rows: Rows) -> tuple[Any, Any]:
+    def _on_policy_step(self, rows: ChunkRows, t: int) -> tuple[Any, Any]:
         """One vectorised step of an on-policy algorithm (with the behaviour log-probs and
-        values, and the global state when it reads one); appends its rows, returns
-        ``(rewards, infos)``."""
+        values, and the global state when it reads one); writes its rows as step ``t``,
+        returns ``(rewards, infos)``. Its ``next_value`` rows stay pending (the stored rows
+        themselves) until the next step's values fill them."""
         state = self.infos["state"] if self.uses_state else None
         chosen, extras = self.algo.act_with_info(self.obs, state=state)
         self._fill_next_values(extras["value"])
@@ -160,7 +159,9 @@ class Collector:
                       extras["log_prob"][a], extras["value"][a], next_value[a],
                       *((state,) if self.uses_state else ()))
             for name, value in zip(self.fields, values, strict=True):
-                rows[name][a].append(value)
+                stored = rows.put(t, name, a, value)
+                if name == "next_value":
+                    next_value[a] = stored
         self._pending = next_value
         self.obs, self.infos = fold_info_masks(obs, infos), infos
         return rew, infos
@@ -187,17 +188,6 @@ class Collector:
             hole = np.isnan(row)
             row[hole] = values[a][hole] if a in values else 0.0
         self._pending = None
-
-
-def _stack_time_major(steps: list[Any]) -> Any:
-    """``T`` arrays of shape ``(E, ...)`` (or dicts / tuples of them) -> ``(T * E, ...)``."""
-    first = steps[0]
-    if isinstance(first, dict):
-        return {k: _stack_time_major([s[k] for s in steps]) for k in first}
-    if isinstance(first, tuple):
-        return tuple(_stack_time_major([s[i] for s in steps]) for i in range(len(first)))
-    arr = np.stack(steps)
-    return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
 
 
 def fragment_to_batch(data: Mapping[str, Mapping[str, Any]], num_envs: int,

@@ -194,9 +194,13 @@ class EvolvableCNN(nn.Module):
 
     def prepare(self, x: torch.Tensor) -> torch.Tensor:
         """Raw images in the spec's layout -> float ``(B, C, H, W)``, scaled."""
+        owned = x.dtype != torch.float32  # converting made a new tensor: scale it in place
         x = x.to(torch.float32)
-        if self.spec.scale != 1.0 or self.spec.offset != 0.0:
-            x = x * self.spec.scale + self.spec.offset
+        if self.spec.scale != 1.0:
+            x = x.mul_(self.spec.scale) if owned else x * self.spec.scale
+            owned = True
+        if self.spec.offset != 0.0:
+            x = x.add_(self.spec.offset) if owned else x + self.spec.offset
         if self.spec.layout == "HWC":
             return x.permute(0, 3, 1, 2)
         if self.spec.layout == "HW":

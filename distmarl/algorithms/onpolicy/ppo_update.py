@@ -54,10 +54,12 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
             if not bool(active.any()):
                 continue
             rows = lambda x, idx=idx: x[idx]  # noqa: E731
-            new_log_prob, entropy = head.evaluate(policy(tmap(rows, d.obs)), log_std, d.action[idx],
+            obs = tmap(rows, d.obs)
+            critic_obs = obs if d.critic_obs is d.obs else tmap(rows, d.critic_obs)
+            new_log_prob, entropy = head.evaluate(policy(obs), log_std, d.action[idx],
                                                   None if d.mask is None else d.mask[idx])
             terms = ppo_terms(new_log_prob, d.log_prob[idx], d.advantage[idx], entropy,
-                              value(tmap(rows, d.critic_obs)).squeeze(-1), d.value_target[idx],
+                              value(critic_obs).squeeze(-1), d.value_target[idx],
                               active,
                               hp["clip_coef"], hp["ent_coef"], hp["vf_coef"])
             for opt in optims:

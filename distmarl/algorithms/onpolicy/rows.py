@@ -76,9 +76,12 @@ def group_rows(frags: Sequence[AgentFragment], critic_obs: Sequence[Input],
         return tcat([tmap(rows, x) for x in xs])
 
     masks = [None if f.mask is None else rows(f.mask) for f in frags]
+    obs = cat_inputs([f.obs for f in frags])
+    # IPPO's value networks read each agent's own observation: the same rows, held once
+    own = all(c is f.obs for c, f in zip(critic_obs, frags, strict=True))
     return GroupRows(
-        obs=cat_inputs([f.obs for f in frags]),
-        critic_obs=cat_inputs(critic_obs),
+        obs=obs,
+        critic_obs=obs if own else cat_inputs(critic_obs),
         mask=stacked_masks(masks, n, action_dim, device),
         action=cat([f.action for f in frags]),
         log_prob=cat([f.log_prob for f in frags]),
