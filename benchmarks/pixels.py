@@ -18,7 +18,9 @@ after the other on this machine:
 
 Prints env steps/s of each and their ratio, the peak resident memory of each process, and the
 buffer actor's against its capacity times the raw ``uint8`` bytes of one stored row (one
-vectorised step of one sub-env: every agent's frames).
+vectorised step of one sub-env: every agent's frames). Peak resident memory is Linux's
+``VmHWM``, which counts the object-store pages an actor maps (fragments on their way in or
+out); beside it, the largest sampled ``RssAnon + RssFile``, the actor's own memory.
 """
 
 from __future__ import annotations
@@ -48,10 +50,13 @@ class PeakSampler(threading.Thread):
         super().__init__(daemon=True)
         self.interval_s, self.address = interval_s, address
         self.peaks: dict[str, float] = {}
+        #: the largest sampled resident memory without shared pages (``RssAnon + RssFile``):
+        #: object-store pages an actor maps (fragments in flight) are not its own
+        self.private: dict[str, float] = {}
         self.done = threading.Event()
 
     def run(self) -> None:
-        from benchmarks.baselines.agilerl_ippo import peak_rss_mib
+        from benchmarks.baselines.agilerl_ippo import peak_rss_mib, private_rss_mib
         from benchmarks.soak import Labels, actor_pids
 
         labels = Labels()
@@ -61,10 +66,11 @@ class PeakSampler(threading.Thread):
             except Exception:  # the state API answers only once the dashboard is up
                 continue
             for actor_id, (cls, pid) in pids.items():
-                peak = peak_rss_mib(pid)
-                if peak is not None:
+                peak, private = peak_rss_mib(pid), private_rss_mib(pid)
+                if peak is not None and private is not None:
                     name = labels(actor_id, cls)
                     self.peaks[name] = max(peak, self.peaks.get(name, 0.0))
+                    self.private[name] = max(private, self.private.get(name, 0.0))
 
     def stop(self) -> None:
         self.done.set()
@@ -110,15 +116,18 @@ def run_distmarl(config: Path, steps: int, seed: int, interval_s: float) -> dict
         ray.shutdown()
     capacity = cfg.buffer.capacity
     peaks = dict(sorted(sampler.peaks.items()))
+    private = dict(sorted(sampler.private.items()))
     return {
         "env_steps": summary["env_steps"], "wall_seconds": summary["wall_seconds"],
         "setup_seconds": summary["setup_seconds"],
         "env_steps_per_s": summary["env_steps_per_s"], "updates": summary["updates"],
-        "peak_rss_mib": peaks,
+        "peak_rss_mib": peaks, "private_rss_mib": private,
         "buffer": {"capacity_rows": capacity, "row_bytes": raw_row,
                    "capacity_mib": capacity * raw_row / MIB,
                    "rss_over_capacity": (peaks.get("buffer", float("nan")) * MIB
-                                         / (capacity * raw_row))},
+                                         / (capacity * raw_row)),
+                   "private_over_capacity": (private.get("buffer", float("nan")) * MIB
+                                             / (capacity * raw_row))},
     }
 
 
@@ -147,11 +156,12 @@ def report(ours: dict[str, Any], theirs: dict[str, Any] | None) -> None:
     print(f"distmarl: {ours['env_steps']:,} env steps, {ours['env_steps_per_s']:.1f} env steps/s "
           f"(set-up {ours['setup_seconds']:.1f} s not counted)")
     for name, mib in ours["peak_rss_mib"].items():
-        print(f"  peak RSS {name:<12} {mib:8.0f} MiB")
+        print(f"  peak RSS {name:<12} {mib:8.0f} MiB  (without shared object-store pages "
+              f"{ours['private_rss_mib'][name]:.0f} MiB)")
     b = ours["buffer"]
     print(f"  buffer capacity {b['capacity_rows']:,} rows x {b['row_bytes']:,} bytes = "
           f"{b['capacity_mib']:.0f} MiB; buffer actor peak RSS / that = "
-          f"{b['rss_over_capacity']:.3f}")
+          f"{b['rss_over_capacity']:.3f} ({b['private_over_capacity']:.3f} without shared pages)")
     if theirs is None:
         return
     print(f"AgileRL:  {theirs['env_steps']:,} env steps, {theirs['env_steps_per_s']:.1f} env steps/s "

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from benchmarks.baselines.agilerl_ippo import peak_rss_mib
+from benchmarks.baselines.agilerl_ippo import peak_rss_mib, private_rss_mib
 from benchmarks.pixels import CONFIG, report, row_bytes
 
 pytest.importorskip("pymunk")
@@ -24,15 +24,18 @@ def test_peak_rss_reads_this_process_and_nothing_for_a_missing_one() -> None:
     peak = peak_rss_mib(os.getpid())
     assert peak is not None and peak > 10  # a python with numpy is well over 10 MiB
     assert peak_rss_mib(2**22 + 12345) is None  # above Linux's pid_max default
+    private = private_rss_mib(os.getpid())
+    assert private is not None and 10 < private <= peak + 1
+    assert private_rss_mib(2**22 + 12345) is None
 
 
 def test_report_prints_the_ratio_of_env_steps_per_second(capsys) -> None:
     ours = {"env_steps": 1000, "env_steps_per_s": 30.0, "setup_seconds": 5.0,
-            "peak_rss_mib": {"buffer": 1300.0},
+            "peak_rss_mib": {"buffer": 1300.0}, "private_rss_mib": {"buffer": 1200.0},
             "buffer": {"capacity_rows": 4, "row_bytes": 8, "capacity_mib": 1.0,
-                       "rss_over_capacity": 1.1}}
+                       "rss_over_capacity": 1.1, "private_over_capacity": 1.05}}
     theirs = {"env_steps": 1000, "env_steps_per_s": 12.0, "torch_threads": 2,
               "peak_rss_mib": {"trainer": 2000.0}}
     report(ours, theirs)
     out = capsys.readouterr().out
-    assert "2.50x" in out and "1.100" in out and "trainer" in out
+    assert "2.50x" in out and "1.100" in out and "1.050" in out and "trainer" in out

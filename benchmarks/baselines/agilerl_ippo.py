@@ -71,6 +71,17 @@ def peak_rss_mib(pid: int) -> float | None:
     return None
 
 
+def private_rss_mib(pid: int) -> float | None:
+    """Resident memory of ``pid`` without shared pages (``RssAnon + RssFile``) in MiB, or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in f)
+                  if k in ("RssAnon", "RssFile")}
+    except (OSError, ValueError):
+        return None
+    return sum(kb.values()) * 1024 / MIB if len(kb) == 2 else None
+
+
 def run_agilerl_ippo(
     total_pop_steps: int,
     *,

@@ -76,10 +76,12 @@ class FragmentReader:
             raise ValueError(f"learn_step and max_fragments must be >= 1, got {learn_step}, "
                              f"{max_fragments}")
         rows = learn_step * self.num_envs
-        packed = self.buffer.sample_many_packed.remote(
+        # unpacked: Ray hands a fragment's arrays over out of band (one copy, in the object
+        # store), where packing them into one bytes object first would copy them twice more
+        sampled = self.buffer.sample_many.remote(
             rows, self.consumer, max_fragments, member=self.member, replay_ratio=0.0)
         stats = self.buffer.stats.remote()
-        batches = unpack_batches(ray.get(packed))
+        batches = ray.get(sampled)
         problem = self._overwritten(batches, ray.get(stats))
         good: list[SampleBatch] = []
         for i, batch in enumerate(batches):
