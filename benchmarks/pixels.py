@@ -12,7 +12,8 @@ after the other on this machine:
   its learner, rollout-worker, buffer and coordinator actors; MLflow and the final evaluation
   off, which AgileRL does not do). A thread reads every actor's peak resident memory (Linux
   ``VmHWM``) every ``--interval-s``.
-* AgileRL 2.58: :mod:`benchmarks.baselines.agilerl_ippo` under ``.venv-bench`` (its own
+* AgileRL 2.58: :mod:`benchmarks.baselines.agilerl_ippo` in ``.venv-bench`` where it exists,
+  else in this environment (the ``bench`` extra; its own
   ``train_multi_agent_on_policy``; one process trains the population, sub-envs in
   subprocesses).
 
@@ -26,6 +27,7 @@ out); beside it, the largest sampled ``RssAnon + RssFile``, the actor's own memo
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import subprocess
@@ -131,17 +133,28 @@ def run_distmarl(config: Path, steps: int, seed: int, interval_s: float) -> dict
     }
 
 
+def bench_python() -> Path | None:
+    """The Python to run AgileRL with: ``.venv-bench``'s (``DISTMARL_VENV=.venv-bench bash
+    scripts/setup_env.sh dev,bench``), else this one if it has AgileRL."""
+    if BENCH_PYTHON.exists():
+        return BENCH_PYTHON
+    return Path(sys.executable) if importlib.util.find_spec("agilerl") is not None else None
+
+
 def run_agilerl(cfg_path: Path, steps: int, seed: int) -> dict[str, Any] | None:
-    """The AgileRL arm in ``.venv-bench`` with the config's settings; None where it is missing."""
-    if not BENCH_PYTHON.exists():
-        print(f"no {BENCH_PYTHON}: AgileRL arm skipped", file=sys.stderr)
+    """The AgileRL arm with the config's settings, in ``.venv-bench`` where there is one, else
+    in this environment; None where neither has AgileRL."""
+    python = bench_python()
+    if python is None:
+        print("AgileRL is not installed (bash scripts/setup_env.sh dev,bench): its arm is "
+              "skipped", file=sys.stderr)
         return None
     from distmarl.config import load_config
 
     cfg = load_config(cfg_path, [])
     hp = cfg.algorithm.hp
     out = Path(tempfile.mkdtemp(prefix="agilerl-pixels-")) / "result.json"
-    cmd = [str(BENCH_PYTHON), "-m", "benchmarks.baselines.agilerl_ippo", "--steps", str(steps),
+    cmd = [str(python), "-m", "benchmarks.baselines.agilerl_ippo", "--steps", str(steps),
            "--population", str(cfg.population.size), "--num-envs", str(cfg.env.num_envs),
            "--learn-step", str(hp.learn_step), "--batch-size", str(hp.batch_size),
            "--lr", str(hp.lr), "--ent-coef", str(hp.ent_coef),

@@ -2,7 +2,7 @@
 
     .venv-bench/bin/python -m benchmarks.baselines.agilerl_ippo --steps 2048 [--json out.json]
 
-Needs the ``.venv-bench`` environment (agilerl 2.58, SuperSuit, pymunk); everything
+Needs the ``bench`` extra (agilerl 2.58, pymunk, pygame; SuperSuit is a dependency); everything
 third-party is imported inside the functions so that importing this module never fails. The
 env is pistonball (20 pistons, continuous) through the same SuperSuit wrappers as
 ``examples/configs/pistonball_ippo.yaml``: grey (``color_reduction`` B), 64x64 (``resize``),
