@@ -39,3 +39,22 @@ def test_report_prints_the_ratio_of_env_steps_per_second(capsys) -> None:
     report(ours, theirs)
     out = capsys.readouterr().out
     assert "2.50x" in out and "1.100" in out and "1.050" in out and "trainer" in out
+
+
+def test_counted_learn_counts_and_restores_the_class() -> None:
+    from benchmarks.baselines.agilerl_runner import counted_learn
+
+    class Base:
+        def learn(self, x: int) -> int:
+            return 2 * x
+
+    class Child(Base):
+        pass
+
+    with counted_learn(Child) as calls:
+        assert Child().learn(3) == 6 and Base().learn(1) == 2  # the parent is not counted
+    assert calls == [1] and "learn" not in Child.__dict__  # inherited again afterwards
+    with counted_learn(Base) as calls:
+        Base().learn(1)
+        Base().learn(2)
+    assert calls == [2] and Base().learn(4) == 8

@@ -122,6 +122,8 @@ def run_agilerl_ippo(
     from agilerl.utils.utils import create_population
     from agilerl.vector.pz_async_vec_env import AsyncPettingZooVecEnv
 
+    from benchmarks.baselines.agilerl_runner import counted_learn
+
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
     random.seed(seed)
@@ -157,15 +159,6 @@ def run_agilerl_ippo(
                               device="cpu")
         setup_seconds = time.perf_counter() - setup_start
 
-        algo_cls = type(pop[0])
-        own_learn = "learn" in algo_cls.__dict__
-        orig_learn = algo_cls.learn
-        fragments = [0]
-
-        def counting_learn(self: Any, *args: Any, **kwargs: Any) -> Any:
-            fragments[0] += 1
-            return orig_learn(self, *args, **kwargs)
-
         env_peaks: dict[int, float] = {}
         stop = threading.Event()
 
@@ -178,22 +171,18 @@ def run_agilerl_ippo(
 
         sampler = threading.Thread(target=sample_env_peaks, daemon=True)
         sampler.start()
-        algo_cls.learn = counting_learn
         try:
-            start = time.perf_counter()
-            train_multi_agent_on_policy(
-                env, "pistonball_v6", "IPPO", pop, sum_scores=True, init_hp=init_hp,
-                max_steps=per_member, evo_steps=evo_steps, eval_steps=None, eval_loop=1,
-                selection_strategy=tournament, mutation=mutations, checkpoint=None,
-                save_elite=False, wb=False, tensorboard=False, verbose=False)
-            wall = time.perf_counter() - start
+            with counted_learn(type(pop[0])) as fragments:
+                start = time.perf_counter()
+                train_multi_agent_on_policy(
+                    env, "pistonball_v6", "IPPO", pop, sum_scores=True, init_hp=init_hp,
+                    max_steps=per_member, evo_steps=evo_steps, eval_steps=None, eval_loop=1,
+                    selection_strategy=tournament, mutation=mutations, checkpoint=None,
+                    save_elite=False, wb=False, tensorboard=False, verbose=False)
+                wall = time.perf_counter() - start
         finally:
             stop.set()
             sampler.join()
-            if own_learn:
-                algo_cls.learn = orig_learn
-            else:
-                del algo_cls.learn
     finally:
         with suppress(Exception):
             env.close()

@@ -25,8 +25,8 @@ import math
 import random
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import numpy as np
@@ -110,6 +110,28 @@ def _net_config(hidden: Sequence[int]) -> dict[str, Any]:
         "encoder_config": {"hidden_size": encoder},
         "head_config": {"hidden_size": [hidden[-1]]},
     }
+
+
+@contextmanager
+def counted_learn(algo_cls: type) -> Iterator[list[int]]:
+    """While open, ``algo_cls.learn`` counts its calls in the yielded one-element list; the
+    class is restored afterwards (AgileRL's computation is unchanged)."""
+    own = "learn" in algo_cls.__dict__
+    orig = algo_cls.learn  # type: ignore[attr-defined]
+    calls = [0]
+
+    def counting_learn(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return orig(self, *args, **kwargs)
+
+    algo_cls.learn = counting_learn  # type: ignore[attr-defined]
+    try:
+        yield calls
+    finally:
+        if own:
+            algo_cls.learn = orig  # type: ignore[attr-defined]
+        else:
+            del algo_cls.learn  # type: ignore[attr-defined]
 
 
 class _TargetReachedError(Exception):
@@ -279,56 +301,44 @@ def run_agilerl_maddpg(
                 pass
 
         recorder = _Recorder()
-        algo_cls = type(pop[0])
-        own_learn = "learn" in algo_cls.__dict__
-        orig_learn = algo_cls.learn
         orig_init_loggers = train_mod.init_loggers
-        updates = [0]
-
-        def counting_learn(self: Any, *args: Any, **kwargs: Any) -> Any:
-            updates[0] += 1
-            return orig_learn(self, *args, **kwargs)
 
         def init_loggers_with_recorder(**kwargs: Any) -> list[Any]:
             return [*orig_init_loggers(**kwargs), recorder]
 
         stopped_at_target = False
-        algo_cls.learn = counting_learn
         train_mod.init_loggers = init_loggers_with_recorder
         try:
-            state["t0"] = time.perf_counter()
-            try:
-                train_mod.train_multi_agent_off_policy(
-                    env,
-                    "simple_speaker_listener_v4",
-                    algo,
-                    pop,
-                    memory=memory,
-                    sum_scores=True,
-                    init_hp=init_hp,
-                    max_steps=per_member,
-                    evo_steps=evo,
-                    eval_steps=None,
-                    eval_loop=1,
-                    learning_delay=0,
-                    target=target,
-                    selection_strategy=tournament,
-                    mutation=mutations,
-                    checkpoint=None,
-                    save_elite=False,
-                    wb=False,
-                    tensorboard=False,
-                    verbose=False,
-                )
-            except _TargetReachedError:
-                stopped_at_target = True
-            wall = time.perf_counter() - state["t0"]
+            with counted_learn(type(pop[0])) as updates:
+                state["t0"] = time.perf_counter()
+                try:
+                    train_mod.train_multi_agent_off_policy(
+                        env,
+                        "simple_speaker_listener_v4",
+                        algo,
+                        pop,
+                        memory=memory,
+                        sum_scores=True,
+                        init_hp=init_hp,
+                        max_steps=per_member,
+                        evo_steps=evo,
+                        eval_steps=None,
+                        eval_loop=1,
+                        learning_delay=0,
+                        target=target,
+                        selection_strategy=tournament,
+                        mutation=mutations,
+                        checkpoint=None,
+                        save_elite=False,
+                        wb=False,
+                        tensorboard=False,
+                        verbose=False,
+                    )
+                except _TargetReachedError:
+                    stopped_at_target = True
+                wall = time.perf_counter() - state["t0"]
         finally:
             train_mod.init_loggers = orig_init_loggers
-            if own_learn:
-                algo_cls.learn = orig_learn
-            else:
-                del algo_cls.learn
     finally:
         with suppress(Exception):
             env.close()
