@@ -45,8 +45,8 @@ MIB = 1024 * 1024
 
 
 class PeakSampler(threading.Thread):
-    """Every ``interval_s``: each live actor (of the Ray at GCS ``address``)'s peak resident memory so far, kept by label
-    (``learner#0``, ``worker#1``, ``buffer``, ...)."""
+    """Every ``interval_s``: the peak resident memory so far of each live actor of the Ray at
+    GCS ``address``, kept by label (``learner#0``, ``worker#1``, ``buffer``, ...)."""
 
     def __init__(self, interval_s: float, address: str) -> None:
         super().__init__(daemon=True)

@@ -59,27 +59,26 @@ def _channels_first(space: Any) -> Any:
     return Box(np.moveaxis(space.low, -1, 0), np.moveaxis(space.high, -1, 0), dtype=space.dtype)
 
 
-def peak_rss_mib(pid: int) -> float | None:
-    """The peak resident memory (Linux ``VmHWM``) of process ``pid`` in MiB, or None."""
+def _status_mib(pid: int, keys: tuple[str, ...]) -> float | None:
+    """The sum of ``keys`` (kB fields of Linux's ``/proc/PID/status``) in MiB; None when the
+    process is gone or a field is missing."""
     try:
         with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024 / MIB
-    except OSError:
+            kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in f)
+                  if k in keys}
+    except (OSError, ValueError):
         return None
-    return None
+    return sum(kb.values()) * 1024 / MIB if len(kb) == len(keys) else None
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """The peak resident memory (``VmHWM``) of process ``pid`` in MiB, or None."""
+    return _status_mib(pid, ("VmHWM",))
 
 
 def private_rss_mib(pid: int) -> float | None:
     """Resident memory of ``pid`` without shared pages (``RssAnon + RssFile``) in MiB, or None."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in f)
-                  if k in ("RssAnon", "RssFile")}
-    except (OSError, ValueError):
-        return None
-    return sum(kb.values()) * 1024 / MIB if len(kb) == 2 else None
+    return _status_mib(pid, ("RssAnon", "RssFile"))
 
 
 def run_agilerl_ippo(

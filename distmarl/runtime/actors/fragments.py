@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 import ray
 
-from distmarl.buffers.wire import unpack_batches
 from distmarl.types import MemberID, SampleBatch
 
 log = logging.getLogger(__name__)
@@ -97,10 +96,10 @@ class FragmentReader:
     def discard_pending(self) -> int:
         """Receive and drop every row of the member not read yet (fragments collected by a
         policy the learner no longer has); returns how many rows that was."""
-        packed = self.buffer.sample_packed.remote(DISCARD_ROWS, self.consumer,
-                                                  member=self.member, replay_ratio=0.0)
+        sampled = self.buffer.sample_many.remote(DISCARD_ROWS, self.consumer, 1,
+                                                 member=self.member, replay_ratio=0.0)
         stats = self.buffer.stats.remote()
-        batches = unpack_batches(ray.get(packed))
+        batches = ray.get(sampled)
         self.dropped = _dropped(ray.get(stats), self.consumer)
         return self._drop(batches)
 
