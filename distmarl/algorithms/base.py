@@ -159,11 +159,33 @@ class Algorithm(ABC):
     def clone(self) -> Algorithm:
         """An independent copy (no shared tensors)."""
 
-    @abstractmethod
     def reseed(self, seed: int | None) -> None:
         """New random streams (exploration, sampling, minibatch order). load_state_dict restores
         the source's streams for exact reproduction; a member that copied another may call this
-        so the two do not draw the same numbers from then on."""
+        so the two do not draw the same numbers from then on. Subclasses with more streams
+        (noise processes) extend it."""
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+
+    def _rng_state(self) -> dict[str, Any]:
+        """The numpy and torch generators' states, for :meth:`state_dict`."""
+        return {"numpy": copy.deepcopy(self._rng.bit_generator.state),
+                "torch": self._torch_gen.get_state(), "torch_device": self.device.type}
+
+    def _load_rng_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`_rng_state` output. Torch generator states are device-specific: from
+        another device a new torch seed is drawn reproducibly instead."""
+        self._rng.bit_generator.state = copy.deepcopy(state["numpy"])
+        if state["torch_device"] == self.device.type:
+            self._torch_gen.set_state(state["torch"].clone())
+        else:
+            self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+
+    def _check_fits(self, state: Mapping[str, Any]) -> None:
+        """Refuse a state of another algorithm or another set of agents."""
+        if state["algorithm"] != self.name or list(state["agents"]) != self.agents:
+            raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
+                             f"fit {self.name} for agents {self.agents}")
 
     @abstractmethod
     def set_hyperparameter(self, name: str, value: Any) -> None:

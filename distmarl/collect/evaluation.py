@@ -1,5 +1,5 @@
-"""Scoring a policy without exploration: on a vector env, for the trainers' progress, and of a
-saved member from a checkpoint (no Ray)."""
+"""Scoring a policy on a vector env (by default without exploration): for the trainers'
+progress, and of a saved member from a checkpoint (no Ray)."""
 
 from __future__ import annotations
 
@@ -37,18 +37,18 @@ def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> fl
 
 
 def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
-             seed: int | None = None) -> list[float]:
+             seed: int | None = None, explore: bool = False) -> list[float]:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
-    exploration, in a fixed order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i``
+    exploration (``explore``: sampling the policy; the caller seeds its stream), in a fixed order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i``
     (whichever ends first), so a seed names the same episodes for every policy. With
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
     ``eval_steps``)."""
     return [float(sum(r.values()))
-            for r in episode_returns(venv, algo, episodes, max_steps, seed)]
+            for r in episode_returns(venv, algo, episodes, max_steps, seed, explore)]
 
 
 def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
-                    seed: int | None = None) -> list[dict[str, float]]:
+                    seed: int | None = None, explore: bool = False) -> list[dict[str, float]]:
     """Each agent's return per episode, in :func:`evaluate`'s order (for games, where the
     sum over agents says nothing: who won)."""
     obs, infos = venv.reset(seed=seed)
@@ -59,7 +59,7 @@ def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int |
     per_env: list[list[dict[str, float]]] = [[] for _ in range(venv.num_envs)]
     steps = 0
     while (done < episodes).any() and (max_steps is None or steps < max_steps):
-        actions = apply_env_defined_actions(algo.act(obs, explore=False), infos)
+        actions = apply_env_defined_actions(algo.act(obs, explore=explore), infos)
         obs, rew, _, _, infos = venv.step(actions)
         obs = fold_info_masks(obs, infos)
         counting = done < episodes
@@ -77,12 +77,13 @@ def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int |
     return [s[k] for k in range(episodes) for s in per_env if k < len(s)]
 
 
-def fixed_scores(venv: Any, policy: Policy, episodes: int, seed: int) -> list[float]:
+def fixed_scores(venv: Any, policy: Policy, episodes: int, seed: int, explore: bool = False
+                 ) -> list[float]:
     """Scores of exactly ``episodes`` whole episodes seeded by ``seed``: the first
     ``episodes`` of :func:`evaluate`'s order, the same episodes for every policy on a venv of
     the same env config (the final evaluation, and the random policy beside it)."""
     per_env = -(-episodes // venv.num_envs)
-    return evaluate(venv, policy, episodes=per_env, seed=seed)[:episodes]
+    return evaluate(venv, policy, episodes=per_env, seed=seed, explore=explore)[:episodes]
 
 
 class RandomPolicy:
@@ -142,13 +143,17 @@ def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | N
     """Score of a saved member on fixed episodes. The defaults repeat the run's final
     evaluation: its elite (else the best member by last fitness), the config's
     ``evolution.final_episodes`` episodes seeded by ``evolution.final_seed``, on as many
-    sub-envs as the run had, so a run's last checkpoint gives its ``final_score`` again."""
+    sub-envs as the run had, acting as its evaluations did (``evolution.eval_explore``), so a
+    run's last checkpoint gives its ``final_score`` again."""
     cfg, algo, index, where = load_member(path, member, seed)
     episodes = episodes or cfg.evolution.final_episodes or 100
     seed = cfg.evolution.final_seed if seed is None else seed
     venv = make_venv(cfg.env, mode="sync", seed=seed)
+    explore = cfg.evolution.eval_explore
+    if explore:
+        algo.reseed(seed)
     try:
-        scores = fixed_scores(venv, algo, episodes, seed)
+        scores = fixed_scores(venv, algo, episodes, seed, explore)
     finally:
         venv.close()
     return {"checkpoint": where, "member": index, "episodes": len(scores), "seed": seed,

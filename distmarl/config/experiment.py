@@ -144,6 +144,7 @@ class EvolutionConfig(Section):
     evo_steps: int = Field(10_000, ge=1, description="env steps per member between evolution steps")
     eval_steps: int | None = Field(None, ge=1, description="max env steps per evaluation episode (None: the whole episode)")
     eval_episodes: int = Field(4, ge=1, description="evaluation episodes per sub-env per fitness value (all members of a generation play the same episodes)")
+    eval_explore: bool = Field(False, description="evaluate (fitness and final score) by sampling each member's policy, as AgileRL's PPO tests do, instead of its deterministic action (mean / arg-max); sampling restarts from each evaluation's seed. Suits on-policy members whose stochastic policy is what learned (in pistonball an arg-max policy moves every piston alike)")
     eval_loop: int = Field(1, ge=1, description="fitness = mean of the last eval_loop evaluations")
     final_episodes: int = Field(100, ge=0, description="episodes of the final evaluation of every member on a fixed set (seeded by final_seed), beside a random policy on the same episodes; the elite's is the run's final_score (0: none)")
     final_seed: int = Field(12345, ge=0, description="seed of the final evaluation's episodes (the same set for every run of an env config)")

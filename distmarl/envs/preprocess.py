@@ -28,6 +28,7 @@ from typing import Any
 from pettingzoo.utils.env import ParallelEnv
 
 from distmarl.envs.errors import EnvSpecError, MissingPackageError
+from distmarl.envs.parallel_obs import direct
 
 #: config name -> SuperSuit function (the wrappers that take plain data and apply to parallel
 #: envs; lambdas and vector-env converters are left out).
@@ -65,10 +66,11 @@ class WrapperSpec:
     kwargs: tuple[tuple[str, Any], ...] = ()
 
     def apply(self, env: ParallelEnv) -> ParallelEnv:
-        """``env`` wrapped; SuperSuit's own complaints name this wrapper."""
+        """``env`` wrapped; SuperSuit's own complaints name this wrapper. Observation
+        wrappers step the parallel env directly (:mod:`~distmarl.envs.parallel_obs`)."""
         fn = _supersuit_function(self.function)
         try:
-            return fn(env, *self.args, **dict(self.kwargs))
+            return direct(fn(env, *self.args, **dict(self.kwargs)))
         except (AssertionError, ValueError, TypeError) as exc:
             raise EnvSpecError(f"env wrapper {self.name} ({self.function}) refused the env "
                                f"{_spaces(env)}: {exc or type(exc).__name__}") from exc

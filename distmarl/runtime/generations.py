@@ -150,7 +150,7 @@ class Generations:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, members: Sequence[int]) -> dict[int, float]:
-        """Fresh weights, then evaluation episodes without exploration; appends to each
+        """Fresh weights, then evaluation episodes (``evolution.eval_explore``); appends to each
         fitness. A learner or worker Ray restarted meanwhile is restored / asked again;
         weights lost with their learner's node are republished from the restored learner."""
         self.fleet.check_learners(members)
@@ -186,7 +186,8 @@ class Generations:
 
     def _final_call(self, member: int, episodes: int, seed: int) -> Callable[[], Any]:
         m, worker = self.state.members[member], self.fleet.workers[member][0]
-        return lambda: worker.score_fixed.remote(m.version, m.weights_box, episodes, seed)
+        return lambda: worker.score_fixed.remote(m.version, m.weights_box, episodes, seed,
+                                                 explore=self.evo.eval_explore)
 
     def _refresh_weights(self, members: Sequence[int]) -> None:
         published = [get_with_retry(self.fleet.learners[i].publish.remote) for i in members]
@@ -211,7 +212,7 @@ class Generations:
         """Submits ``member``'s evaluation with its weights as they are when called."""
         m, worker = self.state.members[member], self.fleet.workers[member][0]
         return lambda: worker.evaluate.remote(m.version, m.weights_box, self.evo.eval_episodes,
-                                              self.evo.eval_steps, seed)
+                                              self.evo.eval_steps, seed, self.evo.eval_explore)
 
     # ------------------------------------------------------------------ copy and mutate
     def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]) -> None:

@@ -68,3 +68,23 @@ def test_scores_come_in_episode_order_and_stop_at_the_count_asked() -> None:
         scores = evaluate(v, algo, episodes=2, seed=11)  # sub-env i's k-th at k * 3 + i
         assert len(scores) == 6
         assert fixed_scores(v, algo, episodes=4, seed=11) == scores[:4]
+
+
+def test_a_sampled_evaluation_repeats_from_its_seed_and_differs_from_the_mean_policy() -> None:
+    """``explore``: an on-policy member's stochastic policy is scored by sampling it; seeded the
+    same way, the same weights score the same."""
+    from distmarl.algorithms import IPPO
+
+    with venv() as v:
+        agents = list(v.possible_agents)
+        algo = IPPO({a: v.single_observation_space(a) for a in agents},
+                    {a: v.single_action_space(a) for a in agents}, NET, seed=1)
+        mean = fixed_scores(v, algo, episodes=6, seed=7)
+        algo.reseed(7)
+        sampled = fixed_scores(v, algo, episodes=6, seed=7, explore=True)
+        algo.reseed(7)
+        again = fixed_scores(v, algo, episodes=6, seed=7, explore=True)
+        algo.reseed(8)
+        other_stream = fixed_scores(v, algo, episodes=6, seed=7, explore=True)
+    assert sampled == again
+    assert sampled != mean and sampled != other_stream

@@ -42,6 +42,7 @@ def handles_of(ray, coord) -> dict:
 
 def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_path) -> None:
     from distmarl.checkpoint import load_checkpoint
+    from distmarl.collect.evaluation import evaluate_checkpoint
     from distmarl.factory import env_spaces, make_algorithm
     from distmarl.runtime.trainer import train
 
@@ -51,9 +52,13 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
     assert first["generations"] == 2
     assert first["mlflow"]["parent"] and first["elite_model_uri"]  # tracked, elite logged
     cfg = on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps=300",
-                           "tracking.mlflow=false")  # (MLflow's resume: tests/tracking)
+                           "tracking.mlflow=false",  # (MLflow's resume: tests/tracking)
+                           "evolution.eval_explore=true")
     summary = train(cfg, resume=tmp_path / "run", show_progress=False)  # one generation more
     assert summary["stop_reason"] == "max_steps" and summary["resumed_from"]
+    # sampled evaluations are seeded by their episodes: the checkpoint scores the same again
+    again = evaluate_checkpoint(Path(summary["checkpoint"]))
+    assert again["mean_score"] == pytest.approx(summary["final_score"], abs=1e-9)
     assert summary["generations"] == 3
     for before, m in zip(first["members"], summary["members"]):
         assert m["env_steps"] >= 300 and m["updates"] > before["updates"] > 0

@@ -9,7 +9,6 @@ update (:meth:`_target_action`, :meth:`_next_q`, :meth:`_actor_update_due`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -228,24 +227,17 @@ class OffPolicyMultiAgent(Algorithm):
             "hp": dict(self.hp),
             "networks": self.nets.state_dict(),
             "learn_steps": self.learn_steps,
-            "rng": {"numpy": copy.deepcopy(self._rng.bit_generator.state),
-                    "torch": self._torch_gen.get_state(), "torch_device": self.device.type},
+            "rng": self._rng_state(),
             "noise": {a: {"num_envs": n.num_envs, **n.state_dict()} for a, n in self._noise.items()},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Load :meth:`state_dict` output (possibly from another member, or another device)."""
-        if state["algorithm"] != self.name or list(state["agents"]) != self.agents:
-            raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
-                             f"fit {self.name} for agents {self.agents}")
+        self._check_fits(state)
         self.nets.load_state_dict(state["networks"], self.device)
         self.hp = check_hp(self.name, state["hp"])
         self.learn_steps = int(state["learn_steps"])
-        self._rng.bit_generator.state = copy.deepcopy(state["rng"]["numpy"])
-        if state["rng"]["torch_device"] == self.device.type:
-            self._torch_gen.set_state(state["rng"]["torch"].clone())
-        else:  # generator states are device-specific; draw a new seed reproducibly instead
-            self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self._load_rng_state(state["rng"])
         self._noise = {}
         for a, s in state["noise"].items():
             self._noise_for(a, int(s["num_envs"])).load_state_dict(s)
@@ -260,8 +252,7 @@ class OffPolicyMultiAgent(Algorithm):
     def reseed(self, seed: int | None) -> None:
         """New random streams (noise, Gumbel samples, target smoothing); see
         :meth:`Algorithm.reseed`."""
-        self._rng = np.random.default_rng(seed)
-        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        super().reseed(seed)
         self._noise = {}
 
     # -- hyperparameters and evolution -----------------------------------------------------

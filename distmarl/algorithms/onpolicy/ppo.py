@@ -59,13 +59,7 @@ from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
 from distmarl.algorithms.onpolicy.policy_heads import INIT_LOG_STD, PolicyHead, make_head
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows, ppo_update
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
-from distmarl.algorithms.onpolicy.weights import (
-    log_std_of,
-    moments_of,
-    network_from,
-    network_params,
-    pack_weights,
-)
+from distmarl.algorithms.onpolicy.weights import load_weights, pack_weights
 from distmarl.config.hparams import check_hp, check_hp_value, default_hp
 from distmarl.networks import EvolvableNetwork, make_arch
 from distmarl.networks.inputs import InputSpec
@@ -307,18 +301,10 @@ class OnPolicyMultiAgent(Algorithm):
         return pack_weights(self.nets, self.log_std, self.value_moments)
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load :meth:`get_weights` output; a network whose architecture differs is rebuilt
-        (with a fresh optimiser: this is for acting; learners copy via load_state_dict)."""
-        for name, arch in weights["arch"].items():
-            if self.nets.online[name].arch.to_dict() == arch:
-                self.nets.online[name].load_state_dict(network_params(weights, name))
-            else:
-                self.nets.add(name, network_from(weights, name, self.device), self.hp["lr"])
-        with torch.no_grad():
-            for g, p in self.log_std.items():
-                p.copy_(log_std_of(weights, g))
-        for g, m in self.value_moments.items():
-            m.load_state_dict(moments_of(weights, g))
+        """Load :meth:`get_weights` output (:func:`~distmarl.algorithms.onpolicy.weights.
+        load_weights`: a network whose architecture differs is rebuilt, for acting)."""
+        load_weights(self.nets, self.log_std, self.value_moments, weights, self.hp["lr"],
+                     self.device)
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, optimisers, log-stds, hyperparameters, counters and RNG states."""
@@ -333,16 +319,13 @@ class OnPolicyMultiAgent(Algorithm):
                               for g, o in self.log_std_optim.items()},
             "value_norm": {g: m.state_dict() for g, m in self.value_moments.items()},
             "learn_steps": self.learn_steps,
-            "rng": {"numpy": copy.deepcopy(self._rng.bit_generator.state),
-                    "torch": self._torch_gen.get_state(), "torch_device": self.device.type},
+            "rng": self._rng_state(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Load :meth:`state_dict` output (possibly from another member, or another device),
         rebuilding networks whose architecture differs."""
-        if state["algorithm"] != self.name or list(state["agents"]) != self.agents:
-            raise ValueError(f"state of {state['algorithm']} for agents {state['agents']} does not "
-                             f"fit {self.name} for agents {self.agents}")
+        self._check_fits(state)
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"{self.name} state has format {state.get('format')}, this version "
                              f"reads format {STATE_FORMAT} (states from before value "
@@ -357,11 +340,7 @@ class OnPolicyMultiAgent(Algorithm):
         for g, m in self.value_moments.items():
             m.load_state_dict(state["value_norm"][g])
         self.learn_steps = int(state["learn_steps"])
-        self._rng.bit_generator.state = copy.deepcopy(state["rng"]["numpy"])
-        if state["rng"]["torch_device"] == self.device.type:
-            self._torch_gen.set_state(state["rng"]["torch"].clone())
-        else:  # generator states are device-specific; draw a new seed reproducibly instead
-            self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
+        self._load_rng_state(state["rng"])
 
     def clone(self) -> OnPolicyMultiAgent:
         """An independent copy with the same state (tensors are copied, never shared)."""
@@ -374,11 +353,6 @@ class OnPolicyMultiAgent(Algorithm):
         """Constructor arguments beyond the common ones, for :meth:`clone` (MAPPO: the state
         space)."""
         return {}
-
-    def reseed(self, seed: int | None) -> None:
-        """New random streams (sampling, minibatch order); see :meth:`Algorithm.reseed`."""
-        self._rng = np.random.default_rng(seed)
-        self._torch_gen.manual_seed(int(self._rng.integers(2**62)))
 
     # -- hyperparameters and evolution -----------------------------------------------------
 

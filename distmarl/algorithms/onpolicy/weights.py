@@ -25,7 +25,8 @@ from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
 from distmarl.networks import EvolvableNetwork, NetworkArch
 
-__all__ = ["log_std_of", "moments_of", "network_from", "network_params", "pack_weights"]
+__all__ = ["load_weights", "log_std_of", "moments_of", "network_from", "network_params",
+           "pack_weights"]
 
 
 def pack_weights(nets: NetworkSet, log_std: Mapping[str, torch.Tensor],
@@ -71,3 +72,21 @@ def moments_of(weights: Mapping[str, Any], group: str) -> dict[str, Any]:
     form (float64)."""
     mean, var, count = np.asarray(weights["params"][f"value_norm/{group}"], np.float64)
     return {"mean": mean, "var": var, "count": count}
+
+
+def load_weights(nets: NetworkSet, log_std: Mapping[str, torch.nn.Parameter],
+                 moments: Mapping[str, RunningMoments], weights: Mapping[str, Any], lr: float,
+                 device: torch.device) -> None:
+    """Load :func:`pack_weights` output into a receiver's networks, log-stds and moments. A
+    network whose architecture differs is rebuilt, with a fresh optimiser at ``lr``: this is
+    for acting; learners copy whole states."""
+    for name, arch in weights["arch"].items():
+        if nets.online[name].arch.to_dict() == arch:
+            nets.online[name].load_state_dict(network_params(weights, name))
+        else:
+            nets.add(name, network_from(weights, name, device), lr)
+    with torch.no_grad():
+        for g, p in log_std.items():
+            p.copy_(log_std_of(weights, g))
+    for g, m in moments.items():
+        m.load_state_dict(moments_of(weights, g))

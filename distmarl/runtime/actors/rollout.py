@@ -86,22 +86,32 @@ class RolloutShell:
                              self.version, time.perf_counter() - start, refused, dropped)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
-                 max_steps: int | None, seed: int) -> list[float]:
-        """Scores without exploration on a separate copy of the envs (the collection's episodes
-        go on undisturbed)."""
+                 max_steps: int | None, seed: int, explore: bool = False) -> list[float]:
+        """Scores on a separate copy of the envs (the collection's episodes go on undisturbed),
+        without exploration, or (``explore``) sampling the policy from a stream seeded by
+        ``seed``."""
         self._sync(version, weights_box)
+        self._seed_sampling(explore, seed)
         return evaluate(self._eval_venv(seed), self.algo, episodes=episodes, max_steps=max_steps,
-                        seed=seed)
+                        seed=seed, explore=explore)
 
     def score_fixed(self, version: int, weights_box: list[Any] | None, episodes: int,
-                    seed: int, random: bool = False) -> list[float]:
+                    seed: int, random: bool = False, explore: bool = False) -> list[float]:
         """Scores of the fixed set of ``episodes`` episodes seeded by ``seed``: of the member's
-        policy, or (``random``) of uniform random actions on the same episodes."""
+        policy (sampled with ``explore``, as :meth:`evaluate`), or (``random``) of uniform
+        random actions on the same episodes."""
         if random:
             return fixed_scores(self._eval_venv(seed), RandomPolicy(self.action_spaces, seed),
                                 episodes, seed)
         self._sync(version, weights_box)
-        return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed)
+        self._seed_sampling(explore, seed)
+        return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed, explore)
+
+    def _seed_sampling(self, explore: bool, seed: int) -> None:
+        """A sampled evaluation's actions come from a stream seeded by its episodes' seed, so
+        a checkpoint's member scores the same again (the collection's stream restarts too)."""
+        if explore:
+            self.algo.reseed(seed)
 
     def _eval_venv(self, seed: int) -> Any:
         """A separate copy of the envs for evaluations (made at the first)."""
