@@ -158,7 +158,8 @@ def run_agilerl(cfg_path: Path, steps: int, seed: int) -> dict[str, Any] | None:
            "--population", str(cfg.population.size), "--num-envs", str(cfg.env.num_envs),
            "--learn-step", str(hp.learn_step), "--batch-size", str(hp.batch_size),
            "--lr", str(hp.lr), "--ent-coef", str(hp.ent_coef),
-           "--update-epochs", str(hp.update_epochs),
+           "--update-epochs", str(hp.update_epochs), "--gamma", str(hp.gamma),
+           *(["--continuous"] if cfg.env.kwargs.get("continuous", True) else []),
            "--evo-steps", str(cfg.evolution.evo_steps), "--seed", str(seed), "--json", str(out)]
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)

@@ -4,7 +4,7 @@
 
 Needs the ``bench`` extra (agilerl 2.58, pymunk, pygame; SuperSuit is a dependency); everything
 third-party is imported inside the functions so that importing this module never fails. The
-env is pistonball (20 pistons, continuous) through the same SuperSuit wrappers as
+env is pistonball (20 pistons, discrete moves as in the example, or continuous) through the same SuperSuit wrappers as
 ``examples/configs/pistonball_ippo.yaml``: grey (``color_reduction`` B), 64x64 (``resize``),
 4 frames stacked (``frame_stack``), ``uint8``, then moved to channels-first (an
 ``observation_lambda``: AgileRL 2.58's IPPO fails on channels-last frames when agents share a
@@ -32,12 +32,13 @@ MIB = 1024 * 1024
 
 
 def make_pistonball(n_pistons: int = 20, max_cycles: int = 125, side: int = 64,
-                    stack: int = 4) -> Any:
+                    stack: int = 4, continuous: bool = False) -> Any:
     """Pistonball with the example config's SuperSuit preprocessing (a parallel env)."""
     import supersuit as ss
     from pettingzoo.butterfly import pistonball_v6
 
-    env = pistonball_v6.parallel_env(n_pistons=n_pistons, max_cycles=max_cycles, continuous=True)
+    env = pistonball_v6.parallel_env(n_pistons=n_pistons, max_cycles=max_cycles,
+                                     continuous=continuous)
     env = ss.color_reduction_v0(env, mode="B")
     env = ss.resize_v1(env, x_size=side, y_size=side)
     env = ss.frame_stack_v1(env, stack)
@@ -46,6 +47,8 @@ def make_pistonball(n_pistons: int = 20, max_cycles: int = 125, side: int = 64,
     env = ss.observation_lambda_v0(
         env, lambda obs, space: np.ascontiguousarray(np.moveaxis(obs, -1, 0)),
         lambda space: _channels_first(space))
+    if not continuous:
+        return env
     # AgileRL's IPPO hands a one-dimensional Box action to each sub-env as a scalar, which
     # pistonball refuses ("action should have shape (1,)"): give it its shape back.
     return ss.action_lambda_v1(
@@ -91,6 +94,8 @@ def run_agilerl_ippo(
     lr: float = 3e-4,
     ent_coef: float = 0.0,
     update_epochs: int = 2,
+    gamma: float = 0.99,
+    continuous: bool = False,
     evo_steps: int = 5000,
     seed: int = 0,
     torch_threads: int | None = None,
@@ -132,12 +137,13 @@ def run_agilerl_ippo(
     per_member = max(fragment, total_pop_steps // population)
 
     setup_start = time.perf_counter()
-    env = AsyncPettingZooVecEnv([functools.partial(make_pistonball) for _ in range(num_envs)])
+    env = AsyncPettingZooVecEnv([functools.partial(make_pistonball, continuous=continuous)
+                                  for _ in range(num_envs)])
     try:
         env.reset(seed=seed)
         agent_ids = list(env.agents)
         init_hp = {"POP_SIZE": population, "BATCH_SIZE": batch_size, "LR": lr,
-                   "LEARN_STEP": fragment, "GAMMA": 0.99, "GAE_LAMBDA": 0.95,
+                   "LEARN_STEP": fragment, "GAMMA": gamma, "GAE_LAMBDA": 0.95,
                    "CLIP_COEF": 0.2, "ENT_COEF": ent_coef, "VF_COEF": 0.5,
                    "MAX_GRAD_NORM": 0.5, "UPDATE_EPOCHS": update_epochs,
                    "AGENT_IDS": agent_ids}
@@ -211,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--ent-coef", type=float, default=0.0)
     parser.add_argument("--update-epochs", type=int, default=2)
+    parser.add_argument("--gamma", type=float, default=0.99)
+    parser.add_argument("--continuous", action="store_true", help="continuous piston moves")
     parser.add_argument("--evo-steps", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch-threads", type=int, default=None)
@@ -219,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = run_agilerl_ippo(
         args.steps, population=args.population, num_envs=args.num_envs,
         learn_step=args.learn_step, batch_size=args.batch_size, lr=args.lr,
-        ent_coef=args.ent_coef, update_epochs=args.update_epochs, evo_steps=args.evo_steps,
+        ent_coef=args.ent_coef, update_epochs=args.update_epochs, gamma=args.gamma,
+        continuous=args.continuous, evo_steps=args.evo_steps,
         seed=args.seed, torch_threads=args.torch_threads)
     text = json.dumps(result, indent=1)
     print(text, flush=True)

@@ -1,0 +1,79 @@
+"""League decisions without Ray: the match record, PFSP weights and opponents, the bounded
+snapshot pool."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distmarl.hpo.league import MatchRecord, SnapshotPool, choose_opponent, pfsp_weights
+
+
+def test_the_record_keeps_both_views_and_win_rates_start_at_one_half() -> None:
+    rec = MatchRecord()
+    assert rec.win_rate("a", "b") == 0.5
+    for result in (1.0, 1.0, 0.5, 0.0):
+        rec.record("a", "b", result)
+    assert rec.counts[("a", "b")] == [2, 1, 1] and rec.counts[("b", "a")] == [1, 1, 2]
+    assert rec.games("b", "a") == 4
+    assert rec.win_rate("a", "b") == pytest.approx((2 + 0.5 + 0.5) / 5)
+    assert rec.win_rate("a", "b") + rec.win_rate("b", "a") == pytest.approx(1.0)
+    np.testing.assert_allclose(rec.matrix(["a", "b", "c"]),
+                               [[0.5, 0.6, 0.5], [0.4, 0.5, 0.5], [0.5, 0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"got 0\.25"):
+        rec.record("a", "b", 0.25)
+    again = MatchRecord()
+    again.load_state_dict(rec.state_dict())
+    assert again.counts == rec.counts
+    rec.forget("b")
+    assert rec.counts == {}
+
+
+def test_pfsp_weights_favour_the_opponents_the_learner_loses_to() -> None:
+    np.testing.assert_allclose(pfsp_weights([0.0, 0.5, 1.0], "hard"), [0.8, 0.2, 0.0])
+    np.testing.assert_allclose(pfsp_weights([0.0, 0.5, 0.9], "variance"), [0.0, 0.25, 0.09] /
+                               np.float64(0.34))
+    np.testing.assert_allclose(pfsp_weights([0.2, 0.7], "uniform"), [0.5, 0.5])
+    np.testing.assert_allclose(pfsp_weights([1.0, 1.0], "hard"), [0.5, 0.5])  # all beaten
+    with pytest.raises(ValueError, match="unknown PFSP weighting 'harder'"):
+        pfsp_weights([0.5], "harder")  # type: ignore[arg-type]
+
+
+def test_opponents_come_from_members_and_snapshots_by_share_and_pfsp() -> None:
+    rec = MatchRecord()
+    for _ in range(20):
+        rec.record("member/0", "snapshot/0", 1.0)  # snapshot 0 is beaten, snapshot 1 unplayed
+    rng = np.random.default_rng(0)
+    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0", "snapshot/1"],
+                             rec, rng, current_share=0.25) for _ in range(4000)]
+    share = {o: picks.count(o) / len(picks) for o in set(picks)}
+    assert "member/0" not in share
+    assert share["member/1"] == pytest.approx(0.25, abs=0.03)
+    # within the snapshots: (1 - 20.5/21)^2 against (1 - 0.5)^2
+    w0, w1 = (1 - 20.5 / 21) ** 2, 0.25
+    assert share["snapshot/1"] == pytest.approx(0.75 * w1 / (w0 + w1), abs=0.03)
+    again = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0", "snapshot/1"],
+                             rec, np.random.default_rng(0), current_share=0.25)
+             for _ in range(1)]
+    assert again == picks[:1]  # the generator decides
+    # no snapshots yet: the other members; alone: self-play
+    assert choose_opponent("member/0", ["member/0", "member/1"], [], rec, rng) == "member/1"
+    assert choose_opponent("member/0", ["member/0"], [], rec, rng) == "member/0"
+    with pytest.raises(ValueError, match="current_share must be within"):
+        choose_opponent("member/0", ["member/1"], [], rec, rng, current_share=1.5)
+
+
+def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
+    pool = SnapshotPool(max_size=2)
+    gone_all = []
+    for g in range(4):
+        snap, gone = pool.add(member=g % 2, generation=g)
+        gone_all += gone
+        assert snap.id == f"snapshot/{g}"
+    assert pool.ids() == ["snapshot/2", "snapshot/3"]
+    assert [s.id for s in gone_all] == ["snapshot/0", "snapshot/1"]
+    again = SnapshotPool(1)
+    again.load_state_dict(pool.state_dict())
+    assert again.ids() == pool.ids() and again.add(0, 5)[0].id == "snapshot/4"
+    with pytest.raises(ValueError, match="max_size=0"):
+        SnapshotPool(0)
