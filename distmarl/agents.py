@@ -11,13 +11,15 @@ suffix is its own group::
 
 Groups configure networks (``net_config`` per group, :mod:`distmarl.networks.net_config`) and
 share parameters (IPPO / MAPPO: one policy and one value network per group, which requires the
-group's agents to have the same spaces, :func:`shared_groups`).
+group's agents to have the same spaces, :func:`shared_groups`), and name the sides of a
+competitive game (:func:`resolve_sides`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 _GROUP_SUFFIX = re.compile(r"(.+)_[0-9]+")
@@ -53,3 +55,74 @@ def shared_groups(agents: Sequence[str], observation_spaces: Mapping[str, Any],
                         f"that of {first!r} ({sp[first]}), so they cannot share one policy; "
                         "rename the agents so that they are in different groups")
     return groups
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The sides of a competitive or mixed game: side name -> its agents, in env order.
+
+    Asymmetric games (``simple_tag``: ``{adversary: [adversary], good: [agent]}``) have one
+    population per side. Symmetric games (connect four, tictactoe) have one population playing
+    every seat: each agent is a side of its own, named after the agent."""
+
+    agents: dict[str, list[str]]
+    symmetric: bool
+
+    def side_of(self, agent: str) -> str:
+        """The side ``agent`` plays for."""
+        for side, members in self.agents.items():
+            if agent in members:
+                return side
+        raise KeyError(f"agent {agent!r} plays for no side ({sorted(self.agents)})")
+
+
+def resolve_sides(agents: Sequence[str], observation_spaces: Mapping[str, Any],
+                  action_spaces: Mapping[str, Any], sides: Mapping[str, Sequence[str]] | None,
+                  symmetric: bool = False, where: str = "league") -> Sides | None:
+    """The game's :class:`Sides` from config (``sides``: side name -> agent groups, or
+    ``symmetric``), or None for a cooperative game (neither set). ValueError, naming
+    ``where``'s field, for: both set; a side with no groups or a group no agent has; a group
+    in two sides; agents on no side; fewer than two sides; ``symmetric`` with agents whose
+    spaces differ (they cannot swap seats)."""
+    if sides and symmetric:
+        raise ValueError(f"{where}: set either sides or symmetric: true, not both")
+    if symmetric:
+        return _symmetric(agents, observation_spaces, action_spaces, where)
+    if not sides:
+        return None
+    groups = agent_groups(agents)
+    taken: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
+    for side, names in sides.items():
+        if not names:
+            raise ValueError(f"{where}.sides.{side} names no agent group")
+        for g in names:
+            if g not in groups:
+                raise ValueError(f"{where}.sides.{side}: no agent of this env is in group {g!r} "
+                                 f"(groups: {list(groups)})")
+            if g in taken:
+                raise ValueError(f"{where}.sides: group {g!r} is in two sides, {taken[g]!r} "
+                                 f"and {side!r}")
+            taken[g] = side
+        out[side] = [a for a in agents if group_of(a) in names]
+    left = [g for g in groups if g not in taken]
+    if left:
+        raise ValueError(f"{where}.sides: the agents of group(s) {left} play for no side")
+    if len(out) < 2:
+        raise ValueError(f"{where}.sides: a game needs two sides or more, got {list(out)}")
+    return Sides(out, symmetric=False)
+
+
+def _symmetric(agents: Sequence[str], observation_spaces: Mapping[str, Any],
+               action_spaces: Mapping[str, Any], where: str) -> Sides:
+    if len(agents) < 2:
+        raise ValueError(f"{where}.symmetric: a game needs two seats or more, got {list(agents)}")
+    first = agents[0]
+    for a in agents[1:]:
+        for kind, sp in (("observation", observation_spaces), ("action", action_spaces)):
+            if sp[a] != sp[first]:
+                raise ValueError(
+                    f"{where}.symmetric: true, but the {kind} space of {a!r} ({sp[a]}) differs "
+                    f"from that of {first!r} ({sp[first]}), so one policy cannot take every "
+                    f"seat; name the sides instead ({where}.sides)")
+    return Sides({a: [a] for a in agents}, symmetric=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from distmarl.agents import agent_groups, group_of, shared_groups
+from distmarl.agents import agent_groups, group_of, resolve_sides, shared_groups
 from distmarl.envs import VectorParallelEnv, make_env
 from tests.envs.toy_envs import mixed_group_env
 
@@ -81,3 +81,39 @@ def test_different_action_spaces_are_refused_naming_both_agents() -> None:
     with pytest.raises(ValueError, match=r"group 'b': action space of 'b_1' .*that of 'b_0'"):
         shared_groups(["b_0", "b_1"], {"b_0": box, "b_1": box},
                       {"b_0": spaces.Discrete(4), "b_1": spaces.Discrete(5)})
+
+
+def _env_spaces(spec: str) -> tuple[list[str], dict, dict]:
+    return _spaces(make_env(spec))
+
+
+def test_sides_of_a_mixed_game_by_group_and_seats_of_a_symmetric_one() -> None:
+    tag = _env_spaces("mpe2:simple_tag_v3")
+    sides = resolve_sides(*tag, {"predators": ["adversary"], "prey": ["agent"]})
+    assert sides is not None and not sides.symmetric
+    assert sides.agents == {"predators": ["adversary_0", "adversary_1", "adversary_2"],
+                            "prey": ["agent_0"]}
+    assert sides.side_of("adversary_1") == "predators"
+    assert resolve_sides(*tag, None) is None and resolve_sides(*tag, {}) is None  # cooperative
+    c4 = _env_spaces("pettingzoo.classic:connect_four_v3")
+    seats = resolve_sides(*c4, None, symmetric=True)
+    assert seats is not None and seats.symmetric
+    assert seats.agents == {"player_0": ["player_0"], "player_1": ["player_1"]}
+
+
+@pytest.mark.parametrize(("sides", "symmetric", "message"), [
+    ({"predators": ["adversary"], "prey": ["agents"]}, False,
+     r"league.sides.prey: no agent of this env is in group 'agents' \(groups: \['adversary', "
+     r"'agent'\]\)"),
+    ({"predators": ["adversary"], "prey": ["agent", "adversary"]}, False,
+     r"group 'adversary' is in two sides, 'predators' and 'prey'"),
+    ({"predators": ["adversary"]}, False, r"the agents of group\(s\) \['agent'\] play for no side"),
+    ({"predators": [], "prey": ["agent"]}, False, r"league.sides.predators names no agent group"),
+    ({"all": ["adversary", "agent"]}, False, r"needs two sides or more"),
+    ({"predators": ["adversary"], "prey": ["agent"]}, True, r"either sides or symmetric"),
+    (None, True, r"league.symmetric: true, but the observation space of 'agent_0' \(Box.*\) "
+                 r"differs from that of 'adversary_0'.*name the sides instead"),
+])
+def test_bad_sides_name_the_field_and_what_is_wrong(sides, symmetric: bool, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        resolve_sides(*_env_spaces("mpe2:simple_tag_v3"), sides, symmetric)
