@@ -1,0 +1,107 @@
+"""Reference opponents on the real PettingZoo games: perfect tictactoe never loses, the
+connect-four lookahead wins and blocks, the fleeing prey runs away."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distmarl.collect import RandomPolicy, Seats, episode_returns
+from distmarl.collect.references import (
+    FleeingPrey,
+    LookaheadConnectFour,
+    MinimaxTicTacToe,
+    tictactoe_values,
+)
+from distmarl.envs import make_vector_env
+
+
+def results(spec: str, first: object, second: object, games: int, seed: int) -> list[float]:
+    """The first policy's returns over ``games`` games, seats alternating."""
+    venv = make_vector_env(spec, 4, mode="sync", seed=seed)
+    seats = list(venv.possible_agents)
+    out: list[float] = []
+    try:
+        for k in range(2):
+            mine, theirs = seats[k], seats[1 - k]
+            per_env = -(-games // 2 // venv.num_envs)
+            returns = episode_returns(venv, Seats({mine: first, theirs: second}), per_env,
+                                      seed=seed + k)[: games // 2]
+            out += [r[mine] for r in returns]
+    finally:
+        venv.close()
+    return out
+
+
+def random_play(spec: str, seed: int) -> RandomPolicy:
+    venv = make_vector_env(spec, 1, mode="sync", seed=0)
+    spaces = {a: venv.single_action_space(a) for a in venv.possible_agents}
+    venv.close()
+    return RandomPolicy(spaces, seed)
+
+
+def test_tictactoe_values_know_forced_wins_and_draws() -> None:
+    assert set(tictactoe_values((0,) * 9).values()) == {0.0}  # perfect play draws
+    # own marks on 0 and 1: playing 2 wins at once; the opponent (on 3, 4) threatens 5
+    values = tictactoe_values((1, 1, 0, -1, -1, 0, 0, 0, 0))
+    assert values[2] == pytest.approx(0.9) and max(values, key=values.get) == 2
+    assert values[5] == 0  # blocking instead of winning: a draw with perfect play
+    assert values[6] == pytest.approx(-0.81)  # neither: the opponent wins on 5
+
+
+def test_minimax_never_loses_at_tictactoe_and_draws_itself() -> None:
+    spec = "pettingzoo.classic:tictactoe_v3"
+    against_random = results(spec, MinimaxTicTacToe(0), random_play(spec, 1), 40, seed=0)
+    assert min(against_random) >= 0 and np.mean([r > 0 for r in against_random]) > 0.7
+    assert set(results(spec, MinimaxTicTacToe(1), MinimaxTicTacToe(2), 8, seed=3)) == {0}
+
+
+def test_lookahead_wins_when_it_can_and_blocks_when_it_must() -> None:
+    board = np.zeros((6, 7, 2), np.int8)
+    board[5, 0:3, 0] = 1  # three of mine on the bottom row: column 3 wins
+    board[5, 4:6, 1] = 1
+    board[4, 4, 1] = board[3, 4, 1] = board[2, 4, 1] = 1  # and theirs threatens column 4
+    mask = np.ones(7, np.int8)
+    ref = LookaheadConnectFour(0)
+    obs = {"player_0": {"observation": board[None], "action_mask": mask[None]}}
+    assert ref.act(obs)["player_0"].tolist() == [3]
+    board[5, 0, 0] = 0  # no win left: block column 4
+    assert ref.act(obs)["player_0"].tolist() == [4]
+    board[5, 6, 0] = 1  # (full columns are never chosen)
+    mask[4] = 0
+    assert ref.act(obs)["player_0"][0] != 4
+
+
+def test_lookahead_beats_random_connect_four_play() -> None:
+    spec = "pettingzoo.classic:connect_four_v3"
+    returns = results(spec, LookaheadConnectFour(0), random_play(spec, 1), 24, seed=0)
+    assert np.mean([r > 0 for r in returns]) > 0.8
+
+
+def test_the_prey_flees_the_nearest_predator_and_turns_back_at_the_edge() -> None:
+    prey = FleeingPrey(num_adversaries=2, num_obstacles=1)
+    o = np.zeros((2, 4 + 2 + 4), np.float64)
+    o[:, 6:8] = [0.5, 0.0]    # predator 0 to the right
+    o[:, 8:10] = [0.0, -0.2]  # predator 1 below, nearer
+    o[1, 2:4] = [0.0, 0.95]   # the second prey is at the top edge
+    np.testing.assert_allclose(prey.direction(o), [[0.0, 1.0], [0.0, -1.0]])
+    assert prey.act({"agent_0": o})["agent_0"].tolist() == [4, 3]  # up; down at the edge
+    with pytest.raises(ValueError, match="holds no 3 predators"):
+        FleeingPrey(3, 1).act({"agent_0": o})
+
+
+def test_the_fleeing_prey_is_caught_less_often_than_random_prey() -> None:
+    """Random predators on simple_tag: the prey's return is minus 10 per touch (plus an edge
+    penalty), so fleeing scores higher."""
+    spec = "mpe2:simple_tag_v3"
+    venv = make_vector_env(spec, 4, mode="sync", seed=0, max_cycles=50)
+    try:
+        spaces = {a: venv.single_action_space(a) for a in venv.possible_agents}
+        predators = {a: RandomPolicy(spaces, 3) for a in venv.possible_agents if a != "agent_0"}
+        prey_returns = {}
+        for name, prey in (("flee", FleeingPrey()), ("random", RandomPolicy(spaces, 4))):
+            returns = episode_returns(venv, Seats({**predators, "agent_0": prey}), 5, seed=11)
+            prey_returns[name] = np.mean([r["agent_0"] for r in returns])
+    finally:
+        venv.close()
+    assert prey_returns["flee"] > prey_returns["random"]
