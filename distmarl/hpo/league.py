@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights"]
+__all__ = ["Match", "MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights",
+           "plan_matches"]
 
 Weighting = Literal["hard", "variance", "uniform"]
 
@@ -102,6 +103,40 @@ def choose_opponent(learner: str, current: Sequence[str], snapshots: Sequence[st
         raise ValueError(f"no opponent for {learner!r}: no other member and no snapshot")
     probs = pfsp_weights([record.win_rate(learner, o) for o in pool], weighting)
     return pool[int(rng.choice(len(pool), p=probs))]
+
+
+@dataclass(frozen=True)
+class Match:
+    """One game's seating: side (a seat, in a symmetric game) -> the player taking it."""
+
+    seats: dict[str, str]
+    #: the side the learning member plays (its rows are the ones it learns from)
+    learner_side: str
+
+
+def plan_matches(learner: str, side: str, sides: Sequence[str],
+                 current: Mapping[str, Sequence[str]], snapshots: Mapping[str, Sequence[str]],
+                 record: MatchRecord,
+                 rng: np.random.Generator, games: int, symmetric: bool = False,
+                 current_share: float = 0.5, weighting: Weighting = "hard") -> list[Match]:
+    """Seatings of ``games`` games for ``learner``, a member of ``side``: every other side gets
+    an opponent from that side's ``current`` members and ``snapshots``
+    (:func:`choose_opponent`). In a symmetric game the sides are seats sharing one population
+    (``current`` and ``snapshots`` under ``side``), and the learner's seat turns with the
+    game number, so it plays first and second equally often."""
+    if side not in sides:
+        raise ValueError(f"{learner!r} plays for side {side!r}, which is not one of {list(sides)}")
+    matches = []
+    for k in range(games):
+        own = sides[k % len(sides)] if symmetric else side
+        seats = {own: learner}
+        for other in sides:
+            if other != own:
+                pool = side if symmetric else other
+                seats[other] = choose_opponent(learner, current[pool], snapshots.get(pool, ()),
+                                               record, rng, current_share, weighting)
+        matches.append(Match(seats, own))
+    return matches
 
 
 @dataclass(frozen=True)

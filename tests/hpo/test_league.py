@@ -77,3 +77,34 @@ def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
     assert again.ids() == pool.ids() and again.add(0, 5)[0].id == "snapshot/4"
     with pytest.raises(ValueError, match="max_size=0"):
         SnapshotPool(0)
+
+
+def test_matches_seat_the_learner_on_its_side_and_opponents_from_the_other_sides() -> None:
+    from distmarl.hpo.league import plan_matches
+
+    rec = MatchRecord()
+    rng = np.random.default_rng(1)
+    current = {"predators": ["member/0", "member/1"], "prey": ["member/2"]}
+    snaps = {"prey": ["snapshot/0"]}
+    matches = plan_matches("member/0", "predators", ["predators", "prey"], current, snaps, rec,
+                           rng, games=200, current_share=0.5)
+    assert all(m.learner_side == "predators" and m.seats["predators"] == "member/0"
+               for m in matches)
+    prey = [m.seats["prey"] for m in matches]
+    assert set(prey) == {"member/2", "snapshot/0"}
+    assert prey.count("member/2") / len(prey) == pytest.approx(0.5, abs=0.1)
+    with pytest.raises(ValueError, match="side 'good', which is not one of"):
+        plan_matches("member/0", "good", ["predators", "prey"], current, snaps, rec, rng, 1)
+
+
+def test_in_a_symmetric_game_the_learner_takes_each_seat_in_turn() -> None:
+    from distmarl.hpo.league import plan_matches
+
+    seats = ["player_0", "player_1"]
+    pool = {"player_0": ["member/0", "member/1", "member/2"]}
+    matches = plan_matches("member/1", "player_0", seats, pool, {}, MatchRecord(),
+                           np.random.default_rng(0), games=4, symmetric=True)
+    assert [m.learner_side for m in matches] == ["player_0", "player_1"] * 2
+    for m in matches:
+        other = m.seats[seats[1 - seats.index(m.learner_side)]]
+        assert m.seats[m.learner_side] == "member/1" and other in {"member/0", "member/2"}
