@@ -1,4 +1,5 @@
-"""PNG plots of a run made with matplotlib (Agg): fitness over generations, and the family tree."""
+"""PNG plots of a run made with matplotlib (Agg): fitness over generations, the family tree, and
+a league's win-rate matrix."""
 
 from __future__ import annotations
 
@@ -25,6 +26,28 @@ def plot_fitness(history: Sequence[Sequence[float]], path: Path,
     ax.set_ylabel("fitness (mean evaluation score)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_win_rates(players: Sequence[str], win_rates: Any, path: Path,
+                   title: str = "Win rate of each row player against each column player"
+                   ) -> Path:
+    """A heat map of ``win_rates`` ``(n, n)`` (row player's score rate against the column
+    player, draws half), each cell labelled with its value."""
+    n = len(players)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.6 * n, 1.0 + 0.55 * n), dpi=100)
+    image = ax.imshow(win_rates, vmin=0.0, vmax=1.0, cmap="RdYlGn")
+    ax.set_xticks(range(n), players, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(n), players, fontsize=8)
+    for i in range(n):
+        for j in range(n):
+            ax.text(j, i, f"{win_rates[i][j]:.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
