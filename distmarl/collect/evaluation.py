@@ -39,8 +39,9 @@ def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> fl
 def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
              seed: int | None = None, explore: bool = False) -> list[float]:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
-    exploration (``explore``: sampling the policy; the caller seeds its stream), in a fixed order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i``
-    (whichever ends first), so a seed names the same episodes for every policy. With
+    exploration (``explore``: sampling the policy; the caller seeds its stream), in a fixed
+    order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i`` (whichever ends first),
+    so a seed names the same episodes for every policy. With
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
     ``eval_steps``)."""
     return [float(sum(r.values()))
