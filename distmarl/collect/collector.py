@@ -31,6 +31,7 @@ import torch
 
 from distmarl.algorithms import Algorithm
 from distmarl.collect.rows import ChunkRows
+from distmarl.collect.seating import MatchResult, Seating
 from distmarl.envs import (
     apply_env_defined_actions,
     fold_info_masks,
@@ -49,6 +50,8 @@ class Rollout:
     env_steps: int
     episode_scores: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
+    #: league games that ended: (learner, opponent, the learner's result)
+    match_results: list[MatchResult] = field(default_factory=list)
 
 
 class EpisodeScores:
@@ -86,10 +89,14 @@ class Collector:
     dict observations already have), so the learner sees the same masks; when
     ``algo.uses_state``, ``state`` (the global state before the step) is stored under every
     agent.
+
+    With a :class:`~distmarl.collect.seating.Seating` (a league), opponents act for the seats
+    they hold (sampling their policies), and only the learner's own seats are ``active``.
     """
 
-    def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None) -> None:
-        self.venv, self.algo = venv, algo
+    def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None,
+                 seating: Seating | None = None) -> None:
+        self.venv, self.algo, self.seating = venv, algo, seating
         self.agents = list(venv.possible_agents)
         self.on_policy = algo.on_policy
         self.uses_state = algo.uses_state
@@ -111,27 +118,41 @@ class Collector:
         rows = ChunkRows(self.fields, self.agents, num_steps)
         scores: list[float] = []
         lengths: list[int] = []
+        results: list[MatchResult] = []
         for t in range(num_steps):
             rew, infos = self._step(rows, t)
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
+            if self.seating is not None:
+                results += self.seating.step(rew, np.asarray(infos["_final_obs"], dtype=bool))
         if self.on_policy:  # the last step's next values: estimates of the current observations
             state = self.infos["state"] if self.uses_state else None
             self._fill_next_values(self.algo.value_estimates(self.obs, state))
         self.total_steps += num_steps * self.venv.num_envs
-        return Rollout(rows.data(), num_steps * self.venv.num_envs, scores, lengths)
+        return Rollout(rows.data(), num_steps * self.venv.num_envs, scores, lengths, results)
+
+    def _seated(self, actions: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
+                                                               dict[str, np.ndarray] | None]:
+        """``actions`` with the opponents' for their seats, and the learner's rows per agent
+        (None without a league: every row is the learner's)."""
+        if self.seating is None:
+            return actions, None
+        mine = self.seating.learner_rows(self.agents)
+        return self.seating.override(actions, self.obs, explore=True), mine
 
     def _off_policy_step(self, rows: ChunkRows, t: int) -> tuple[Any, Any]:
         """One vectorised step of an off-policy algorithm; writes its rows as step ``t``, returns
         ``(rewards, infos)``."""
-        actions = apply_env_defined_actions(self.algo.act(self.obs, explore=True), self.infos)
+        chosen, mine = self._seated(self.algo.act(self.obs, explore=True))
+        actions = apply_env_defined_actions(chosen, self.infos)
         obs, rew, term, trunc, infos = self.venv.step(actions)
         # the next state's legal actions are the ones the target actor may bootstrap from
         # (at an episode's end: the reset observation's, which only a truncation reads)
         nxt = fold_info_masks(true_next_obs(obs, infos), infos)
         active = self.infos["active"]
         for a in self.agents:
+            act = active[a] if mine is None else np.asarray(active[a], dtype=bool) & mine[a]
             for name, value in zip(self.fields, (self.obs[a], actions[a], rew[a], nxt[a],
-                                                 term[a], trunc[a], active[a]), strict=True):
+                                                 term[a], trunc[a], act), strict=True):
                 rows.put(t, name, a, value)
         ended = infos["_final_obs"]
         if ended.any():
@@ -147,6 +168,7 @@ class Collector:
         state = self.infos["state"] if self.uses_state else None
         chosen, extras = self.algo.act_with_info(self.obs, state=state)
         self._fill_next_values(extras["value"])
+        chosen, mine = self._seated(chosen)
         actions = apply_env_defined_actions(chosen, self.infos)
         obs, rew, term, trunc, infos = self.venv.step(actions)
         next_value = self._final_values(obs, infos)
@@ -155,6 +177,8 @@ class Collector:
             active = np.asarray(self.infos["active"][a], dtype=bool)
             if a in own:
                 active = active & np.asarray(own[a], dtype=bool)
+            if mine is not None:
+                active = active & mine[a]
             values = (self.obs[a], actions[a], rew[a], term[a], trunc[a], active,
                       extras["log_prob"][a], extras["value"][a], next_value[a],
                       *((state,) if self.uses_state else ()))
