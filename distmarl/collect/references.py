@@ -14,13 +14,16 @@ connect four's action is a column, row 5 the bottom.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FleeingPrey", "LookaheadConnectFour", "MinimaxTicTacToe", "tictactoe_values"]
+from distmarl.collect.evaluation import RandomPolicy
+
+__all__ = ["REFERENCES", "FleeingPrey", "LookaheadConnectFour", "MinimaxTicTacToe",
+           "make_reference", "tictactoe_values"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
@@ -175,3 +178,45 @@ class FleeingPrey:
     def _actions(self, o: np.ndarray) -> np.ndarray:
         d = self.direction(o)
         return np.argmax(d @ self._MOVES.T, axis=1).astype(np.int64)
+
+
+#: reference names (``league.references``) -> what they play
+REFERENCES = {
+    "random": "uniformly random legal play (any game)",
+    "minimax": "perfect tictactoe (pettingzoo.classic:tictactoe_v3)",
+    "lookahead": "one-step lookahead connect four (pettingzoo.classic:connect_four_v3)",
+    "flee": "a prey fleeing the nearest predator (mpe2:simple_tag_v3's prey side)",
+}
+
+
+def make_reference(name: str, agents: Sequence[str], observation_spaces: Mapping[str, Any],
+                   action_spaces: Mapping[str, Any], env_kwargs: Mapping[str, Any],
+                   seed: int) -> Any:
+    """The reference ``name`` playing ``agents`` (one side), checked against their spaces:
+    ValueError naming the reference, the game it plays and what it found instead."""
+    if name not in REFERENCES:
+        raise ValueError(f"unknown reference {name!r}; known: {sorted(REFERENCES)}")
+    if name == "random":
+        return RandomPolicy({a: action_spaces[a] for a in agents}, seed)
+    if name == "flee":
+        n_adv = int(env_kwargs.get("num_adversaries", 3))  # mpe2's defaults
+        n_obs = int(env_kwargs.get("num_obstacles", 2))
+        n_good = int(env_kwargs.get("num_good", 1))
+        # velocity, position, obstacles, every other agent, other prey's velocities
+        want = 4 + 2 * n_obs + 2 * (n_adv + n_good - 1) + 2 * (n_good - 1)
+        _expect(name, agents, observation_spaces, lambda s: s.shape == (want,),
+                f"an observation of {want} values")
+        return FleeingPrey(n_adv, n_obs)
+    board = (3, 3, 2) if name == "minimax" else (6, 7, 2)
+    _expect(name, agents, observation_spaces,
+            lambda s: hasattr(s, "spaces") and "observation" in s.spaces
+            and s.spaces["observation"].shape == board, f"a {board} board with an action mask")
+    return MinimaxTicTacToe(seed) if name == "minimax" else LookaheadConnectFour(seed)
+
+
+def _expect(name: str, agents: Sequence[str], spaces: Mapping[str, Any], fits: Any,
+            what: str) -> None:
+    for a in agents:
+        if not fits(spaces[a]):
+            raise ValueError(f"reference {name!r} plays {REFERENCES[name]}: it needs {what}, "
+                             f"but {a!r} observes {spaces[a]}")

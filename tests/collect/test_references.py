@@ -105,3 +105,29 @@ def test_the_fleeing_prey_is_caught_less_often_than_random_prey() -> None:
     finally:
         venv.close()
     assert prey_returns["flee"] > prey_returns["random"]
+
+
+def test_references_are_made_by_name_for_the_games_they_play() -> None:
+    from distmarl.collect.references import make_reference
+
+    def spaces(spec: str, **kw):
+        venv = make_vector_env(spec, 1, mode="sync", seed=0, **kw)
+        agents = list(venv.possible_agents)
+        out = (agents, {a: venv.single_observation_space(a) for a in agents},
+               {a: venv.single_action_space(a) for a in agents})
+        venv.close()
+        return out
+
+    ttt = spaces("pettingzoo.classic:tictactoe_v3")
+    assert isinstance(make_reference("minimax", ["player_1"], *ttt[1:], {}, 0), MinimaxTicTacToe)
+    assert isinstance(make_reference("random", ["player_1"], *ttt[1:], {}, 0), RandomPolicy)
+    with pytest.raises(ValueError, match=r"'lookahead' plays one-step lookahead connect four.*"
+                                         r"needs a \(6, 7, 2\) board.*'player_1' observes"):
+        make_reference("lookahead", ["player_1"], *ttt[1:], {}, 0)
+    tag = spaces("mpe2:simple_tag_v3", num_obstacles=1)
+    prey = make_reference("flee", ["agent_0"], *tag[1:], {"num_obstacles": 1}, 0)
+    assert isinstance(prey, FleeingPrey) and prey.num_obstacles == 1
+    with pytest.raises(ValueError, match="needs an observation of 14 values"):
+        make_reference("flee", ["agent_0"], *tag[1:], {}, 0)  # the env has 1 obstacle, not 2
+    with pytest.raises(ValueError, match=r"unknown reference 'minmax'; known: \['flee'"):
+        make_reference("minmax", ["player_1"], *ttt[1:], {}, 0)
