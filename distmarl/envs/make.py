@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from pettingzoo.utils.conversions import aec_to_parallel, turn_based_aec_to_parallel
+from pettingzoo.utils.conversions import aec_to_parallel, turn_based_aec_to_parallel_wrapper
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from distmarl.envs.errors import EnvSpecError, MissingPackageError
@@ -100,6 +100,18 @@ def make_vector_env(
     )
 
 
+class TurnBasedParallel(turn_based_aec_to_parallel_wrapper):
+    """PettingZoo's ``turn_based_aec_to_parallel``, whose reset infos also name the agent to
+    move (``info[agent]["active_agent"]``, as its steps do): without it the first move of
+    every episode counted as every agent's own."""
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        obs, infos = super().reset(seed=seed, options=options)
+        turn = self.aec_env.agent_selection
+        return obs, {a: {**i, "active_agent": turn} for a, i in infos.items()}
+
+
 def to_parallel(env: Any, spec: str = "") -> ParallelEnv:
     """``env`` as a parallel env: returned as is, or converted from AEC where PettingZoo can."""
     if isinstance(env, ParallelEnv):
@@ -107,7 +119,7 @@ def to_parallel(env: Any, spec: str = "") -> ParallelEnv:
     if isinstance(env, AECEnv):
         if env.metadata.get("is_parallelizable", False):
             return aec_to_parallel(env)
-        return turn_based_aec_to_parallel(env)
+        return TurnBasedParallel(env)
     if all(
         hasattr(env, name) for name in ("possible_agents", "reset", "step", "action_space")
     ) and (not hasattr(env, "agent_selection")):

@@ -53,6 +53,6 @@ def test_without_record_state_no_state_is_returned() -> None:
 
 
 def test_an_env_without_a_state_space_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match=r"turn_based_aec_to_parallel_wrapper has no global "
+    with pytest.raises(ValueError, match=r"TurnBasedParallel has no global "
                                          r"state to record.*state_space is None"):
         make_vector_env("pettingzoo.classic:tictactoe_v3", 2, mode="sync", record_state=True)

@@ -17,6 +17,8 @@ def test_tictactoe_dict_observations_and_turns(mode: str) -> None:
     with VectorParallelEnv([EnvFactory("pettingzoo.classic:tictactoe_v3")] * 2, mode=mode) as venv:
         obs, infos = venv.reset(seed=0)
         ref, _ = single.reset(seed=0)
+        # the first move is player_1's alone (the reset infos name the mover too)
+        assert infos["agent_mask"]["player_1"].all() and not infos["agent_mask"]["player_2"].any()
         assert set(obs["player_1"]) == {"action_mask", "observation"}
         assert obs["player_1"]["observation"].shape == (2, 3, 3, 2)
         assert obs["player_1"]["observation"].dtype == np.int8
@@ -47,3 +49,5 @@ def test_tictactoe_dict_observations_and_turns(mode: str) -> None:
         # the reset board is empty, the final one is not
         assert obs["player_1"]["observation"].sum() == 0
         assert infos["final_obs"]["player_1"]["observation"].sum() == 2 * 7
+        # after the autoreset, again player_1's move alone
+        assert infos["agent_mask"]["player_1"].all() and not infos["agent_mask"]["player_2"].any()
