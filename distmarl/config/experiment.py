@@ -190,6 +190,22 @@ class TrackingConfig(Section):
     keep_last: int = Field(3, ge=1, description="checkpoints kept")
 
 
+class LeagueConfig(Section):
+    sides: dict[str, list[str]] | None = Field(None, description="a competitive or mixed game's sides: side name -> agent groups (simple_tag: {predators: [adversary], prey: [agent]}); each side has its own population of population.size members")
+    symmetric: bool = Field(False, description="a game whose seats all play the same role (connect four, tictactoe, rps): one population takes every seat")
+    snapshot_every: int = Field(2, ge=1, description="generations between snapshots of every member joining the league as frozen opponents")
+    max_snapshots: int = Field(8, ge=1, description="snapshots the league holds (the oldest leave first)")
+    current_share: float = Field(0.5, ge=0, le=1, description="share of training games against current members; the rest against snapshots, once there are any")
+    pfsp: Literal["hard", "variance", "uniform"] = Field("hard", description="how opponents are weighted by the learner's win rate p against them: hard (1 - p)^2, variance p (1 - p), uniform")
+    references: list[str] = Field(default_factory=lambda: ["random"], description="fixed reference opponents, rated with the league but never moved: random, minimax (tictactoe), lookahead (connect four), flee (simple_tag's prey)")
+    eval_games: int = Field(20, ge=2, description="evaluation games of every member against each reference and each other member per generation (seats alternate)")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the game is competitive (sides or symmetric set): fitness is a rating."""
+        return bool(self.sides) or self.symmetric
+
+
 class ExperimentConfig(Section):
     name: str = Field("distmarl", description="run name")
     seed: int = Field(0, description="seed of every random generator of the run")
@@ -202,6 +218,7 @@ class ExperimentConfig(Section):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     resources: ResourceConfig = Field(default_factory=ResourceConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    league: LeagueConfig = Field(default_factory=LeagueConfig, description="competitive and mixed games: sides, snapshots, opponents and ratings (absent: a cooperative game)")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
