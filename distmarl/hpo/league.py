@@ -23,6 +23,7 @@ import numpy as np
 __all__ = ["Match", "MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights",
            "plan_matches"]
 
+#: how PFSP weighs opponents (see :func:`pfsp_weights`)
 Weighting = Literal["hard", "variance", "uniform"]
 
 
