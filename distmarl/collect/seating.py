@@ -6,7 +6,7 @@ snapshot or a reference). :class:`Seating` keeps each sub-env's match, replaces 
 actions for the opponents' seats by the opponents' own (:meth:`Seating.override`), says which
 rows the learner may learn from (:meth:`Seating.learner_rows`: its own seats only), turns an
 ended episode's returns into a result (:meth:`Seating.result`) and seats the sub-env's next
-match. Opponents are :class:`~distmarl.collect.evaluation.Policy` objects by player id; the
+match from its plan (:meth:`Seating.replan` gives a new one; running games go on). Opponents are :class:`~distmarl.collect.evaluation.Policy` objects by player id; the
 caller builds them (from weights, or a reference) and keeps them fresh.
 
 Results: a side's score is its agents' summed return; the learner wins when its side's score
@@ -16,7 +16,7 @@ return).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,18 +32,34 @@ MatchResult = tuple[str, str, float]
 
 
 class Seating:
-    """Each sub-env's match for one learner; see the module docstring. ``next_match(env)``
-    gives the match a sub-env starts when its episode ends (the league's plan)."""
+    """Each sub-env's match for one learner; see the module docstring. ``plan``: the matches
+    sub-envs start, in order (the first ``num_envs`` now, the next one whenever an episode
+    ends; the plan repeats when used up); ``policies``: the opponents' by player id."""
 
-    def __init__(self, sides: Sides, num_envs: int, learner: str,
-                 next_match: Callable[[int], Match], policies: Mapping[str, Policy]) -> None:
+    def __init__(self, sides: Sides, num_envs: int, learner: str, plan: Sequence[Match],
+                 policies: Mapping[str, Policy]) -> None:
         self.sides, self.learner, self.num_envs = sides, learner, num_envs
-        self.next_match = next_match
         self.policies = dict(policies)
-        self.matches: list[Match] = [next_match(e) for e in range(num_envs)]
-        self._check(self.matches)
+        self.plan: list[Match] = []
+        self.next = 0
+        self.replan(plan, policies)
+        self.matches: list[Match] = [self._next_match() for _ in range(num_envs)]
         #: each agent's return so far in each sub-env's running episode
         self.returns: dict[str, np.ndarray] = {}
+
+    def replan(self, plan: Sequence[Match], policies: Mapping[str, Policy]) -> None:
+        """New matches for the sub-envs' next episodes (running games go on), and the policies
+        of their opponents (added to or replacing those held)."""
+        if not plan:
+            raise ValueError("a league plan needs at least one match")
+        self.policies.update(policies)
+        self._check(list(plan))
+        self.plan, self.next = list(plan), 0
+
+    def _next_match(self) -> Match:
+        match = self.plan[self.next % len(self.plan)]
+        self.next += 1
+        return match
 
     def _check(self, matches: list[Match]) -> None:
         for m in matches:
@@ -110,9 +126,7 @@ class Seating:
             0.0 if any(own < o for o in others) else 0.5)
         results = [(self.learner, p, result) for s, p in match.seats.items()
                    if s != match.learner_side]
-        nxt = self.next_match(env)
-        self._check([nxt])
-        self.matches[env] = nxt
+        self.matches[env] = self._next_match()
         return results
 
 

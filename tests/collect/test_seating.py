@@ -10,7 +10,7 @@ import pytest
 
 from distmarl.agents import resolve_sides
 from distmarl.algorithms import IPPO, MADDPG
-from distmarl.collect import Collector
+from distmarl.collect import Collector, RandomPolicy
 from distmarl.collect.references import LookaheadConnectFour
 from distmarl.collect.seating import Seating
 from distmarl.envs import make_vector_env
@@ -33,34 +33,37 @@ class Recorded:
         return out
 
 
-def setup(algo_cls: type, num_envs: int = 4) -> tuple[Any, Any, Seating, Recorded, list[int]]:
+def plan(games: int) -> list[Match]:
+    """The learner's seat turns with every game; the lookahead reference holds the other."""
+    out = []
+    for k in range(games):
+        own, other = SEATS[(k + 1) % 2], SEATS[k % 2]
+        out.append(Match({own: "member/0", other: "ref/lookahead"}, own))
+    return out
+
+
+def setup(algo_cls: type, num_envs: int = 4, games: int = 64
+          ) -> tuple[Any, Any, Seating, Recorded]:
     venv = make_vector_env("pettingzoo.classic:connect_four_v3", num_envs, mode="sync", seed=0)
     agents = list(venv.possible_agents)
     obs_spaces = {a: venv.single_observation_space(a) for a in agents}
     act_spaces = {a: venv.single_action_space(a) for a in agents}
     sides = resolve_sides(agents, obs_spaces, act_spaces, None, symmetric=True)
     algo = algo_cls(obs_spaces, act_spaces, NET, seed=0)
-    opponent, seated = Recorded(), []
-
-    def next_match(env: int) -> Match:  # the learner's seat turns with every game of a sub-env
-        seated.append(env)
-        own = SEATS[(env + seated.count(env)) % 2]
-        other = SEATS[1 - SEATS.index(own)]
-        return Match({own: "member/0", other: "ref/lookahead"}, own)
-
-    seating = Seating(sides, num_envs, "member/0", next_match, {"ref/lookahead": opponent})
-    return venv, algo, seating, opponent, seated
+    opponent = Recorded()
+    seating = Seating(sides, num_envs, "member/0", plan(games), {"ref/lookahead": opponent})
+    return venv, algo, seating, opponent
 
 
 @pytest.mark.parametrize("algo_cls", [IPPO, MADDPG])
 def test_opponents_act_for_their_seats_and_only_the_learners_rows_are_active(algo_cls) -> None:
-    venv, algo, seating, opponent, _ = setup(algo_cls)
+    venv, algo, seating, opponent = setup(algo_cls)
     try:
         first = [m.learner_side for m in seating.matches]
         rollout = Collector(venv, algo, seed=0, seating=seating).collect(6)
     finally:
         venv.close()
-    venv, algo, _, _, _ = setup(algo_cls)
+    venv, algo, _, _ = setup(algo_cls)
     try:  # the same steps without a league: every seat the learner's
         alone = Collector(venv, algo, seed=0).collect(6)
     finally:
@@ -83,27 +86,39 @@ def test_opponents_act_for_their_seats_and_only_the_learners_rows_are_active(alg
                                           moves)
 
 
-def test_ended_games_give_results_and_the_next_match() -> None:
-    venv, algo, seating, _, seated = setup(IPPO, num_envs=2)
+def test_ended_games_give_results_and_seat_the_next_match_of_the_plan() -> None:
+    venv, algo, seating, _ = setup(IPPO, num_envs=2, games=5)
     try:
-        rollout = Collector(venv, algo, seed=0, seating=seating).collect(200)
+        collector = Collector(venv, algo, seed=0, seating=seating)
+        rollout = collector.collect(200)
+        results = rollout.match_results
+        assert len(results) == len(rollout.episode_scores) >= 4
+        assert seating.next == 2 + len(results)  # every ended game seated the next
+        # the two running games are the plan's last two seated (in whichever sub-envs ended)
+        assert sorted(id(m) for m in seating.matches) == sorted(
+            id(seating.plan[k % 5]) for k in range(seating.next - 2, seating.next))
+        # a new plan: running games go on, the next ones meet another opponent
+        seating.replan([Match({"player_0": "member/0", "player_1": "ref/random"}, "player_0")],
+                       {"ref/random": RandomPolicy({a: venv.single_action_space(a)
+                                                    for a in SEATS}, 0)})
+        later = collector.collect(200).match_results
     finally:
         venv.close()
-    results = rollout.match_results
-    assert len(results) == len(rollout.episode_scores) >= 4
     assert {(a, b) for a, b, _ in results} == {("member/0", "ref/lookahead")}
     assert {r for _, _, r in results} <= {0.0, 0.5, 1.0}
     assert np.mean([r for *_, r in results]) < 0.5  # an untrained learner loses to lookahead
-    assert len(seated) == 2 + len(results)  # every ended game seated the next
+    assert later[0][1] == "ref/lookahead" and later[-1][1] == "ref/random"
 
 
 def test_a_match_that_does_not_seat_the_learner_or_names_no_policy_is_refused() -> None:
-    venv, _, seating, _, _ = setup(IPPO, num_envs=1)
+    venv, _, seating, _ = setup(IPPO, num_envs=1)
     venv.close()
     sides = seating.sides
     with pytest.raises(ValueError, match="does not hold its side 'player_0'"):
         Seating(sides, 1, "member/0",
-                lambda e: Match({"player_0": "member/1", "player_1": "member/0"}, "player_0"), {})
+                [Match({"player_0": "member/1", "player_1": "member/0"}, "player_0")], {})
     with pytest.raises(ValueError, match=r"no policy for opponent\(s\) \['member/1'\]"):
         Seating(sides, 1, "member/0",
-                lambda e: Match({"player_0": "member/0", "player_1": "member/1"}, "player_0"), {})
+                [Match({"player_0": "member/0", "player_1": "member/1"}, "player_0")], {})
+    with pytest.raises(ValueError, match="at least one match"):
+        seating.replan([], {})
