@@ -9,9 +9,12 @@ ended episode's returns into a result (:meth:`Seating.result`) and seats the sub
 match from its plan (:meth:`Seating.replan` gives a new one; running games go on). Opponents are :class:`~distmarl.collect.evaluation.Policy` objects by player id; the
 caller builds them (from weights, or a reference) and keeps them fresh.
 
-Results: a side's score is its agents' summed return; the learner wins when its side's score
-is above every other side's, loses when below one, else draws (zero-sum games: the sign of its
-return).
+Results: a side's score is its agents' summed return. By default the learner wins when its
+side's score is above every other side's, loses when below one, else draws (zero-sum games:
+the sign of its return). Mixed games, whose scores do not oppose (simple_tag's prey loses
+points at the arena's edge whatever the predators do), name one side and a threshold instead
+(``win_above={"predators": 0}``): that side wins a game when its score is above the threshold,
+and every other side wins otherwise.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from distmarl.agents import Sides
-from distmarl.collect.evaluation import Policy
+from distmarl.collect.evaluation import Policy, Seats, episode_returns
 from distmarl.hpo.league import Match
 
-__all__ = ["MatchResult", "Seating"]
+__all__ = ["MatchResult", "Seating", "check_win_above", "play_games", "side_result"]
 
 #: (learner, opponent, the learner's result: 1 win, 0.5 draw, 0 loss)
 MatchResult = tuple[str, str, float]
@@ -37,8 +40,10 @@ class Seating:
     ends; the plan repeats when used up); ``policies``: the opponents' by player id."""
 
     def __init__(self, sides: Sides, num_envs: int, learner: str, plan: Sequence[Match],
-                 policies: Mapping[str, Policy]) -> None:
+                 policies: Mapping[str, Policy],
+                 win_above: Mapping[str, float] | None = None) -> None:
         self.sides, self.learner, self.num_envs = sides, learner, num_envs
+        self.win_above = check_win_above(sides, win_above)
         self.policies = dict(policies)
         self.plan: list[Match] = []
         self.next = 0
@@ -118,16 +123,65 @@ class Seating:
         """The ended match of sub-env ``env`` as results of the learner against each opponent
         (see the module docstring), and the sub-env's next match seated."""
         match = self.matches[env]
-        score = {s: float(sum(returns[a] for a in agents if a in returns))
-                 for s, agents in self.sides.agents.items()}
-        own = score[match.learner_side]
-        others = [score[s] for s in match.seats if s != match.learner_side]
-        result = 1.0 if all(own > o for o in others) else (
-            0.0 if any(own < o for o in others) else 0.5)
+        result = side_result(self.sides, match.learner_side, returns, self.win_above)
         results = [(self.learner, p, result) for s, p in match.seats.items()
                    if s != match.learner_side]
         self.matches[env] = self._next_match()
         return results
+
+
+def check_win_above(sides: Sides, win_above: Mapping[str, float] | None
+                    ) -> dict[str, float] | None:
+    """``win_above`` checked: one side of the game and its threshold (ValueError naming it)."""
+    if not win_above:
+        return None
+    if len(win_above) != 1 or next(iter(win_above)) not in sides.agents:
+        raise ValueError(f"league.win_above names one side of the game and its threshold "
+                         f"(sides: {list(sides.agents)}), got {dict(win_above)}")
+    return dict(win_above)
+
+
+def side_result(sides: Sides, side: str, returns: Mapping[str, float],
+                win_above: Mapping[str, float] | None = None) -> float:
+    """``side``'s result from an episode's returns per agent (see the module docstring)."""
+    score = {s: float(sum(returns[a] for a in agents if a in returns))
+             for s, agents in sides.agents.items()}
+    if win_above:
+        (decider, threshold), = win_above.items()
+        decided = score[decider] > threshold
+        return float(decided if side == decider else not decided)
+    own = score[side]
+    others = [v for s, v in score.items() if s != side]
+    if all(own > o for o in others):
+        return 1.0
+    return 0.0 if any(own < o for o in others) else 0.5
+
+
+def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Policy],
+               opponent: tuple[str, Policy], games: int, seed: int, explore: bool = False,
+               win_above: Mapping[str, float] | None = None) -> list[MatchResult]:
+    """``games`` evaluation games of the learner (``(player id, policy)``) against one
+    opponent, who holds every other side. The learner plays ``side``; in a symmetric game
+    (``side`` None) it takes each seat for an equal share of the games (the first seats one
+    more when they do not divide). Results as :meth:`Seating.result` gives them; the games of
+    one seating are played together on the sub-envs, seeded ``seed + k`` for seating ``k``."""
+    (me, mine), (them, theirs) = learner, opponent
+    if (side is None) != sides.symmetric:
+        raise ValueError("a symmetric game's learner takes every seat (side None); an "
+                         "asymmetric game's plays its own side")
+    own_sides = list(sides.agents) if side is None else [side]
+    results: list[MatchResult] = []
+    for k, seat in enumerate(own_sides):
+        count = games // len(own_sides) + (1 if k < games % len(own_sides) else 0)
+        if not count:
+            continue
+        seats = {a: (mine if s == seat else theirs) for s, agents in sides.agents.items()
+                 for a in agents}
+        per_env = -(-count // venv.num_envs)
+        for returns in episode_returns(venv, Seats(seats), per_env, seed=seed + k,
+                                       explore=explore)[:count]:
+            results.append((me, them, side_result(sides, seat, returns, win_above)))
+    return results
 
 
 def _rows(x: Any, envs: list[int]) -> Any:

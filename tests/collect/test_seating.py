@@ -122,3 +122,52 @@ def test_a_match_that_does_not_seat_the_learner_or_names_no_policy_is_refused() 
                 [Match({"player_0": "member/0", "player_1": "member/1"}, "player_0")], {})
     with pytest.raises(ValueError, match="at least one match"):
         seating.replan([], {})
+
+
+def test_evaluation_games_turn_the_learner_over_the_seats_and_score_sides() -> None:
+    from distmarl.collect.references import FleeingPrey
+    from distmarl.collect.seating import play_games
+
+    venv, _, seating, _ = setup(IPPO, num_envs=2)
+    try:
+        spaces = {a: venv.single_action_space(a) for a in SEATS}
+        results = play_games(venv, seating.sides, None, ("ref/lookahead", LookaheadConnectFour(0)),
+                             ("ref/random", RandomPolicy(spaces, 1)), games=9, seed=0)
+        with pytest.raises(ValueError, match="symmetric game's learner takes every seat"):
+            play_games(venv, seating.sides, "player_0", ("a", LookaheadConnectFour(0)),
+                       ("b", LookaheadConnectFour(1)), 2, 0)
+    finally:
+        venv.close()
+    assert len(results) == 9 and {(a, b) for a, b, _ in results} == {("ref/lookahead",
+                                                                      "ref/random")}
+    assert np.mean([r for *_, r in results]) > 0.7
+    tag = make_vector_env("mpe2:simple_tag_v3", 2, mode="sync", seed=0, max_cycles=25)
+    try:
+        agents = list(tag.possible_agents)
+        obs_spaces = {a: tag.single_observation_space(a) for a in agents}
+        act_spaces = {a: tag.single_action_space(a) for a in agents}
+        sides = resolve_sides(agents, obs_spaces, act_spaces,
+                              {"predators": ["adversary"], "prey": ["agent"]})
+        prey = play_games(tag, sides, "prey", ("ref/flee", FleeingPrey()),
+                          ("ref/random", RandomPolicy(act_spaces, 2)), games=4, seed=0)
+    finally:
+        tag.close()
+    assert len(prey) == 4 and {r for *_, r in prey} <= {0.0, 0.5, 1.0}
+
+
+def test_results_compare_side_scores_or_one_sides_threshold() -> None:
+    from distmarl.agents import Sides
+    from distmarl.collect.seating import check_win_above, side_result
+
+    tag = Sides({"predators": ["adversary_0", "adversary_1"], "prey": ["agent_0"]}, False)
+    caught = {"adversary_0": 10.0, "adversary_1": 10.0, "agent_0": -10.5}
+    escaped = {"adversary_0": 0.0, "adversary_1": 0.0, "agent_0": -0.5}  # an edge penalty
+    assert side_result(tag, "prey", escaped) == 0.0  # scores alone: the prey never wins
+    above = {"predators": 0.0}
+    assert [side_result(tag, s, r, above) for s in ("predators", "prey")
+            for r in (caught, escaped)] == [1.0, 0.0, 0.0, 1.0]
+    c4 = Sides({"player_0": ["player_0"], "player_1": ["player_1"]}, True)
+    assert side_result(c4, "player_1", {"player_0": -1.0, "player_1": 1.0}) == 1.0
+    assert side_result(c4, "player_1", {"player_0": 0.0, "player_1": 0.0}) == 0.5
+    with pytest.raises(ValueError, match=r"names one side of the game.*got \{'hunters': 0\}"):
+        check_win_above(tag, {"hunters": 0})
