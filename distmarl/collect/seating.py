@@ -20,7 +20,7 @@ and every other side wins otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,10 +28,28 @@ from distmarl.agents import Sides
 from distmarl.collect.evaluation import Policy, Seats, episode_returns
 from distmarl.hpo.league import Match
 
-__all__ = ["MatchResult", "Seating", "check_win_above", "play_games", "side_result"]
+__all__ = ["LeagueGame", "LeaguePlan", "MatchResult", "Seating", "check_win_above",
+           "play_games", "side_result"]
 
 #: (learner, opponent, the learner's result: 1 win, 0.5 draw, 0 loss)
 MatchResult = tuple[str, str, float]
+
+
+class LeagueGame(NamedTuple):
+    """What a rollout worker knows of a league's game (plain data): its sides, and how a
+    game's result is read."""
+
+    sides: Sides
+    win_above: dict[str, float] | None = None
+
+
+class LeaguePlan(NamedTuple):
+    """A worker's next league games (plain data): the matches its sub-envs start, in order,
+    and each opponent's ``(weights version, weights box, side)`` (version and box None for a
+    reference; the box holds one object-store reference, fetched only for a new version)."""
+
+    matches: list[Match]
+    opponents: dict[str, tuple[int | None, list[Any] | None, str]]
 
 
 class Seating:
