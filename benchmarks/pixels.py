@@ -1,7 +1,7 @@
 """Pixels: IPPO on pistonball from 64x64 grey frames stacked 4, distmarl against AgileRL.
 
     .venv/bin/python -m benchmarks.pixels [--steps 20000] [--seed 0] [--skip-agilerl]
-        [--config examples/configs/pistonball_ippo.yaml] [--json pixels.json]
+        [--config examples/configs/pistonball_ippo.yaml] [--json pixels.json] [--env-only]
 
 Both arms train a population of 2 on pistonball (20 pistons sharing one policy) preprocessed
 by SuperSuit to 64x64 grey frames stacked 4 deep, with the same CNN, fragment length,
@@ -186,6 +186,39 @@ def report(ours: dict[str, Any], theirs: dict[str, Any] | None) -> None:
           f"{ours['env_steps_per_s'] / theirs['env_steps_per_s']:.2f}x")
 
 
+def env_step_ms(config: Path, steps: int = 300, repeats: int = 3, seed: int = 0
+                ) -> dict[str, float]:
+    """Milliseconds per step of one preprocessed env (random actions, in this process, best of
+    ``repeats`` timing windows): through SuperSuit's wrappers over PettingZoo's own parallel
+    env (what the AgileRL arm steps), and through distmarl's env (its light parallel stepping,
+    SuperSuit's observation wrappers applied straight to the parallel env)."""
+    import time
+
+    from distmarl.config import load_config
+    from distmarl.envs import make_env, parse_wrappers
+
+    cfg = load_config(config, [])
+    wrappers = parse_wrappers(cfg.env.wrappers)
+    out = {}
+    for name, light in (("supersuit", False), ("distmarl", True)):
+        env = make_env(cfg.env.spec, light=light, wrappers=wrappers, **cfg.env.kwargs)
+        best = math.inf
+        for r in range(repeats):
+            env.reset(seed=seed + r)
+            spaces = {a: env.action_space(a) for a in env.possible_agents}
+            for i, space in enumerate(spaces.values()):
+                space.seed(seed + i)
+            start = time.perf_counter()
+            for _ in range(steps):
+                env.step({a: spaces[a].sample() for a in env.agents})
+                if not env.agents:
+                    env.reset()
+            best = min(best, (time.perf_counter() - start) / steps * 1000)
+        env.close()
+        out[name] = best
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=CONFIG)
@@ -195,7 +228,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--interval-s", type=float, default=2.0)
     parser.add_argument("--skip-agilerl", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--env-only", action="store_true",
+                        help="only time one preprocessed env's steps, SuperSuit's stack and ours")
     args = parser.parse_args(argv)
+    if args.env_only:
+        ms = env_step_ms(args.config)
+        print(f"one env step: {ms['supersuit']:.2f} ms through SuperSuit's stack, "
+              f"{ms['distmarl']:.2f} ms through distmarl's ({ms['distmarl'] / ms['supersuit']:.2f}x)")
+        return
     ours = run_distmarl(args.config, args.steps, args.seed, args.interval_s)
     if args.json:  # written as each arm ends
         args.json.write_text(json.dumps({"distmarl": ours, "agilerl": None}, indent=1))

@@ -46,15 +46,27 @@ def shared_groups(agents: Sequence[str], observation_spaces: Mapping[str, Any],
     else ValueError naming the group, both agents and both spaces."""
     groups = agent_groups(agents)
     for gid, members in groups.items():
-        first = members[0]
-        for other in members[1:]:
-            for kind, sp in (("observation", observation_spaces), ("action", action_spaces)):
-                if sp[other] != sp[first]:
-                    raise ValueError(
-                        f"group {gid!r}: {kind} space of {other!r} ({sp[other]}) differs from "
-                        f"that of {first!r} ({sp[first]}), so they cannot share one policy; "
-                        "rename the agents so that they are in different groups")
+        differ = space_mismatch(members, observation_spaces, action_spaces)
+        if differ is not None:
+            kind, other, first, sp = differ
+            raise ValueError(
+                f"group {gid!r}: {kind} space of {other!r} ({sp[other]}) differs from "
+                f"that of {first!r} ({sp[first]}), so they cannot share one policy; "
+                "rename the agents so that they are in different groups")
     return groups
+
+
+def space_mismatch(agents: Sequence[str], observation_spaces: Mapping[str, Any],
+                   action_spaces: Mapping[str, Any]
+                   ) -> tuple[str, str, str, Mapping[str, Any]] | None:
+    """The first agent whose space differs from the first agent's, as ``(kind, agent, first
+    agent, that kind's spaces)``; None when all of them match."""
+    first = agents[0]
+    for other in agents[1:]:
+        for kind, sp in (("observation", observation_spaces), ("action", action_spaces)):
+            if sp[other] != sp[first]:
+                return kind, other, first, sp
+    return None
 
 
 @dataclass(frozen=True)
@@ -117,12 +129,11 @@ def _symmetric(agents: Sequence[str], observation_spaces: Mapping[str, Any],
                action_spaces: Mapping[str, Any], where: str) -> Sides:
     if len(agents) < 2:
         raise ValueError(f"{where}.symmetric: a game needs two seats or more, got {list(agents)}")
-    first = agents[0]
-    for a in agents[1:]:
-        for kind, sp in (("observation", observation_spaces), ("action", action_spaces)):
-            if sp[a] != sp[first]:
-                raise ValueError(
-                    f"{where}.symmetric: true, but the {kind} space of {a!r} ({sp[a]}) differs "
-                    f"from that of {first!r} ({sp[first]}), so one policy cannot take every "
-                    f"seat; name the sides instead ({where}.sides)")
+    differ = space_mismatch(agents, observation_spaces, action_spaces)
+    if differ is not None:
+        kind, a, first, sp = differ
+        raise ValueError(
+            f"{where}.symmetric: true, but the {kind} space of {a!r} ({sp[a]}) differs "
+            f"from that of {first!r} ({sp[first]}), so one policy cannot take every "
+            f"seat; name the sides instead ({where}.sides)")
     return Sides({a: [a] for a in agents}, symmetric=True)

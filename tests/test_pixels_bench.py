@@ -58,3 +58,10 @@ def test_counted_learn_counts_and_restores_the_class() -> None:
         Base().learn(1)
         Base().learn(2)
     assert calls == [2] and Base().learn(4) == 8
+
+
+def test_env_step_times_cover_both_stacks() -> None:
+    from benchmarks.pixels import CONFIG, env_step_ms
+
+    ms = env_step_ms(CONFIG, steps=5, repeats=1)
+    assert set(ms) == {"supersuit", "distmarl"} and all(0 < v < 1000 for v in ms.values())

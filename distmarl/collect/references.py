@@ -23,8 +23,8 @@ import numpy as np
 from distmarl.agents import Sides
 from distmarl.collect.evaluation import RandomPolicy
 
-__all__ = ["REFERENCES", "FleeingPrey", "LookaheadConnectFour", "MinimaxTicTacToe",
-           "make_reference", "reference_sides", "tictactoe_values"]
+__all__ = ["REFERENCES", "BoardPlayer", "FleeingPrey", "LookaheadConnectFour",
+           "MinimaxTicTacToe", "make_reference", "reference_sides", "tictactoe_values"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
@@ -37,9 +37,9 @@ def _split(o: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(o["observation"]), np.asarray(o["action_mask"]).astype(bool)
 
 
-class MinimaxTicTacToe:
-    """Perfect tictactoe: a move of the best game-theoretic value (win > draw > loss, sooner
-    wins first), ties broken at random."""
+class BoardPlayer:
+    """A scripted board-game player: one move per sub-env from its board and mask
+    (:meth:`_move`), ties broken by a generator seeded with ``seed``."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
@@ -52,6 +52,14 @@ class MinimaxTicTacToe:
             out[agent] = np.array([self._move(board[i], mask[i]) for i in range(len(mask))],
                                   dtype=np.int64)
         return out
+
+    def _move(self, board: np.ndarray, mask: np.ndarray) -> int:
+        raise NotImplementedError
+
+
+class MinimaxTicTacToe(BoardPlayer):
+    """Perfect tictactoe: a move of the best game-theoretic value (win > draw > loss, sooner
+    wins first), ties broken at random."""
 
     def _move(self, board: np.ndarray, mask: np.ndarray) -> int:
         mine, theirs = board[..., 0].reshape(9), board[..., 1].reshape(9)
@@ -90,21 +98,9 @@ def _negamax(state: tuple[int, ...]) -> float:
     return max(-0.9 * _negamax(_flip(_place(state, a))) for a in empty)
 
 
-class LookaheadConnectFour:
+class LookaheadConnectFour(BoardPlayer):
     """One-step lookahead connect four: wins when it can, blocks when it must (a column where
     the opponent would win next), else a uniformly random legal column."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def act(self, obs: Mapping[str, Any], explore: bool = False,
-            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
-        out = {}
-        for agent, o in obs.items():
-            board, mask = _split(o)
-            out[agent] = np.array([self._move(board[i], mask[i]) for i in range(len(mask))],
-                                  dtype=np.int64)
-        return out
 
     def _move(self, board: np.ndarray, mask: np.ndarray) -> int:
         legal = [c for c in range(board.shape[1]) if mask[c]]
