@@ -221,6 +221,11 @@ class ExperimentConfig(Section):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     league: LeagueConfig = Field(default_factory=LeagueConfig, description="competitive and mixed games: sides, snapshots, opponents and ratings (absent: a cooperative game)")
 
+    @property
+    def num_members(self) -> int:
+        """Members of the run: ``population.size``, per side in a league with named sides."""
+        return self.population.size * (len(self.league.sides) if self.league.sides else 1)
+
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
         if self.evolution.tournament.size > self.population.size:

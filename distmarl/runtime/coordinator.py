@@ -55,7 +55,7 @@ class TrainingRun:
         started = time.perf_counter()
         self.stop_requested = stop
         self.asynchronous = cfg.evolution.mode == "async"
-        self.max_env_steps = cfg.training.max_steps * cfg.population.size
+        self.max_env_steps = cfg.training.max_steps * cfg.num_members
         algo, evo, training = cfg.algorithm, cfg.evolution, cfg.training
         # a bad range fails before any actor starts
         hp_config = make_hp_config(evo.hp_config, algo.name)
@@ -69,7 +69,9 @@ class TrainingRun:
             buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), reads_state(algo, spaces)),
             snapshot_interval_s=cfg.buffer.snapshot_interval_s,
             weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
-            resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources()),
+            resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
+                                     cfg.num_members),
+            members=cfg.num_members,
             path=path, state=self.state, scheduler=self.scheduler)
         first = min(evo.evo_steps, training.max_steps)
         self.state.members = [MemberState(i, first, hp)
@@ -78,7 +80,7 @@ class TrainingRun:
                                        hp_config)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec, "algorithm": algo.name,
                 "ray.address": str(ray_address or "local"),
-                "population": str(cfg.population.size)}
+                "population": str(cfg.num_members)}
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
             tags=tags, max_steps=training.max_steps, evo_steps=evo.evo_steps,
@@ -217,7 +219,7 @@ class Coordinator:
 
     def progress(self) -> dict[str, Any]:
         if self.current is None:  # still setting up: nothing counted yet
-            return progress(RunState(), self.cfg.training.max_steps * self.cfg.population.size)
+            return progress(RunState(), self.cfg.training.max_steps * self.cfg.num_members)
         return self.current.progress()
 
     def handles(self) -> dict[str, Any]:
