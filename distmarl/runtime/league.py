@@ -1,0 +1,139 @@
+"""A league run's coordinator side: plans for rollout workers, evaluation games, snapshots.
+
+The decisions are :class:`~distmarl.hpo.league_state.League`'s (pure, seeded with this part's
+own ``Generator``); this module carries them out: each collect call carries a
+:class:`~distmarl.collect.seating.LeaguePlan` (matches, and every opponent's weights version
+and object-store box), training results come back with the chunk, evaluation games run on the
+members' rollout workers (``play``), and a snapshot is a member's published weights kept in
+the object store under the snapshot's id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import ray
+
+from distmarl.agents import Sides
+from distmarl.collect.seating import LeaguePlan, MatchResult
+from distmarl.config import LeagueConfig
+from distmarl.hpo.league_state import League, LeagueSettings, member_id
+from distmarl.runtime.run_state import RunState
+
+__all__ = ["LeagueRun", "side_of_members"]
+
+#: matches planned per sub-env and collect call (a plan repeats when its games are used up)
+GAMES_PER_ENV = 4
+
+
+def side_of_members(sides: Sides, population_size: int) -> list[str]:
+    """Each member's side: ``population_size`` per side in order, or (symmetric) every member
+    on the first seat's pool."""
+    if sides.symmetric:
+        return [next(iter(sides.agents))] * population_size
+    return [s for s in sides.agents for _ in range(population_size)]
+
+
+class LeagueRun:
+    """The league of a run (see the module docstring): ``references`` maps each reference name
+    to the sides it plays."""
+
+    def __init__(self, cfg: LeagueConfig, sides: Sides, references: dict[str, list[str]],
+                 population_size: int, num_envs: int, seed: int, state: RunState) -> None:
+        self.cfg, self.sides, self.state = cfg, sides, state
+        self.num_envs = num_envs
+        self.rng = np.random.default_rng(seed)
+        by_side: dict[str, list[str]] = {s: [] for s in sides.agents}
+        for name, plays in references.items():
+            for s in plays:
+                by_side[s].append(name)
+        settings = LeagueSettings(tuple(sides.agents), sides.symmetric, cfg.snapshot_every,
+                                  cfg.max_snapshots, cfg.current_share, cfg.pfsp)
+        self.league = League(side_of_members(sides, population_size), by_side, settings)
+        #: snapshot id -> [ref] of its frozen weights in the object store
+        self.snapshot_boxes: dict[str, list[Any]] = {}
+
+    # ------------------------------------------------------------------ training
+    def plan(self, member: int) -> LeaguePlan:
+        """The next matches of ``member``'s rollout worker, with their opponents' weights."""
+        matches = self.league.training_matches(member, self.rng,
+                                               self.num_envs * GAMES_PER_ENV)
+        opponents = {}
+        for m in matches:
+            for side, player in m.seats.items():
+                if player != member_id(member):
+                    opponents[player] = self._opponent(player, side)
+        return LeaguePlan(matches, opponents)
+
+    def _opponent(self, player: str, side: str) -> tuple[int | None, list[Any] | None, str]:
+        """``(version, box, side)`` of ``player`` (version -1 for a snapshot: it never
+        changes; None for a reference)."""
+        kind, _, index = player.partition("/")
+        if kind == "ref":
+            return None, None, side
+        if kind == "snapshot":
+            return -1, self.snapshot_boxes[player], side
+        m = self.state.members[int(index)]
+        return m.version, m.weights_box, side
+
+    def record_training(self, results: Sequence[MatchResult]) -> None:
+        self.league.record_training(results)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluation_calls(self, member: int, worker: Any, seed: int) -> list[Any]:
+        """``member``'s evaluation games against each of its opponents, submitted on
+        ``worker`` (object refs of result lists), in the league's fixed order."""
+        m = self.state.members[member]
+        side = None if self.sides.symmetric else self.league.side_of_member[member]
+        refs = []
+        for opp_side, players in self.league.evaluation_opponents(member).items():
+            for k, player in enumerate(players):
+                refs.append(worker.play.remote(
+                    m.version, m.weights_box, (player, *self._opponent(player, opp_side)),
+                    self.cfg.eval_games, seed + 7919 * k, side))
+        return refs
+
+    def record_evaluation(self, results: Sequence[Sequence[MatchResult]]) -> None:
+        for games in results:
+            self.league.record_evaluation(games)
+
+    def fitness(self, member: int) -> float:
+        return self.league.fitness(member)
+
+    # ------------------------------------------------------------------ between generations
+    def copied(self, copies: Sequence[tuple[int, int]]) -> None:
+        for member, source in copies:
+            self.league.copied(member, source)
+
+    def after_generation(self, generation: int) -> None:
+        """Every ``snapshot_every`` generations each member's published weights join the
+        league frozen; snapshots that left the bounded pool are dropped."""
+        if not self.league.snapshot_due(generation):
+            return
+        new, gone = self.league.snapshot(generation)
+        for snap in new:
+            box = self.state.members[snap.member].weights_box
+            if box is None:
+                raise RuntimeError(f"member {snap.member} has no published weights to freeze")
+            self.snapshot_boxes[snap.id] = [ray.put(ray.get(box[0]))]  # its own copy
+        for snap in gone:
+            self.snapshot_boxes.pop(snap.id, None)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The league's plain state and RNG (the snapshots' weights go separately:
+        :meth:`snapshot_weights`)."""
+        return {"league": self.league.state_dict(), "rng": self.rng.bit_generator.state}
+
+    def snapshot_weights(self) -> dict[str, dict[str, Any]]:
+        return {sid: ray.get(box[0]) for sid, box in self.snapshot_boxes.items()}
+
+    def load_state_dict(self, state: dict[str, Any], weights: dict[str, dict[str, Any]]) -> None:
+        self.league.load_state_dict(state["league"])
+        self.rng.bit_generator.state = state["rng"]
+        missing = [s for s in self.league.pool.ids() if s not in weights]
+        if missing:
+            raise ValueError(f"the checkpoint's league has no weights for {missing}")
+        self.snapshot_boxes = {sid: [ray.put(weights[sid])] for sid in self.league.pool.ids()}
