@@ -1,13 +1,15 @@
 """Who holds each seat of a competitive game in each sub-env, while a learner collects.
 
-In a league, a rollout worker's sub-envs each host one match (:class:`~distmarl.hpo.league.Match`):
-the learning member on its side, an opponent on every other side (another member, a frozen
-snapshot or a reference). :class:`Seating` keeps each sub-env's match, replaces the learner's
-actions for the opponents' seats by the opponents' own (:meth:`Seating.override`), says which
-rows the learner may learn from (:meth:`Seating.learner_rows`: its own seats only), turns an
-ended episode's returns into a result (:meth:`Seating.result`) and seats the sub-env's next
-match from its plan (:meth:`Seating.replan` gives a new one; running games go on). Opponents are :class:`~distmarl.collect.evaluation.Policy` objects by player id; the
-caller builds them (from weights, or a reference) and keeps them fresh.
+In a league, a rollout worker's sub-envs each host one match
+(:class:`~distmarl.hpo.league.Match`): the learning member on its side, an opponent on every
+other side (another member, a frozen snapshot or a reference). :class:`Seating` keeps each
+sub-env's match, replaces the learner's actions for the opponents' seats by the opponents' own
+(:meth:`Seating.override`), says which rows the learner may learn from
+(:meth:`Seating.learner_rows`: its own seats only), turns an ended episode's returns into a
+result (:meth:`Seating.result`) and seats the sub-env's next match from its plan
+(:meth:`Seating.replan` gives a new one; running games go on). Opponents are
+:class:`~distmarl.collect.evaluation.Policy` objects by player id; the caller builds them
+(from weights, or a reference) and keeps them fresh.
 
 Results: a side's score is its agents' summed return. By default the learner wins when its
 side's score is above every other side's, loses when below one, else draws (zero-sum games:
