@@ -4,8 +4,9 @@ tictactoe play, one-step lookahead connect four, a simple_tag prey that flees; b
 
 Each acts like an algorithm (``act(obs, explore, action_mask)``, observations batched over
 sub-envs: ``agent -> (num_envs, ...)``), from the observation alone, for whichever agents it is
-handed (a board player whose mask allows nothing is not to move: it answers 0). Ties between equally good moves are broken by a seeded generator, so a reference is
-not one fixed line of play that a learner could memorise.
+handed (a board player whose mask allows nothing is not to move: it answers 0). Ties between
+equally good moves are broken by a seeded generator, so a reference is not one fixed line of
+play that a learner could memorise.
 
 Board layouts (PettingZoo classic): ``observation[..., 0]`` holds the player to move's marks,
 ``[..., 1]`` the opponent's; tictactoe's action ``a`` is square ``observation.reshape(9)[a]``;
