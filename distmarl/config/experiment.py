@@ -231,6 +231,11 @@ class ExperimentConfig(Section):
         if self.evolution.tournament.size > self.population.size:
             raise ValueError(f"evolution.tournament.size {self.evolution.tournament.size} is larger "
                              f"than population.size {self.population.size}")
+        if self.league.sides and self.league.symmetric:
+            raise ValueError("league: set either sides or symmetric: true, not both")
+        if self.league.enabled and self.evolution.mode == "async":
+            raise ValueError("league runs evolve in generations: evolution.mode sync or "
+                             "independent, not async")
         ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}
         try:
             check_search_ranges(self.algorithm.name, ranges)

@@ -24,11 +24,13 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from distmarl.collect.seating import LeagueGame
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, reads_state
 from distmarl.runtime.datapath import make_datapath
 from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations, make_hp_config
+from distmarl.runtime.league import make_league
 from distmarl.runtime.recorder import Recorder
 from distmarl.runtime.resources import plan_resources
 from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
@@ -64,6 +66,7 @@ class TrainingRun:
         path = make_datapath(algo.name, training, cfg.buffer)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
+        self.league = make_league(cfg, spaces, self.state)
         self.fleet = Fleet(
             cfg.population, cfg.env, algo, spaces,
             buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), reads_state(algo, spaces)),
@@ -72,12 +75,14 @@ class TrainingRun:
             resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
                                      cfg.num_members),
             members=cfg.num_members,
+            league=None if self.league is None else LeagueGame(self.league.sides,
+                                                               cfg.league.win_above),
             path=path, state=self.state, scheduler=self.scheduler)
         first = min(evo.evo_steps, training.max_steps)
         self.state.members = [MemberState(i, first, hp)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
-                                       hp_config)
+                                       hp_config, self.league)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec, "algorithm": algo.name,
                 "ray.address": str(ray_address or "local"),
                 "population": str(cfg.num_members)}
@@ -130,7 +135,8 @@ class TrainingRun:
             return self.fleet.learners[call.member].train.remote(call.updates)
         box = self.state.members[call.member].weights_box
         worker = self.fleet.workers[call.member][call.worker]
-        return worker.collect.remote(call.steps, call.version, box)
+        plan = None if self.league is None else self.league.plan(call.member)
+        return worker.collect.remote(call.steps, call.version, box, plan)
 
     def _handle(self, ref: Any) -> None:
         """Hand a finished call's result (or failure) to the scheduler and the fleet."""
@@ -145,6 +151,8 @@ class TrainingRun:
             self.scheduler.on_result(call, result)
             m.record_episodes(result.episode_scores)
             self.fleet.count_dropped_rows(result.nonfinite_rows)
+            if self.league is not None:
+                self.league.record_training(result.match_results)
         elif not self.fleet.trained(call.member, result.incarnation):
             self.scheduler.on_failure(call)  # restarted between our calls: owed again
         else:

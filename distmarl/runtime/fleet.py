@@ -31,6 +31,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayError, RayTaskError
 
+from distmarl.collect.seating import LeagueGame
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig
 from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.learner import LearnerActor
@@ -96,7 +97,7 @@ class Fleet:
                  buffer_kwargs: dict[str, Any], snapshot_interval_s: float,
                  weight_sync_updates: int, seed: int, resources: ActorResources,
                  path: DataPath, state: RunState, scheduler: Scheduler,
-                 members: int | None = None) -> None:
+                 members: int | None = None, league: LeagueGame | None = None) -> None:
         self.path, self.state, self.scheduler = path, state, scheduler
         count = population.size if members is None else members
         # actor handles are typed Any: their methods are called through ``.remote``
@@ -110,7 +111,7 @@ class Fleet:
         self.workers: list[list[Any]] = [
             [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
                 member, w, env, algorithm, spaces, self.buffer,
-                seed=seed * 7919 + member * 101 + w)
+                seed=seed * 7919 + member * 101 + w, league=league)
              for w in range(population.workers_per_member)]
             for member in range(count)]
         self.faults = FaultLog()

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 import ray
 
-from distmarl.agents import Sides
-from distmarl.collect.seating import LeaguePlan, MatchResult
-from distmarl.config import LeagueConfig
+from distmarl.agents import Sides, resolve_sides
+from distmarl.collect.references import reference_sides
+from distmarl.collect.seating import LeaguePlan, MatchResult, check_win_above
+from distmarl.config import ExperimentConfig, LeagueConfig
 from distmarl.hpo.league_state import League, LeagueSettings, member_id
 from distmarl.runtime.run_state import RunState
 
-__all__ = ["LeagueRun", "side_of_members"]
+__all__ = ["LeagueRun", "make_league", "side_of_members"]
 
 #: matches planned per sub-env and collect call (a plan repeats when its games are used up)
 GAMES_PER_ENV = 4
@@ -137,3 +138,19 @@ class LeagueRun:
         if missing:
             raise ValueError(f"the checkpoint's league has no weights for {missing}")
         self.snapshot_boxes = {sid: [ray.put(weights[sid])] for sid in self.league.pool.ids()}
+
+
+def make_league(cfg: ExperimentConfig, spaces: tuple[Any, ...], state: RunState
+                ) -> LeagueRun | None:
+    """The run's league from ``cfg.league`` (None for a cooperative game); its sides and
+    references checked against the env's spaces (ValueError naming the field)."""
+    if not cfg.league.enabled:
+        return None
+    agents = list(spaces[0])
+    sides = resolve_sides(agents, spaces[0], spaces[1], cfg.league.sides, cfg.league.symmetric)
+    if sides is None:
+        return None
+    check_win_above(sides, cfg.league.win_above)
+    refs = reference_sides(cfg.league.references, sides, spaces[0], spaces[1], cfg.env.kwargs)
+    return LeagueRun(cfg.league, sides, refs, cfg.population.size, cfg.env.num_envs,
+                     cfg.seed * 31 + 7, state)
