@@ -198,6 +198,7 @@ class TrainingRun:
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),
+            **({} if self.league is None else {"league": self.league.summary()}),
             **self.recorder.summary(),
         }
 

@@ -302,11 +302,26 @@ class Generations:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        return {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state}
+        """Lineage, RNG and (a league run) the league's plain state; the snapshots' weights
+        are :meth:`snapshot_weights`."""
+        out = {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state}
+        if self.league is not None:
+            out["league"] = self.league.state_dict()
+        return out
 
-    def load_state_dict(self, d: dict[str, Any]) -> None:
+    def snapshot_weights(self) -> dict[str, dict[str, Any]]:
+        """A league's frozen snapshots' weights by id (none in a cooperative run)."""
+        return {} if self.league is None else self.league.snapshot_weights()
+
+    def load_state_dict(self, d: dict[str, Any],
+                        snapshots: dict[str, dict[str, Any]] | None = None) -> None:
+        """Restore :meth:`state_dict` output (and a league's snapshots' weights)."""
         self.lineage = Lineage.from_json(d["lineage"])
         self.rng.bit_generator.state = d["rng"]
+        if self.league is not None:
+            if "league" not in d:
+                raise ValueError("the checkpoint holds no league: it is of a cooperative run")
+            self.league.load_state_dict(d["league"], snapshots or {})
 
 
 def _plain(change: dict[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,13 @@ class LeagueRun:
         for snap in gone:
             self.snapshot_boxes.pop(snap.id, None)
 
+    def summary(self) -> dict[str, Any]:
+        """Ratings (ordinal) of every player, the snapshots held, and the games rated."""
+        lg = self.league
+        return {"ratings": {p: lg.ratings.ordinal(p) for p in sorted(lg.ratings.table)},
+                "snapshots": lg.pool.ids(), "rated_games": lg.ratings.matches,
+                "sides": {s: list(a) for s, a in self.sides.agents.items()}}
+
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """The league's plain state and RNG (the snapshots' weights go separately:

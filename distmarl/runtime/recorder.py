@@ -101,7 +101,7 @@ class Recorder:
         for m in self.state.members:  # a generation finished at the boundary: go on to the next
             if m.evaluated_at == m.boundary and m.boundary < max_steps:
                 m.next_boundary(evo, max_steps)
-        self.generations.load_state_dict(ckpt.meta)
+        self.generations.load_state_dict(ckpt.meta, ckpt.snapshots)
         if ckpt.meta.get("mlflow", {}).get("parent"):
             self.resume_ids = ckpt.meta["mlflow"]
         self.resumed_from = str(ckpt.path)
@@ -191,7 +191,8 @@ class Recorder:
         meta = {"config": self.config, **self.state.state_dict(),
                 **self.generations.state_dict(), "mlflow": self.tracker.run_ids()}
         path = save_checkpoint(self.run_dir / "checkpoints", self.state.total_env_steps, meta,
-                               states, buffer_state, keep_last=self.tracking.keep_last)
+                               states, buffer_state, keep_last=self.tracking.keep_last,
+                               snapshots=self.generations.snapshot_weights())
         self.last_checkpoint = str(path)
         return path
 

@@ -18,12 +18,11 @@ C4 = Path(__file__).resolve().parents[2] / "examples" / "configs" / "connect_fou
 def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(ray_local, tmp_path) -> None:
     from distmarl.runtime.trainer import train
 
-    cfg = load_config(C4, [
-        f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=4",
-        "population.size=3", "evolution.evo_steps=1024", "evolution.final_episodes=0",
-        "training.max_steps=3072",
-        "league={symmetric: true, references: [random, lookahead], eval_games: 8, "
-        "snapshot_every: 1, max_snapshots: 3}"])
+    sets = [f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=4",
+            "population.size=3", "evolution.evo_steps=1024", "evolution.final_episodes=0",
+            "league={symmetric: true, references: [random, lookahead], eval_games: 8, "
+            "snapshot_every: 1, max_snapshots: 4}"]
+    cfg = load_config(C4, [*sets, "training.max_steps=3072"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     assert summary["stop_reason"] == "max_steps" and summary["generations"] == 3
     fitness = [m["fitness"] for m in summary["members"]]
@@ -31,3 +30,17 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(ray_local, tmp
     assert all(len(f) == 3 and all(np.isfinite(f)) for f in fitness)
     assert all(abs(x) > 1.0 for f in fitness for x in f)
     assert len({round(f[-1], 6) for f in fitness}) > 1  # members told apart
+    league = summary["league"]
+    # 3 members x 8 games x 2 references and 2 rivals, 3 generations
+    assert league["rated_games"] == 3 * 8 * 4 * 3
+    assert league["snapshots"] == ["snapshot/2", "snapshot/3", "snapshot/4", "snapshot/5"]
+    assert league["ratings"]["ref/random"] == pytest.approx(0.0)  # the anchor never moves
+    # resume: the league's ratings, record and snapshots (with their weights) come back
+    again = train(load_config(C4, [*sets, "training.max_steps=4096"]),
+                  resume=str(tmp_path / "run"), show_progress=False)
+    assert again["generations"] == 4 and again["resumed_from"]
+    assert again["league"]["rated_games"] == league["rated_games"] + 3 * 8 * 4
+    # snapshots join after every generation but a run's last (as selection does): 0-2 and
+    # 3-5 before the resume (the newest 4 held), none after the resumed run's one generation
+    assert again["league"]["snapshots"] == league["snapshots"]
+    assert set(again["league"]["ratings"]) == set(league["ratings"])
