@@ -44,3 +44,26 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(ray_local, tmp
     # 3-5 before the resume (the newest 4 held), none after the resumed run's one generation
     assert again["league"]["snapshots"] == league["snapshots"]
     assert set(again["league"]["ratings"]) == set(league["ratings"])
+
+
+def test_an_asymmetric_league_has_a_population_per_side(ray_local, tmp_path) -> None:
+    from distmarl.runtime.trainer import train
+
+    tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
+    cfg = load_config(tiny, [
+        f"tracking.directory={tmp_path}", "tracking.mlflow=false",
+        "env={spec: 'mpe2:simple_tag_v3', kwargs: {max_cycles: 25, continuous_actions: false}}",
+        "evolution.evo_steps=400", "evolution.final_episodes=0", "training.max_steps=800",
+        "evolution.mutation={no_mutation: 1.0, architecture: 0.0, parameters: 0.0, rl_hp: 0.0}",
+        "league={sides: {predators: [adversary], prey: [agent]}, references: [random, flee], "
+        "eval_games: 4, win_above: {predators: 0}}"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    assert len(summary["members"]) == 4 and summary["generations"] == 2
+    league = summary["league"]
+    assert league["sides"]["prey"] == ["agent_0"]
+    # predators meet 2 prey references and 2 prey members, prey 1 reference and 2 predators:
+    # (2 x 4 + 2 x 3) x 4 games per generation
+    assert league["rated_games"] == (2 * 4 + 2 * 3) * 4 * 2
+    assert {"member/0", "member/3", "ref/flee", "ref/random"} <= set(league["ratings"])
+    for copy in summary["copies"]:  # members 0-1 hunt, 2-3 flee: copies never cross
+        assert (copy["member"] < 2) == (copy["source"] < 2)
