@@ -11,6 +11,7 @@ the object store under the snapshot's id.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from distmarl.collect.seating import LeaguePlan, MatchResult, check_win_above
 from distmarl.config import ExperimentConfig, LeagueConfig
 from distmarl.hpo.league_state import League, LeagueSettings, member_id
 from distmarl.runtime.run_state import RunState
+from distmarl.tracking.plots import plot_win_rates
 
 __all__ = ["LeagueRun", "make_league", "side_of_members"]
 
@@ -128,6 +130,27 @@ class LeagueRun:
         return {"ratings": {p: lg.ratings.ordinal(p) for p in sorted(lg.ratings.table)},
                 "snapshots": lg.pool.ids(), "rated_games": lg.ratings.matches,
                 "sides": {s: list(a) for s, a in self.sides.agents.items()}}
+
+    def metrics(self) -> dict[str, float]:
+        """Every member's and reference's rating (ordinal), the snapshots held and the games
+        rated, under namespaced keys (``member/3/rating``, ``league/ref/random/rating``)."""
+        lg = self.league
+        out = {f"{p}/rating": lg.ratings.ordinal(p) for p in lg.ratings.table
+               if p.startswith("member/")}
+        out |= {f"league/{p}/rating": lg.ratings.ordinal(p) for p in lg.ratings.table
+                if p.startswith("ref/")}
+        out["league/snapshots"] = float(len(lg.pool.snapshots))
+        out["league/rated_games"] = float(lg.ratings.matches)
+        return out
+
+    def plot_win_rates(self, path: Path, newest_snapshots: int = 4) -> Path:
+        """The win-rate matrix of the current members, the newest snapshots and the
+        references (row player's score rate against the column player, draws half)."""
+        lg = self.league
+        members = [member_id(i) for i in range(len(lg.side_of_member))]
+        refs = sorted(p for p in lg.ratings.table if p.startswith("ref/"))
+        players = members + lg.pool.ids()[-newest_snapshots:] + refs
+        return plot_win_rates(players, lg.record.matrix(players), path)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:

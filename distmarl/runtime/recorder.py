@@ -164,6 +164,9 @@ class Recorder:
         if final is not None:
             out["population/final_score"] = final.final_score
             out["population/random_score"] = final.random_score
+        league = self.generations.league
+        if league is not None:
+            out |= {k: v for k, v in league.metrics().items() if k.startswith("league/")}
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
             if final is not None:
@@ -178,6 +181,8 @@ class Recorder:
             if score is not None:
                 out[p + "episode_score"] = score
             out |= {p + k: v for k, v in m.metrics.items()}
+            if league is not None:
+                out |= {k: v for k, v in league.metrics().items() if k.startswith(p)}
             if m.hp != self.hp_logged[i]:
                 out |= {p + f"hp/{k}": float(v) for k, v in m.hp.items()
                         if isinstance(v, int | float)}
@@ -221,6 +226,8 @@ class Recorder:
         files = [out / "config.yaml", lineage_path,
                  plot_fitness(self.state.fitness_history, out / "fitness.png"),
                  plot_family_tree(lineage, out / "family_tree.png")]
+        if self.generations.league is not None:
+            files.append(self.generations.league.plot_win_rates(out / "win_rates.png"))
         for f in files:
             self.tracker.log_artifact(f)
         if self.last_checkpoint:

@@ -67,3 +67,4 @@ def test_an_asymmetric_league_has_a_population_per_side(ray_local, tmp_path) -> 
     assert {"member/0", "member/3", "ref/flee", "ref/random"} <= set(league["ratings"])
     for copy in summary["copies"]:  # members 0-1 hunt, 2-3 flee: copies never cross
         assert (copy["member"] < 2) == (copy["source"] < 2)
+    assert (tmp_path / "run" / "win_rates.png").exists()
