@@ -233,8 +233,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.env_only:
         ms = env_step_ms(args.config)
+        ratio = ms["distmarl"] / ms["supersuit"]
         print(f"one env step: {ms['supersuit']:.2f} ms through SuperSuit's stack, "
-              f"{ms['distmarl']:.2f} ms through distmarl's ({ms['distmarl'] / ms['supersuit']:.2f}x)")
+              f"{ms['distmarl']:.2f} ms through distmarl's ({ratio:.2f}x)")
         return
     ours = run_distmarl(args.config, args.steps, args.seed, args.interval_s)
     if args.json:  # written as each arm ends

@@ -4,12 +4,13 @@
 
 Needs the ``bench`` extra (agilerl 2.58, pymunk, pygame; SuperSuit is a dependency); everything
 third-party is imported inside the functions so that importing this module never fails. The
-env is pistonball (20 pistons, discrete moves as in the example, or continuous) through the same SuperSuit wrappers as
-``examples/configs/pistonball_ippo.yaml``: grey (``color_reduction`` B), 64x64 (``resize``),
-4 frames stacked (``frame_stack``), ``uint8``, then moved to channels-first (an
-``observation_lambda``: AgileRL 2.58's IPPO fails on channels-last frames when agents share a
-policy) and actions given their ``(1,)`` shape back (``action_lambda``: it hands pistonball
-scalars). AgileRL scales the frames itself.
+env is pistonball (20 pistons, discrete moves as in the example, or continuous) through the
+same SuperSuit wrappers as ``examples/configs/pistonball_ippo.yaml``: grey
+(``color_reduction`` B), 64x64 (``resize``), 4 frames stacked (``frame_stack``), ``uint8``,
+then moved to channels-first (an ``observation_lambda``: AgileRL 2.58's IPPO fails on
+channels-last frames when agents share a policy) and, for continuous moves, actions given
+their ``(1,)`` shape back (``action_lambda``: it hands pistonball scalars). AgileRL scales the
+frames itself.
 """
 
 from __future__ import annotations

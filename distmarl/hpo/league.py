@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from distmarl.hpo.ratings import result_index
+
 __all__ = ["Match", "MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights",
            "plan_matches"]
 
@@ -36,9 +38,7 @@ class MatchRecord:
 
     def record(self, a: str, b: str, result: float) -> None:
         """One match; ``result`` is ``a``'s (1 win, 0.5 draw, 0 loss)."""
-        k = {1.0: 0, 0.5: 1, 0.0: 2}.get(result)
-        if k is None:
-            raise ValueError(f"a match result is 1 (win), 0.5 (draw) or 0 (loss), got {result!r}")
+        k = result_index(result)
         self.counts.setdefault((a, b), [0, 0, 0])[k] += 1
         self.counts.setdefault((b, a), [0, 0, 0])[2 - k] += 1
 

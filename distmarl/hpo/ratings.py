@@ -27,10 +27,18 @@ from typing import Any
 
 from openskill.models import BradleyTerryFull
 
-__all__ = ["RESULTS", "Ratings"]
+__all__ = ["RESULTS", "Ratings", "result_index"]
 
 #: a match result for the first player: win, draw, loss
 RESULTS = (1.0, 0.5, 0.0)
+
+
+def result_index(result: float) -> int:
+    """``result``'s place in :data:`RESULTS` (0 win, 1 draw, 2 loss); ValueError for anything
+    else."""
+    if result not in RESULTS:
+        raise ValueError(f"a match result is 1 (win), 0.5 (draw) or 0 (loss), got {result!r}")
+    return RESULTS.index(result)
 
 
 class Ratings:
@@ -68,14 +76,13 @@ class Ratings:
     def record(self, a: str, b: str, result: float) -> None:
         """Apply one match: ``result`` is ``a``'s (1 win, 0.5 draw, 0 loss). Unrated players
         start at the prior; fixed players keep their ratings."""
-        if result not in RESULTS:
-            raise ValueError(f"a match result is 1 (win), 0.5 (draw) or 0 (loss), got {result!r}")
+        k = result_index(result)
         if a == b:
             raise ValueError(f"a player cannot be rated against itself ({a!r})")
         self.add(a)
         self.add(b)
         ra, rb = (self.model.rating(mu=m, sigma=s) for m, s in (self.table[a], self.table[b]))
-        ranks = [0.0, 0.0] if result == 0.5 else ([0.0, 1.0] if result == 1.0 else [1.0, 0.0])
+        ranks = ([0.0, 1.0], [0.0, 0.0], [1.0, 0.0])[k]
         [[na], [nb]] = self.model.rate([[ra], [rb]], ranks=ranks)
         if a not in self.fixed:
             self.table[a] = (float(na.mu), float(na.sigma))

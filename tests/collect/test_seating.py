@@ -16,7 +16,8 @@ from distmarl.collect.seating import Seating
 from distmarl.envs import make_vector_env
 from distmarl.hpo.league import Match
 
-NET = {"latent_dim": 16, "encoder_config": {"channel_size": [8], "kernel_size": [3], "stride_size": [1]},
+NET = {"latent_dim": 16,
+       "encoder_config": {"channel_size": [8], "kernel_size": [3], "stride_size": [1]},
        "head_config": {"hidden_size": [16]}}
 SEATS = ("player_0", "player_1")
 
