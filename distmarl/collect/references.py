@@ -194,7 +194,7 @@ def make_reference(name: str, agents: Sequence[str], observation_spaces: Mapping
     if name not in REFERENCES:
         raise ValueError(f"unknown reference {name!r}; known: {sorted(REFERENCES)}")
     if name == "random":
-        return RandomPolicy({a: action_spaces[a] for a in agents}, seed)
+        return RandomPolicy(dict(action_spaces), seed)  # any seat it is handed
     if name == "flee":
         n_adv = int(env_kwargs.get("num_adversaries", 3))  # mpe2's defaults
         n_obs = int(env_kwargs.get("num_obstacles", 2))
