@@ -120,7 +120,11 @@ def test_references_are_made_by_name_for_the_games_they_play() -> None:
 
     ttt = spaces("pettingzoo.classic:tictactoe_v3")
     assert isinstance(make_reference("minimax", ["player_1"], *ttt[1:], {}, 0), MinimaxTicTacToe)
-    assert isinstance(make_reference("random", ["player_1"], *ttt[1:], {}, 0), RandomPolicy)
+    rand = make_reference("random", ["player_1"], *ttt[1:], {}, 0)
+    mask = np.zeros((2, 9), np.int8)
+    mask[:, 4] = 1
+    board = {"observation": np.zeros((2, 3, 3, 2), np.int8), "action_mask": mask}
+    assert rand.act({"player_2": board})["player_2"].tolist() == [4, 4]  # any seat, legally
     with pytest.raises(ValueError, match=r"'lookahead' plays one-step lookahead connect four.*"
                                          r"needs a \(6, 7, 2\) board.*'player_1' observes"):
         make_reference("lookahead", ["player_1"], *ttt[1:], {}, 0)
