@@ -111,7 +111,9 @@ class Seating:
     def override(self, actions: dict[str, np.ndarray], obs: Mapping[str, Any],
                  explore: bool) -> dict[str, np.ndarray]:
         """``actions`` with every opponent seat's action chosen by that opponent, from the
-        same observations (each opponent is asked once, for all sub-envs it plays in)."""
+        same observations. Each opponent is asked once, with the whole batch of every agent
+        it plays in some sub-env (a policy that shares one network across a group's agents
+        needs as many rows of each), and its actions are taken for its seats only."""
         out = {a: np.array(v, copy=True) for a, v in actions.items()}
         by_player: dict[str, dict[str, list[int]]] = {}
         for a in obs:
@@ -120,10 +122,9 @@ class Seating:
                 if p != self.learner:
                     by_player.setdefault(p, {}).setdefault(a, []).append(e)
         for p, seats in by_player.items():
-            sub = {a: _rows(obs[a], envs) for a, envs in seats.items()}
-            chosen = self.policies[p].act(sub, explore=explore)
+            chosen = self.policies[p].act({a: obs[a] for a in seats}, explore=explore)
             for a, envs in seats.items():
-                out[a][envs] = chosen[a]
+                out[a][envs] = np.asarray(chosen[a])[envs]
         return out
 
     def step(self, rew: Mapping[str, Any], ended: np.ndarray) -> list[MatchResult]:
@@ -203,9 +204,3 @@ def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Po
             results.append((me, them, side_result(sides, seat, returns, win_above)))
     return results
 
-
-def _rows(x: Any, envs: list[int]) -> Any:
-    """Rows ``envs`` of one agent's batched observation (an array, or a dict of them)."""
-    if isinstance(x, Mapping):
-        return {k: _rows(v, envs) for k, v in x.items()}
-    return np.asarray(x)[envs]

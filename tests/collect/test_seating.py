@@ -23,10 +23,11 @@ SEATS = ("player_0", "player_1")
 
 
 class Recorded:
-    """A real reference that keeps what it was asked and what it answered."""
+    """A real policy (by default the lookahead reference) that keeps what it answered."""
 
-    def __init__(self) -> None:
-        self.policy, self.calls = LookaheadConnectFour(0), []
+    def __init__(self, policy: Any = None) -> None:
+        self.policy = LookaheadConnectFour(0) if policy is None else policy
+        self.calls: list[dict[str, np.ndarray]] = []
 
     def act(self, obs: dict[str, Any], explore: bool = False) -> dict[str, np.ndarray]:
         out = self.policy.act(obs, explore)
@@ -77,14 +78,44 @@ def test_opponents_act_for_their_seats_and_only_the_learners_rows_are_active(alg
         assert not active[other][:, e].any()
         np.testing.assert_array_equal(active[own][:, e], base[own][:, e])
         assert active[own][:, e].any()
-    # the opponent was asked every step, for the seat it holds in each sub-env, and its
-    # answers are the actions stored for that seat
+    # the opponent was asked every step, for every seat it holds in some sub-env, and its
+    # answers are the actions stored where it holds that seat
     assert len(opponent.calls) == 6
     for t, call in enumerate(opponent.calls):
+        assert set(call) == set(SEATS)
         for seat, moves in call.items():
             envs = [e for e, own in enumerate(first) if own != seat]
             np.testing.assert_array_equal(rollout.data["action"][seat].reshape(6, 4)[t, envs],
-                                          moves)
+                                          moves[envs])
+
+
+def test_an_opponent_sharing_one_network_across_seats_acts_for_unequal_seat_counts() -> None:
+    """Three sub-envs: the opponent holds player_0 in two and player_1 in one. A policy that
+    shares one network across its group's agents gets the whole batch of each seat (equal
+    rows), and its answers are stored only where it holds the seat."""
+    venv = make_vector_env("pettingzoo.classic:connect_four_v3", 3, mode="sync", seed=0)
+    agents = list(venv.possible_agents)
+    obs_spaces = {a: venv.single_observation_space(a) for a in agents}
+    act_spaces = {a: venv.single_action_space(a) for a in agents}
+    sides = resolve_sides(agents, obs_spaces, act_spaces, None, symmetric=True)
+    learner = IPPO(obs_spaces, act_spaces, NET, seed=0)
+    opponent = Recorded(IPPO(obs_spaces, act_spaces, NET, seed=1))
+    assert opponent.policy.groups == {"player": list(SEATS)}  # one network for both seats
+    seats = ["player_1", "player_0", "player_1"]  # the learner's
+    matches = [Match({own: "member/0", SEATS[1 - SEATS.index(own)]: "member/1"}, own)
+               for own in seats]
+    seating = Seating(sides, 3, "member/0", matches, {"member/1": opponent})
+    try:
+        rollout = Collector(venv, learner, seed=0, seating=seating).collect(4)
+    finally:
+        venv.close()
+    assert len(opponent.calls) == 4
+    for t, call in enumerate(opponent.calls):
+        for seat, moves in call.items():
+            assert moves.shape == (3,)
+            envs = [e for e, own in enumerate(seats) if own != seat]
+            np.testing.assert_array_equal(rollout.data["action"][seat].reshape(4, 3)[t, envs],
+                                          moves[envs])
 
 
 def test_ended_games_give_results_and_seat_the_next_match_of_the_plan() -> None:
