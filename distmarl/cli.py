@@ -56,7 +56,9 @@ def result_line(summary: dict[str, Any]) -> str:
     head = (f"distmarl: {summary['stop_reason']} after {summary['env_steps']:,} env steps in "
             f"{summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f}/s), "
             f"{summary['generations']} generations")
-    if summary["final_score"] is not None:
+    if summary.get("final_games"):
+        result = league_result(summary)
+    elif summary["final_score"] is not None:
         result = (f"final score {summary['final_score']:.1f} "
                   f"(+-{summary['final_score_stderr']:.1f}, member {summary['elite']}, "
                   f"{summary['final_episodes']} fixed episodes; random play "
@@ -65,6 +67,20 @@ def result_line(summary: dict[str, Any]) -> str:
         best = summary["best_fitness"]
         result = f"best fitness {'n/a' if best is None else f'{best:.2f}'}"
     return f"{head}, {result}; run in {summary['run_dir']}"
+
+
+def league_result(summary: dict[str, Any]) -> str:
+    """A league run's result: each side's elite against every reference it met, as win /
+    draw / loss shares of its final games."""
+    parts = []
+    for side, elite in summary["final_elites"].items():
+        rows = [r for r in summary["final_games"]
+                if r["player"] == f"member/{elite}" and r["kind"] == "member"]
+        games = ", ".join(f"{r['opponent']} {r['win']:.0%}/{r['draw']:.0%}/{r['loss']:.0%}"
+                          for r in rows)
+        who = f"member {elite}" + ("" if len(summary["final_elites"]) == 1 else f" ({side})")
+        parts.append(f"{who} won/drew/lost against {games}")
+    return f"final games ({summary['final_episodes']} each): " + "; ".join(parts)
 
 
 def _config_show(args: argparse.Namespace) -> int:

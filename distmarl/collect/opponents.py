@@ -30,12 +30,17 @@ class Opponents:
         #: player id -> (weights version, policy); references have version -1
         self.held: dict[str, tuple[int, Any]] = {}
 
-    def reference(self, player: str, agents: Sequence[str]) -> Any:
-        """The reference ``player`` (``ref/<name>``) playing ``agents``."""
-        if player not in self.held:
+    def reference(self, player: str, agents: Sequence[str], seed: int | None = None) -> Any:
+        """The reference ``player`` (``ref/<name>``) playing ``agents``: the one held, or
+        (``seed`` given) a new one seeded with it, not held (evaluation games that must
+        play out the same whenever they are played)."""
+        if seed is not None or player not in self.held:
             name = player.removeprefix("ref/")
             policy = make_reference(name, agents, self.spaces[0], self.spaces[1],
-                                    self.env_kwargs, self.seed + len(self.held))
+                                    self.env_kwargs,
+                                    self.seed + len(self.held) if seed is None else seed)
+            if seed is not None:
+                return policy
             self.held[player] = (-1, policy)
         return self.held[player][1]
 

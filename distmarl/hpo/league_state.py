@@ -1,8 +1,11 @@
 """The league of a competitive run, as pure state: its players, ratings, results and snapshots.
 
 Players: each side's current members (``member/<i>``), frozen snapshots of them
-(``snapshot/<k>``, at most ``max_snapshots`` per league), and fixed references
-(``ref/<name>``, rated but never moved). The coordinator asks it what to do and tells it what
+(``snapshot/<k>``, at most ``max_snapshots`` per league), and references (``ref/<name>``).
+Uniformly random play (``ref/random``; the first reference by name when it is not one) is the
+anchor: its rating never moves, so a rating always means the same distance from random play.
+The other references are rated like any player (a fixed minimax at random's rating would
+pull every member that loses to it down towards random's level). The coordinator asks it what to do and tells it what
 happened; the runtime keeps the snapshots' weights under their ids.
 
 Usage (the coordinator's loop)::
@@ -65,7 +68,9 @@ class League:
         self.side_of_member = list(side_of_member)
         self.references = {s: list(refs) for s, refs in references.items()}
         ref_ids = {f"ref/{r}" for refs in self.references.values() for r in refs}
-        self.ratings = Ratings(fixed=ref_ids)
+        #: the player whose rating never moves: it fixes the scale (see the module docstring)
+        self.anchor = "ref/random" if "ref/random" in ref_ids or not ref_ids else min(ref_ids)
+        self.ratings = Ratings(fixed=[self.anchor])
         for i in range(len(self.side_of_member)):
             self.ratings.add(member_id(i))
         for r in sorted(ref_ids):

@@ -27,6 +27,8 @@ from distmarl.hpo import (
     RLParameter,
     TournamentSelection,
 )
+from distmarl.hpo.league_final import RANDOM, pooled, rows_of
+from distmarl.hpo.league_state import member_id
 from distmarl.hpo.pbt import AsyncExploit
 from distmarl.hpo.tournament import SelectionPlan, rank, select_by_side
 from distmarl.runtime.fleet import Fleet, get_with_retry
@@ -207,6 +209,8 @@ class Generations:
         indices = list(range(len(members)))
         self.fleet.check_learners(indices)
         self._refresh_weights(indices)
+        if self.league is not None:
+            return self._final_league(episodes, seed)
         workers = self.fleet.workers
         calls = [self._final_call(i, episodes, seed) for i in indices]
         calls.append(lambda: workers[0][0].score_fixed.remote(-1, None, episodes, seed, True))
@@ -217,6 +221,29 @@ class Generations:
             scores=[float(np.mean(s)) for s in scores],
             stderr=[float(np.std(s) / np.sqrt(len(s))) for s in scores],
             random_score=float(np.mean(random_scores)))
+        return self.state.final
+
+    def _final_league(self, games: int, seed: int) -> FinalEvaluation:
+        """A league's final games (:mod:`distmarl.hpo.league_final`): every member against
+        the references, the sides' elites (ranked by rating within their side) against each
+        other, and random play's baseline; ``games`` each."""
+        assert self.league is not None
+        fitness = self.selection.fitness([m.fitness for m in self.state.members])
+        elites: dict[str, int] = {}
+        for i in rank(fitness):
+            elites.setdefault(self.league.league.side_of_member[i], i)
+        elites = {s: elites[s] for s in dict.fromkeys(self.league.league.side_of_member)}
+        plan = self.league.final_games(elites, seed)
+        workers = [w[0] for w in self.fleet.workers]
+        rows = self.league.final_rows(plan, ray.get(
+            [self.league.final_call(g, workers, games) for g in plan]))
+        scores = [pooled(rows_of(rows, member_id(i))) for i in range(len(self.state.members))]
+        first = next(iter(elites))
+        self.state.final = FinalEvaluation(
+            episodes=games, seed=seed, elite=elites[first], scores=[s for s, _ in scores],
+            stderr=[e for _, e in scores],
+            random_score=pooled(rows_of(rows, RANDOM, "baseline", first))[0],
+            elites=elites, games=rows)
         return self.state.final
 
     def _final_call(self, member: int, episodes: int, seed: int) -> Callable[[], Any]:

@@ -17,44 +17,31 @@ from typing import Any
 import numpy as np
 import ray
 
-from distmarl.agents import Sides, resolve_sides
-from distmarl.collect.references import reference_sides
-from distmarl.collect.seating import LeaguePlan, MatchResult, check_win_above
+from distmarl.collect.league_setup import LeagueSetup, league_setup
+from distmarl.collect.seating import LeaguePlan, MatchResult
 from distmarl.config import ExperimentConfig, LeagueConfig
-from distmarl.hpo.league_state import League, LeagueSettings, member_id
+from distmarl.hpo.league_final import FinalGame, final_games, final_rows
+from distmarl.hpo.league_state import member_id
 from distmarl.runtime.run_state import RunState
 from distmarl.tracking.plots import plot_win_rates
 
-__all__ = ["LeagueRun", "make_league", "side_of_members"]
+__all__ = ["LeagueRun", "make_league"]
 
 #: matches planned per sub-env and collect call (a plan repeats when its games are used up)
 GAMES_PER_ENV = 4
 
 
-def side_of_members(sides: Sides, population_size: int) -> list[str]:
-    """Each member's side: ``population_size`` per side in order, or (symmetric) every member
-    on the first seat's pool."""
-    if sides.symmetric:
-        return [next(iter(sides.agents))] * population_size
-    return [s for s in sides.agents for _ in range(population_size)]
-
-
 class LeagueRun:
-    """The league of a run (see the module docstring): ``references`` maps each reference name
-    to the sides it plays."""
+    """The league of a run (see the module docstring), from its ``setup``; evaluation games
+    act as ``explore`` says (``evolution.eval_explore``)."""
 
-    def __init__(self, cfg: LeagueConfig, sides: Sides, references: dict[str, list[str]],
-                 population_size: int, num_envs: int, seed: int, state: RunState) -> None:
-        self.cfg, self.sides, self.state = cfg, sides, state
+    def __init__(self, cfg: LeagueConfig, setup: LeagueSetup, num_envs: int, seed: int,
+                 state: RunState, explore: bool = False) -> None:
+        self.cfg, self.sides, self.state = cfg, setup.sides, state
         self.num_envs = num_envs
+        self.explore = explore
         self.rng = np.random.default_rng(seed)
-        by_side: dict[str, list[str]] = {s: [] for s in sides.agents}
-        for name, plays in references.items():
-            for s in plays:
-                by_side[s].append(name)
-        settings = LeagueSettings(tuple(sides.agents), sides.symmetric, cfg.snapshot_every,
-                                  cfg.max_snapshots, cfg.current_share, cfg.pfsp)
-        self.league = League(side_of_members(sides, population_size), by_side, settings)
+        self.league = setup.league
         #: snapshot id -> [ref] of its frozen weights in the object store
         self.snapshot_boxes: dict[str, list[Any]] = {}
 
@@ -95,7 +82,7 @@ class LeagueRun:
             for k, player in enumerate(players):
                 refs.append(worker.play.remote(
                     m.version, m.weights_box, (player, *self._opponent(player, opp_side)),
-                    self.cfg.eval_games, seed + 7919 * k, side))
+                    self.cfg.eval_games, seed + 7919 * k, side, self.explore))
         return refs
 
     def record_evaluation(self, results: Sequence[Sequence[MatchResult]]) -> None:
@@ -104,6 +91,28 @@ class LeagueRun:
 
     def fitness(self, member: int) -> float:
         return self.league.fitness(member)
+
+    # ------------------------------------------------------------------ final evaluation
+    def final_games(self, elites: dict[str, int], seed: int) -> list[FinalGame]:
+        """The final evaluation's games (:func:`~distmarl.hpo.league_final.final_games`)."""
+        return final_games(self.league, elites, seed)
+
+    def final_call(self, game: FinalGame, workers: Sequence[Any], games: int) -> Any:
+        """Submits ``game`` on its learner's rollout worker (a reference learner: member 0's);
+        an object ref of the learner's results."""
+        opponent = (game.opponent, *self._opponent(game.opponent, game.opponent_side))
+        kind, _, index = game.learner.partition("/")
+        if kind == "ref":
+            return workers[0].play.remote(-1, None, opponent, games, game.seed, game.side,
+                                          self.explore, learner=game.learner)
+        m = self.state.members[int(index)]
+        return workers[int(index)].play.remote(m.version, m.weights_box, opponent, games,
+                                               game.seed, game.side, self.explore)
+
+    @staticmethod
+    def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[MatchResult]]
+                   ) -> list[dict[str, Any]]:
+        return final_rows(games, [[r for *_, r in res] for res in results])
 
     # ------------------------------------------------------------------ between generations
     def copied(self, copies: Sequence[tuple[int, int]]) -> None:
@@ -174,13 +183,8 @@ def make_league(cfg: ExperimentConfig, spaces: tuple[Any, ...], state: RunState
                 ) -> LeagueRun | None:
     """The run's league from ``cfg.league`` (None for a cooperative game); its sides and
     references checked against the env's spaces (ValueError naming the field)."""
-    if not cfg.league.enabled:
+    setup = league_setup(cfg, spaces)
+    if setup is None:
         return None
-    agents = list(spaces[0])
-    sides = resolve_sides(agents, spaces[0], spaces[1], cfg.league.sides, cfg.league.symmetric)
-    if sides is None:
-        return None
-    check_win_above(sides, cfg.league.win_above)
-    refs = reference_sides(cfg.league.references, sides, spaces[0], spaces[1], cfg.env.kwargs)
-    return LeagueRun(cfg.league, sides, refs, cfg.population.size, cfg.env.num_envs,
-                     cfg.seed * 31 + 7, state)
+    return LeagueRun(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state,
+                     cfg.evolution.eval_explore)

@@ -31,6 +31,20 @@ def test_a_symmetric_league_seats_members_against_each_other_and_rates_them() ->
     assert league.fitness(1) == league.fitness(0)
 
 
+def test_random_play_anchors_the_scale_and_other_references_are_rated() -> None:
+    settings = LeagueSettings(SEATS, symmetric=True)
+    league = League(["player_0"] * 2, {s: ["minimax", "random"] for s in SEATS}, settings)
+    assert league.anchor == "ref/random"
+    # member 0 beats random but loses to minimax: minimax rises above it, random stays
+    league.record_evaluation([("member/0", "ref/random", 1.0)] * 4
+                             + [("member/0", "ref/minimax", 0.0)] * 4)
+    assert league.ratings.table["ref/random"] == (25.0, 25.0 / 3)
+    assert league.ratings.ordinal("ref/minimax") > league.fitness(0) > 0.0
+    # without random play, the first reference by name is the anchor
+    alone = League(["player_0"], {s: ["minimax"] for s in SEATS}, settings)
+    assert alone.anchor == "ref/minimax" and alone.ratings.fixed == {"ref/minimax"}
+
+
 def test_snapshots_join_every_few_generations_rated_as_their_member_and_stay_bounded() -> None:
     league = symmetric(max_snapshots=4)
     league.record_evaluation([("member/0", "ref/random", 1.0)] * 3)

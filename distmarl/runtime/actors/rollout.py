@@ -101,19 +101,31 @@ class RolloutShell:
 
     def play(self, version: int, weights_box: list[Any] | None,
              opponent: tuple[str, int | None, list[Any] | None, str], games: int, seed: int,
-             side: str | None, explore: bool = False) -> list[MatchResult]:
+             side: str | None, explore: bool = False, learner: str | None = None
+             ) -> list[MatchResult]:
         """League evaluation: ``games`` games of this member (on ``side``; None in a symmetric
         game: every seat in turn) against ``opponent`` ``(player, version, weights box,
-        side)``, on the evaluation envs; results as ``(member, opponent, result)``."""
-        if self.league is None:
+        side)``, on the evaluation envs; results as ``(member, opponent, result)``.
+        ``learner`` (``ref/<name>``) plays instead of the member (a final evaluation's
+        baseline). References are made afresh, seeded by ``seed``, so the same games give
+        the same results again (``distmarl evaluate``)."""
+        if self.league is None or self.opponents is None:
             raise ValueError("play() is for league runs (league.sides or league.symmetric)")
-        self._sync(version, weights_box)
         player, v, box, opp_side = opponent
-        policy = self._opponent(player, v, box, opp_side)
-        self._seed_sampling(explore, seed)
-        return play_games(self._eval_venv(seed), self.league.sides, side,
-                          (member_id(self.member), self.algo), (player, policy), games, seed,
-                          explore, self.league.win_above)
+        agents = self.league.sides.agents
+        if v is None:
+            policy = self.opponents.reference(player, agents[opp_side], seed)
+        else:
+            policy = self._opponent(player, v, box, opp_side)
+        if learner is None:
+            self._sync(version, weights_box)
+            self._seed_sampling(explore, seed)
+            me: tuple[str, Any] = (member_id(self.member), self.algo)
+        else:
+            seats = [a for s in (agents if side is None else [side]) for a in agents[s]]
+            me = (learner, self.opponents.reference(learner, seats, seed + 1))
+        return play_games(self._eval_venv(seed), self.league.sides, side, me,
+                          (player, policy), games, seed, explore, self.league.win_above)
 
     def seat(self, plan: LeaguePlan) -> None:
         """Opponents for ``plan``'s matches, then seat them (the first plan seats every
