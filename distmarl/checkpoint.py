@@ -98,8 +98,9 @@ def _tensors(obj: Any) -> Any:
     """Numpy arrays inside ``obj`` as tensors (``torch.load(weights_only=True)`` reads them)."""
     if isinstance(obj, dict):
         return {k: _tensors(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, np.ndarray):  # a copy when read-only (object-store arrays)
+        arr = obj if obj.flags.writeable else obj.copy()
+        return torch.from_numpy(np.ascontiguousarray(arr))
     return obj
 
 

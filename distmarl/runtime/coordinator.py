@@ -178,7 +178,11 @@ class TrainingRun:
                 self._handle(ref)
 
     def progress(self) -> dict[str, Any]:
-        return progress(self.state, self.max_env_steps)
+        """:func:`progress`, with each side's best rating in a league."""
+        p = progress(self.state, self.max_env_steps)
+        if self.league is not None:
+            p["best_rating"] = self.league.best_ratings()
+        return p
 
     def summary(self) -> dict[str, Any]:
         state = self.state

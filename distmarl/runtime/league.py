@@ -92,6 +92,18 @@ class LeagueRun:
     def fitness(self, member: int) -> float:
         return self.league.fitness(member)
 
+    def reference_ratings(self) -> dict[str, float]:
+        """Each reference's rating (ordinal) now."""
+        table = self.league.ratings
+        return {p: table.ordinal(p) for p in sorted(table.table) if p.startswith("ref/")}
+
+    def best_ratings(self) -> dict[str, float]:
+        """Side -> the best rating (ordinal) among its current members."""
+        best: dict[str, float] = {}
+        for i, side in enumerate(self.league.side_of_member):
+            best[side] = max(best.get(side, float("-inf")), self.league.fitness(i))
+        return best
+
     # ------------------------------------------------------------------ final evaluation
     def final_games(self, elites: dict[str, int], seed: int) -> list[FinalGame]:
         """The final evaluation's games (:func:`~distmarl.hpo.league_final.final_games`)."""
@@ -134,11 +146,13 @@ class LeagueRun:
             self.snapshot_boxes.pop(snap.id, None)
 
     def summary(self) -> dict[str, Any]:
-        """Ratings (ordinal) of every player, the snapshots held, and the games rated."""
+        """Ratings (ordinal) of every player, the snapshots held, the games rated, the sides'
+        agents and each member's side."""
         lg = self.league
         return {"ratings": {p: lg.ratings.ordinal(p) for p in sorted(lg.ratings.table)},
                 "snapshots": lg.pool.ids(), "rated_games": lg.ratings.matches,
-                "sides": {s: list(a) for s, a in self.sides.agents.items()}}
+                "sides": {s: list(a) for s, a in self.sides.agents.items()},
+                "member_sides": list(lg.side_of_member)}
 
     def metrics(self) -> dict[str, float]:
         """Every member's and reference's rating (ordinal), the snapshots held and the games

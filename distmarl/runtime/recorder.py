@@ -223,11 +223,18 @@ class Recorder:
         lineage = self.generations.lineage.to_json()
         lineage_path = out / "lineage.json"
         lineage_path.write_text(json.dumps(lineage, indent=1))
-        files = [out / "config.yaml", lineage_path,
-                 plot_fitness(self.state.fitness_history, out / "fitness.png"),
+        league = self.generations.league
+        if league is None:
+            fitness = plot_fitness(self.state.fitness_history, out / "fitness.png")
+        else:  # ratings over generations, against the references' (random play's stays 0)
+            fitness = plot_fitness(self.state.fitness_history, out / "fitness.png",
+                                   "Rating of every member",
+                                   "rating (OpenSkill ordinal; random play 0)",
+                                   league.reference_ratings())
+        files = [out / "config.yaml", lineage_path, fitness,
                  plot_family_tree(lineage, out / "family_tree.png")]
-        if self.generations.league is not None:
-            files.append(self.generations.league.plot_win_rates(out / "win_rates.png"))
+        if league is not None:
+            files.append(league.plot_win_rates(out / "win_rates.png"))
         for f in files:
             self.tracker.log_artifact(f)
         if self.last_checkpoint:

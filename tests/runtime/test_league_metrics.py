@@ -29,3 +29,26 @@ def test_ratings_are_namespaced_metrics_and_the_plot_covers_every_player(tmp_pat
     assert m["league/ref/random/rating"] == pytest.approx(0.0)
     path = run.plot_win_rates(tmp_path / "win_rates.png")
     assert path.exists() and path.stat().st_size > 1000
+    assert run.best_ratings() == {"player_0": m["member/0/rating"]}
+    assert run.reference_ratings() == {"ref/random": m["league/ref/random/rating"]}
+
+
+def test_the_progress_line_shows_each_sides_best_rating_in_a_league() -> None:
+    from distmarl.runtime.trainer import progress_line
+
+    p = {"env_steps": 50, "max_env_steps": 100, "env_steps_per_s": 10.0, "generation": 2,
+         "best_fitness": 3.0}
+    assert progress_line(p).endswith("gen   2  best     3.0")
+    assert progress_line({**p, "best_rating": {"player_0": 3.0}}).endswith("rating 3.0")
+    two = progress_line({**p, "best_rating": {"predators": 3.0, "prey": -1.25}})
+    assert two.endswith("gen   2  rating predators 3.0  prey -1.2")
+
+
+def test_the_rating_plot_draws_the_references(tmp_path) -> None:
+    from distmarl.tracking.plots import plot_fitness
+
+    plain = plot_fitness([[1.0, 2.0], [3.0, 4.0]], tmp_path / "plain.png")
+    rated = plot_fitness([[1.0, 2.0], [3.0, 4.0]], tmp_path / "rated.png", "Ratings", "rating",
+                         {"ref/random": 0.0, "ref/minimax": 12.0})
+    assert plain.exists() and rated.exists()
+    assert plain.read_bytes() != rated.read_bytes()
