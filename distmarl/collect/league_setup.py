@@ -49,6 +49,7 @@ def league_setup(cfg: ExperimentConfig, spaces: tuple[Any, ...]) -> LeagueSetup 
         for s in plays:
             by_side[s].append(name)
     settings = LeagueSettings(tuple(sides.agents), sides.symmetric, lc.snapshot_every,
-                              lc.max_snapshots, lc.current_share, lc.pfsp)
+                              lc.max_snapshots, lc.current_share, lc.pfsp,
+                              lc.reference_share)
     league = League(side_of_members(sides, cfg.population.size), by_side, settings)
     return LeagueSetup(sides, refs, league)

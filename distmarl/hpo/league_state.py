@@ -55,6 +55,7 @@ class LeagueSettings:
     max_snapshots: int = 8
     current_share: float = 0.5
     pfsp: Weighting = "hard"
+    reference_share: float = 0.0
 
 
 class League:
@@ -103,7 +104,9 @@ class League:
                             {s: self.current(s) for s in sides},
                             {s: self.snapshots(s) for s in sides}, self.record, rng, games,
                             self.settings.symmetric, self.settings.current_share,
-                            self.settings.pfsp)
+                            self.settings.pfsp,
+                            {s: [f"ref/{r}" for r in self.references.get(s, [])] for s in sides},
+                            self.settings.reference_share)
 
     def evaluation_opponents(self, member: int) -> dict[str, list[str]]:
         """Opponent side -> whom ``member`` plays in its evaluation: every reference of that
