@@ -40,6 +40,12 @@ def test_random_play_anchors_the_scale_and_other_references_are_rated() -> None:
                              + [("member/0", "ref/minimax", 0.0)] * 4)
     assert league.ratings.table["ref/random"] == (25.0, 25.0 / 3)
     assert league.ratings.ordinal("ref/minimax") > league.fitness(0) > 0.0
+    # with reference_share 1 every training game is against a reference
+    both = League(["player_0"] * 2, {s: ["minimax", "random"] for s in SEATS},
+                  LeagueSettings(SEATS, symmetric=True, reference_share=1.0))
+    matches = both.training_matches(0, np.random.default_rng(0), games=40)
+    opponents = {p for m in matches for s, p in m.seats.items() if s != m.learner_side}
+    assert opponents == {"ref/minimax", "ref/random"}
     # without random play, the first reference by name is the anchor
     alone = League(["player_0"], {s: ["minimax"] for s in SEATS}, settings)
     assert alone.anchor == "ref/minimax" and alone.ratings.fixed == {"ref/minimax"}
