@@ -91,10 +91,10 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from distmarl.collect.evaluation import evaluate_checkpoint
+    from distmarl.collect.league_eval import evaluate_saved
 
-    result = evaluate_checkpoint(_existing(args.checkpoint, "checkpoint"), args.episodes,
-                                 member=args.member, seed=args.seed)
+    result = evaluate_saved(_existing(args.checkpoint, "checkpoint"), args.episodes,
+                            member=args.member, seed=args.seed)
     print(json.dumps(result, indent=1))
     return 0
 

@@ -9,8 +9,10 @@ so the run's last checkpoint gives its final figures again.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from distmarl.collect.evaluation import final_defaults, load_member, score_member
 from distmarl.collect.league_setup import league_setup
 from distmarl.collect.references import make_reference
 from distmarl.collect.seating import play_games
@@ -18,7 +20,20 @@ from distmarl.config import ExperimentConfig
 from distmarl.factory import env_spaces, make_venv
 from distmarl.hpo.league_final import final_rows, member_games, pooled
 
-__all__ = ["evaluate_league_member"]
+__all__ = ["evaluate_league_member", "evaluate_saved"]
+
+
+def evaluate_saved(path: Path, episodes: int | None = None, member: int | None = None,
+                   seed: int | None = None) -> dict[str, Any]:
+    """``distmarl evaluate``: a saved member (default: the run's elite) on the run's final
+    evaluation again: a league member's games against the references, or a cooperative
+    member's score on fixed episodes
+    (:func:`~distmarl.collect.evaluation.evaluate_checkpoint`)."""
+    cfg, algo, index, where = load_member(path, member, seed)
+    if not cfg.league.enabled:
+        return score_member(cfg, algo, index, where, episodes, seed)
+    games, seed = final_defaults(cfg, episodes, seed)
+    return {"checkpoint": where, **evaluate_league_member(cfg, algo, index, games, seed)}
 
 
 def evaluate_league_member(cfg: ExperimentConfig, algo: Any, member: int, games: int,

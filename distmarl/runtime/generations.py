@@ -228,11 +228,8 @@ class Generations:
         the references, the sides' elites (ranked by rating within their side) against each
         other, and random play's baseline; ``games`` each."""
         assert self.league is not None
-        fitness = self.selection.fitness([m.fitness for m in self.state.members])
-        elites: dict[str, int] = {}
-        for i in rank(fitness):
-            elites.setdefault(self.league.league.side_of_member[i], i)
-        elites = {s: elites[s] for s in dict.fromkeys(self.league.league.side_of_member)}
+        elites = self.league.elites(
+            self.selection.fitness([m.fitness for m in self.state.members]))
         plan = self.league.final_games(elites, seed)
         workers = [w[0] for w in self.fleet.workers]
         rows = self.league.final_rows(plan, ray.get(

@@ -22,6 +22,7 @@ from distmarl.collect.seating import LeaguePlan, MatchResult
 from distmarl.config import ExperimentConfig, LeagueConfig
 from distmarl.hpo.league_final import FinalGame, final_games, final_rows
 from distmarl.hpo.league_state import member_id
+from distmarl.hpo.tournament import rank
 from distmarl.runtime.run_state import RunState
 from distmarl.tracking.plots import plot_win_rates
 
@@ -105,6 +106,15 @@ class LeagueRun:
         return best
 
     # ------------------------------------------------------------------ final evaluation
+    def elites(self, fitness: Sequence[float]) -> dict[str, int]:
+        """Side -> its member ranked first by ``fitness`` (selection's, per member), sides in
+        the game's order."""
+        sides = self.league.side_of_member
+        best: dict[str, int] = {}
+        for i in rank(list(fitness)):
+            best.setdefault(sides[i], i)
+        return {s: best[s] for s in dict.fromkeys(sides)}
+
     def final_games(self, elites: dict[str, int], seed: int) -> list[FinalGame]:
         """The final evaluation's games (:func:`~distmarl.hpo.league_final.final_games`)."""
         return final_games(self.league, elites, seed)

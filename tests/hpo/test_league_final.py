@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from distmarl.hpo.league_final import final_games, final_rows, member_games, outcome, pooled, rows_of
+from distmarl.hpo.league_final import (
+    final_games,
+    final_rows,
+    member_games,
+    outcome,
+    pooled,
+    rows_of,
+)
 from distmarl.hpo.league_state import League, LeagueSettings
 
 SEATS = ("player_0", "player_1")

@@ -31,6 +31,7 @@ def test_ratings_are_namespaced_metrics_and_the_plot_covers_every_player(tmp_pat
     assert path.exists() and path.stat().st_size > 1000
     assert run.best_ratings() == {"player_0": m["member/0/rating"]}
     assert run.reference_ratings() == {"ref/random": m["league/ref/random/rating"]}
+    assert run.elites([1.0, 3.0]) == {"player_0": 1} and run.elites([2.0, 2.0]) == {"player_0": 0}
 
 
 def test_the_progress_line_shows_each_sides_best_rating_in_a_league() -> None:

@@ -53,6 +53,7 @@ def check_final_games(summary: dict) -> None:
     elite's rows are what ``distmarl evaluate`` plays again from the last checkpoint."""
     from distmarl.cli import result_line
     from distmarl.collect.evaluation import evaluate_checkpoint
+    from distmarl.collect.league_eval import evaluate_saved
 
     elite = summary["elite"]
     assert summary["final_elites"] == {"player_0": elite}
@@ -69,10 +70,12 @@ def check_final_games(summary: dict) -> None:
     mine = [r for r in rows if r["player"] == f"member/{elite}"]
     assert summary["final_score"] == pytest.approx(np.mean([r["score"] for r in mine]))
     assert "won/drew/lost against ref/lookahead" in result_line(summary)
-    again = evaluate_checkpoint(Path(summary["checkpoint"]))
+    again = evaluate_saved(Path(summary["checkpoint"]))
     assert again["member"] == elite and again["score"] == pytest.approx(summary["final_score"])
     assert [{k: r[k] for k in ("opponent", "win", "draw", "loss")} for r in again["opponents"]] \
         == [{k: r[k] for k in ("opponent", "win", "draw", "loss")} for r in mine]
+    with pytest.raises(ValueError, match="a league run's member plays games"):
+        evaluate_checkpoint(Path(summary["checkpoint"]))
 
 
 def test_an_asymmetric_league_has_a_population_per_side(ray_local, tmp_path) -> None:
