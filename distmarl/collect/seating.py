@@ -67,19 +67,24 @@ class Seating:
         self.policies = dict(policies)
         self.plan: list[Match] = []
         self.next = 0
+        #: each sub-env's running match
+        self.matches: list[Match] = []
         self.replan(plan, policies)
-        self.matches: list[Match] = [self._next_match() for _ in range(num_envs)]
+        self.matches = [self._next_match() for _ in range(num_envs)]
         #: each agent's return so far in each sub-env's running episode
         self.returns: dict[str, np.ndarray] = {}
 
     def replan(self, plan: Sequence[Match], policies: Mapping[str, Policy]) -> None:
         """New matches for the sub-envs' next episodes (running games go on), and the policies
-        of their opponents (added to or replacing those held)."""
+        of their opponents (added to or replacing those held); policies that neither the plan
+        nor a running game seats are let go (snapshots that left the league)."""
         if not plan:
             raise ValueError("a league plan needs at least one match")
         self.policies.update(policies)
         self._check(list(plan))
         self.plan, self.next = list(plan), 0
+        seated = {p for m in [*self.plan, *self.matches] for p in m.seats.values()}
+        self.policies = {p: pol for p, pol in self.policies.items() if p in seated}
 
     def _next_match(self) -> Match:
         match = self.plan[self.next % len(self.plan)]

@@ -133,9 +133,14 @@ def test_ended_games_give_results_and_seat_the_next_match_of_the_plan() -> None:
         seating.replan([Match({"player_0": "member/0", "player_1": "ref/random"}, "player_0")],
                        {"ref/random": RandomPolicy({a: venv.single_action_space(a)
                                                     for a in SEATS}, 0)})
+        assert set(seating.policies) == {"ref/lookahead", "ref/random"}  # lookahead plays on
         later = collector.collect(200).match_results
+        # the next plan: the lookahead player's games are over, so it is let go
+        seating.replan([Match({"player_0": "member/0", "player_1": "ref/random"}, "player_0")],
+                       {})
     finally:
         venv.close()
+    assert set(seating.policies) == {"ref/random"}
     assert {(a, b) for a, b, _ in results} == {("member/0", "ref/lookahead")}
     assert {r for _, _, r in results} <= {0.0, 0.5, 1.0}
     assert np.mean([r for *_, r in results]) < 0.5  # an untrained learner loses to lookahead

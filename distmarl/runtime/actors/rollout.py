@@ -140,6 +140,7 @@ class RolloutShell:
             self.collector.set_seating(self.seating)
         else:
             self.seating.replan(plan.matches, policies)
+        self.opponents.keep_only(self.seating.policies)  # snapshots that left go here too
 
     def _opponent(self, player: str, version: int | None, box: list[Any] | None,
                   side: str) -> Any:
