@@ -13,7 +13,8 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from distmarl.config import ExperimentConfig
+from distmarl.collect.league_setup import league_setup
+from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
 from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import CoordinatorActor
@@ -50,7 +51,11 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
 
     ``on_coordinator`` is called with the coordinator actor's handle once it exists (a soak or
     a dashboard can query ``progress`` or ``handles`` through it)."""
-    preflight(cfg)  # config errors surface here, before Ray starts
+    spaces = preflight(cfg)  # config errors surface here, before Ray starts
+    try:
+        league_setup(cfg, spaces)  # sides, references and win_above against the env's agents
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if resume is not None:
         run_dir = Path(resume).resolve()
         if not (run_dir / "checkpoints").exists():

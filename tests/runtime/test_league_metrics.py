@@ -53,3 +53,23 @@ def test_the_rating_plot_draws_the_references(tmp_path) -> None:
                          {"ref/random": 0.0, "ref/minimax": 12.0})
     assert plain.exists() and rated.exists()
     assert plain.read_bytes() != rated.read_bytes()
+
+
+@pytest.mark.parametrize(("league", "message"), [
+    ("{symmetric: true}", "league.symmetric: true, but the observation space of 'agent_0'"),
+    ("{sides: {predators: [adversary], prey: [agent]}, win_above: {hunters: 0}}",
+     "league.win_above names one side of the game"),
+    ("{sides: {predators: [adversary], prey: [agent]}, references: [minimax]}", "minimax"),
+])
+def test_a_bad_league_fails_before_ray_starts(tmp_path, league: str, message: str) -> None:
+    import ray
+
+    from distmarl.config import ConfigError
+    from distmarl.runtime.trainer import train
+
+    tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
+    cfg = load_config(tiny, ["env={spec: 'mpe2:simple_tag_v3', kwargs: {max_cycles: 25}}",
+                             f"league={league}", f"tracking.directory={tmp_path}"])
+    with pytest.raises(ConfigError, match=message):
+        train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    assert not ray.is_initialized() and not (tmp_path / "run").exists()
