@@ -57,6 +57,17 @@ def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
                          artifact_dir=run_dir / "mlartifacts", resume=resume)
 
 
+
+def final_game_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """A league's final games as metrics: ``final/member/3/vs/ref/minimax/win`` (and draw,
+    loss), random play's on a side as ``final/ref/random/prey/vs/ref/random/win``."""
+    out: dict[str, float] = {}
+    for r in rows:
+        for k in ("win", "draw", "loss"):
+            side = "" if r["side"] is None or r["kind"] == "member" else f"{r['side']}/"
+            out[f"final/{r['player']}/{side}vs/{r['opponent']}/{k}"] = r[k]
+    return out
+
 class Recorder:
     """Metrics, checkpoints and artifacts of the run ``name`` in ``run_dir``, as ``tracking``
     says.
@@ -164,6 +175,7 @@ class Recorder:
         if final is not None:
             out["population/final_score"] = final.final_score
             out["population/random_score"] = final.random_score
+            out |= final_game_metrics(final.games or [])
         league = self.generations.league
         if league is not None:
             out |= {k: v for k, v in league.metrics().items() if k.startswith("league/")}

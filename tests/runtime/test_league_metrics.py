@@ -73,3 +73,18 @@ def test_a_bad_league_fails_before_ray_starts(tmp_path, league: str, message: st
     with pytest.raises(ConfigError, match=message):
         train(cfg, run_dir=tmp_path / "run", show_progress=False)
     assert not ray.is_initialized() and not (tmp_path / "run").exists()
+
+
+def test_final_games_become_namespaced_metrics() -> None:
+    from distmarl.runtime.recorder import final_game_metrics
+
+    rows = [{"player": "member/1", "side": "predators", "opponent": "ref/flee", "kind": "member",
+             "win": 0.25, "draw": 0.0, "loss": 0.75},
+            {"player": "ref/random", "side": "predators", "opponent": "ref/flee",
+             "kind": "baseline", "win": 0.1, "draw": 0.0, "loss": 0.9},
+            {"player": "ref/random", "side": None, "opponent": "ref/minimax",
+             "kind": "baseline", "win": 0.0, "draw": 0.05, "loss": 0.95}]
+    m = final_game_metrics(rows)
+    assert m["final/member/1/vs/ref/flee/win"] == 0.25
+    assert m["final/ref/random/predators/vs/ref/flee/loss"] == 0.9
+    assert m["final/ref/random/vs/ref/minimax/draw"] == 0.05 and len(m) == 9
