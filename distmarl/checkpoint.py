@@ -7,6 +7,7 @@ Layout of ``RUN_DIR/checkpoints/step-000000012345/``::
                          MLflow run ids, the resolved config (JSON)
     member-0.pt ...      each member's ``state_dict()`` (torch.save; read with weights_only=True)
     buffer.arrow         the replay buffer (Arrow IPC, see distmarl.buffers.io)
+    snapshot-3.pt ...    a league's frozen snapshots: ``get_weights()`` output, arrays as tensors
 
 A checkpoint is written into a temporary folder and renamed into place, so a crash never leaves
 half a checkpoint under a real name; the last ``keep_last`` are kept. Loading checks every
@@ -19,10 +20,11 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from distmarl.buffers.io import read_state, write_state
@@ -42,6 +44,8 @@ class Checkpoint:
     meta: dict[str, Any]
     members: list[dict[str, Any]]
     buffer_state: dict[str, Any] | None
+    #: a league's snapshots' weights by snapshot id (``snapshot/3``), arrays as numpy
+    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _sha256(path: Path) -> str:
@@ -53,8 +57,10 @@ def _sha256(path: Path) -> str:
 
 
 def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[dict[str, Any]],
-                    buffer_state: dict[str, Any] | None = None, keep_last: int = 3) -> Path:
-    """Write a checkpoint for ``step`` under ``root`` atomically; returns its folder."""
+                    buffer_state: dict[str, Any] | None = None, keep_last: int = 3,
+                    snapshots: dict[str, dict[str, Any]] | None = None) -> Path:
+    """Write a checkpoint for ``step`` under ``root`` atomically; returns its folder.
+    ``snapshots``: a league's frozen weights by snapshot id (``snapshot/<k>``)."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"{PREFIX}{step:012d}"
     tmp = root / f".tmp-{PREFIX}{step:012d}-{os.getpid()}"
@@ -65,6 +71,8 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
         torch.save(state, tmp / f"member-{i}.pt")
     if buffer_state is not None:
         write_state(buffer_state, tmp / "buffer.arrow")
+    for sid, weights in (snapshots or {}).items():
+        torch.save(_tensors(weights), tmp / f"{_snapshot_file(sid)}.pt")
     files = {p.name: {"sha256": _sha256(p), "bytes": p.stat().st_size}
              for p in sorted(tmp.iterdir())}
     manifest = {"format": FORMAT_VERSION, "step": step, "members": len(members), "files": files}
@@ -76,6 +84,33 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
     _fsync_dir(root)
     prune(root, keep_last)
     return final
+
+
+def _snapshot_file(sid: str) -> str:
+    """``snapshot/3`` -> ``snapshot-3`` (checked: a league's ids are ``snapshot/<k>``)."""
+    kind, _, k = sid.partition("/")
+    if kind != "snapshot" or not k.isdigit():
+        raise ValueError(f"a league snapshot id is snapshot/<number>, got {sid!r}")
+    return f"snapshot-{k}"
+
+
+def _tensors(obj: Any) -> Any:
+    """Numpy arrays inside ``obj`` as tensors (``torch.load(weights_only=True)`` reads them)."""
+    if isinstance(obj, dict):
+        return {k: _tensors(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):  # a copy when read-only (object-store arrays)
+        arr = obj if obj.flags.writeable else obj.copy()
+        return torch.from_numpy(np.ascontiguousarray(arr))
+    return obj
+
+
+def _arrays(obj: Any) -> Any:
+    """The inverse of :func:`_tensors`."""
+    if isinstance(obj, dict):
+        return {k: _arrays(v) for k, v in obj.items()}
+    if isinstance(obj, torch.Tensor):
+        return obj.numpy()
+    return obj
 
 
 def _json_default(obj: Any) -> Any:
@@ -147,4 +182,7 @@ def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
     buffer_state = None
     if with_buffer and (path / "buffer.arrow").exists():
         buffer_state = read_state(path / "buffer.arrow")
-    return Checkpoint(path, int(manifest["step"]), meta, members, buffer_state)
+    snapshots = {f"snapshot/{p.stem.removeprefix('snapshot-')}":
+                 _arrays(torch.load(p, weights_only=True, map_location="cpu"))
+                 for p in sorted(path.glob("snapshot-*.pt"))}
+    return Checkpoint(path, int(manifest["step"]), meta, members, buffer_state, snapshots)

@@ -56,7 +56,9 @@ def result_line(summary: dict[str, Any]) -> str:
     head = (f"distmarl: {summary['stop_reason']} after {summary['env_steps']:,} env steps in "
             f"{summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f}/s), "
             f"{summary['generations']} generations")
-    if summary["final_score"] is not None:
+    if summary.get("final_games"):
+        result = league_result(summary)
+    elif summary["final_score"] is not None:
         result = (f"final score {summary['final_score']:.1f} "
                   f"(+-{summary['final_score_stderr']:.1f}, member {summary['elite']}, "
                   f"{summary['final_episodes']} fixed episodes; random play "
@@ -67,6 +69,20 @@ def result_line(summary: dict[str, Any]) -> str:
     return f"{head}, {result}; run in {summary['run_dir']}"
 
 
+def league_result(summary: dict[str, Any]) -> str:
+    """A league run's result: each side's elite against every reference it met, as win /
+    draw / loss shares of its final games."""
+    parts = []
+    for side, elite in summary["final_elites"].items():
+        rows = [r for r in summary["final_games"]
+                if r["player"] == f"member/{elite}" and r["kind"] == "member"]
+        games = ", ".join(f"{r['opponent']} {r['win']:.0%}/{r['draw']:.0%}/{r['loss']:.0%}"
+                          for r in rows)
+        who = f"member {elite}" + ("" if len(summary["final_elites"]) == 1 else f" ({side})")
+        parts.append(f"{who} won/drew/lost against {games}")
+    return f"final games ({summary['final_episodes']} each): " + "; ".join(parts)
+
+
 def _config_show(args: argparse.Namespace) -> int:
     from distmarl.config import load_config
 
@@ -75,10 +91,10 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from distmarl.collect.evaluation import evaluate_checkpoint
+    from distmarl.collect.league_eval import evaluate_saved
 
-    result = evaluate_checkpoint(_existing(args.checkpoint, "checkpoint"), args.episodes,
-                                 member=args.member, seed=args.seed)
+    result = evaluate_saved(_existing(args.checkpoint, "checkpoint"), args.episodes,
+                            member=args.member, seed=args.seed)
     print(json.dumps(result, indent=1))
     return 0
 

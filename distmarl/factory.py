@@ -110,7 +110,7 @@ def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
     searched = cfg.evolution.hp_config.get("learn_step")
     if searched is not None:
         steps = max(steps, int(searched.max))
-    waiting = cfg.population.size * (cfg.population.workers_per_member + 1)
+    waiting = cfg.num_members * (cfg.population.workers_per_member + 1)
     needed = FRAGMENT_CAPACITY_MARGIN * waiting * steps * cfg.env.num_envs
     if b.capacity < needed:
         raise ValueError(f"buffer.capacity {b.capacity} is too small for {cfg.algorithm.name}: "

@@ -91,3 +91,28 @@ def test_pickled_code_is_refused(tmp_path) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(Exception, match=r"(?i)weights_only|unsupported|global"):
         load_checkpoint(path)
+
+
+def test_league_snapshots_round_trip_as_weights_with_their_checksums(tmp_path) -> None:
+    from distmarl.algorithms import IPPO
+    from distmarl.envs import make_vector_env
+
+    venv = make_vector_env("pettingzoo.classic:tictactoe_v3", 1, mode="sync", seed=0)
+    agents = list(venv.possible_agents)
+    algo = IPPO({a: venv.single_observation_space(a) for a in agents},
+                {a: venv.single_action_space(a) for a in agents},
+                None, seed=0)
+    venv.close()
+    weights = algo.get_weights()
+    path = save_checkpoint(tmp_path, 7, {"x": 1}, [], snapshots={"snapshot/3": weights})
+    assert (path / "snapshot-3.pt").exists()
+    back = load_checkpoint(path).snapshots["snapshot/3"]
+    assert back["arch"] == weights["arch"]
+    assert all(np.array_equal(back["params"][k], v) for k, v in weights["params"].items())
+    clone = IPPO(algo.observation_spaces, algo.action_spaces, algo.net_config, seed=1)
+    clone.set_weights(back)  # acts as the snapshot did
+    with pytest.raises(ValueError, match="snapshot/<number>, got 'member/0'"):
+        save_checkpoint(tmp_path, 8, {}, [], snapshots={"member/0": weights})
+    (path / "snapshot-3.pt").write_bytes(b"changed")
+    with pytest.raises(CheckpointError, match=r"snapshot-3\.pt is truncated or changed"):
+        load_checkpoint(path)

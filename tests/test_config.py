@@ -337,3 +337,14 @@ def test_search_ranges_are_checked_when_the_config_loads(sets, words) -> None:
         load_config(CONFIGS / "tiny.yaml", sets)
     for word in words:
         assert word in str(err.value), (word, str(err.value))
+
+
+def test_a_league_with_named_sides_has_a_population_per_side() -> None:
+    from distmarl.config import load_config
+
+    tiny = "examples/configs/tiny.yaml"
+    assert load_config(tiny).num_members == load_config(tiny).population.size
+    sides = load_config(tiny, ["population.size=3",
+                               "league.sides={speakers: [speaker], listeners: [listener]}"])
+    assert sides.num_members == 6 and sides.league.enabled
+    assert load_config(tiny, ["population.size=3", "league.symmetric=true"]).num_members == 3

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from distmarl.collect.league_setup import league_setup
 from distmarl.config import load_config
 from distmarl.factory import preflight
 
@@ -21,9 +22,12 @@ def test_the_issue_s_example_configs_exist() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_example_config_passes_preflight(path: Path) -> None:
     cfg = load_config(path)
-    obs_spaces, act_spaces, _ = preflight(cfg)
+    obs_spaces, act_spaces, state = preflight(cfg)
     assert set(obs_spaces) == set(act_spaces) and len(obs_spaces) >= 2
     assert cfg.population.size >= 2 and cfg.training.max_steps > 0
+    if cfg.league.enabled:  # sides and references fit the game
+        setup = league_setup(cfg, (obs_spaces, act_spaces, state))
+        assert setup is not None and len(setup.references) >= 2
 
 
 #: What the AgileRL-settings speaker-listener config changes against the main one.

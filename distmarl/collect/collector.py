@@ -112,6 +112,10 @@ class Collector:
         #: the last step's ``next_value`` rows, NaN where the next step's ``value`` goes
         self._pending: dict[str, np.ndarray] | None = None
 
+    def set_seating(self, seating: Seating) -> None:
+        """Play league games from now on: ``seating``'s opponents hold their seats."""
+        self.seating = seating
+
     def collect(self, num_steps: int) -> Rollout:
         """``num_steps`` vectorised steps: ``num_steps * num_envs`` transitions per agent, rows
         time-major (row ``t * num_envs + e``)."""

@@ -145,10 +145,25 @@ def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | N
     evaluation: its elite (else the best member by last fitness), the config's
     ``evolution.final_episodes`` episodes seeded by ``evolution.final_seed``, on as many
     sub-envs as the run had, acting as its evaluations did (``evolution.eval_explore``), so a
-    run's last checkpoint gives its ``final_score`` again."""
-    cfg, algo, index, where = load_member(path, member, seed)
-    episodes = episodes or cfg.evolution.final_episodes or 100
-    seed = cfg.evolution.final_seed if seed is None else seed
+    run's last checkpoint gives its ``final_score`` again. (A league member plays games
+    instead: :func:`distmarl.collect.league_eval.evaluate_saved` takes either.)"""
+    return score_member(*load_member(path, member, seed), episodes, seed)
+
+
+def final_defaults(cfg: ExperimentConfig, episodes: int | None, seed: int | None
+                   ) -> tuple[int, int]:
+    """``(episodes, seed)``, the run's final evaluation's where not given."""
+    return (episodes or cfg.evolution.final_episodes or 100,
+            cfg.evolution.final_seed if seed is None else seed)
+
+
+def score_member(cfg: ExperimentConfig, algo: Any, index: int, where: str,
+                 episodes: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    """:func:`evaluate_checkpoint` on a member :func:`load_member` gave."""
+    if cfg.league.enabled:
+        raise ValueError("a league run's member plays games, not episodes: use "
+                         "distmarl.collect.league_eval.evaluate_saved (distmarl evaluate)")
+    episodes, seed = final_defaults(cfg, episodes, seed)
     venv = make_venv(cfg.env, mode="sync", seed=seed)
     explore = cfg.evolution.eval_explore
     if explore:

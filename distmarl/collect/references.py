@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from distmarl.agents import Sides
 from distmarl.collect.evaluation import RandomPolicy
 
 __all__ = ["REFERENCES", "BoardPlayer", "FleeingPrey", "LookaheadConnectFour",
-           "MinimaxTicTacToe", "make_reference", "tictactoe_values"]
+           "MinimaxTicTacToe", "make_reference", "reference_sides", "tictactoe_values"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
@@ -217,3 +218,28 @@ def _expect(name: str, agents: Sequence[str], spaces: Mapping[str, Any], fits: A
         if not fits(spaces[a]):
             raise ValueError(f"reference {name!r} plays {REFERENCES[name]}: it needs {what}, "
                              f"but {a!r} observes {spaces[a]}")
+
+
+def reference_sides(names: Sequence[str], sides: Sides, observation_spaces: Mapping[str, Any],
+                    action_spaces: Mapping[str, Any], env_kwargs: Mapping[str, Any]
+                    ) -> dict[str, list[str]]:
+    """Reference name -> the sides it can play (each is built once to check): ``random`` every
+    side, ``flee`` only simple_tag's prey. A reference that plays no side of the game is a
+    ValueError naming it, the game it plays and why each side refused it."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        if name not in REFERENCES:
+            raise ValueError(f"league.references: unknown reference {name!r}; known: "
+                             f"{sorted(REFERENCES)}")
+        refused = []
+        for side, members in sides.agents.items():
+            try:
+                make_reference(name, members, observation_spaces, action_spaces, env_kwargs, 0)
+            except ValueError as err:
+                refused.append(f"side {side!r}: {err}")
+            else:
+                out.setdefault(name, []).append(side)
+        if name not in out:
+            raise ValueError(f"league.references: {name!r} plays no side of this game ("
+                             + "; ".join(refused) + ")")
+    return out

@@ -1,49 +1,95 @@
 """Who holds each seat of a competitive game in each sub-env, while a learner collects.
 
-In a league, a rollout worker's sub-envs each host one match (:class:`~distmarl.hpo.league.Match`):
-the learning member on its side, an opponent on every other side (another member, a frozen
-snapshot or a reference). :class:`Seating` keeps each sub-env's match, replaces the learner's
-actions for the opponents' seats by the opponents' own (:meth:`Seating.override`), says which
-rows the learner may learn from (:meth:`Seating.learner_rows`: its own seats only), turns an
-ended episode's returns into a result (:meth:`Seating.result`) and seats the sub-env's next
-match. Opponents are :class:`~distmarl.collect.evaluation.Policy` objects by player id; the
-caller builds them (from weights, or a reference) and keeps them fresh.
+In a league, a rollout worker's sub-envs each host one match
+(:class:`~distmarl.hpo.league.Match`): the learning member on its side, an opponent on every
+other side (another member, a frozen snapshot or a reference). :class:`Seating` keeps each
+sub-env's match, replaces the learner's actions for the opponents' seats by the opponents' own
+(:meth:`Seating.override`), says which rows the learner may learn from
+(:meth:`Seating.learner_rows`: its own seats only), turns an ended episode's returns into a
+result (:meth:`Seating.result`) and seats the sub-env's next match from its plan
+(:meth:`Seating.replan` gives a new one; running games go on). Opponents are
+:class:`~distmarl.collect.evaluation.Policy` objects by player id; the caller builds them
+(from weights, or a reference) and keeps them fresh.
 
-Results: a side's score is its agents' summed return; the learner wins when its side's score
-is above every other side's, loses when below one, else draws (zero-sum games: the sign of its
-return).
+Results: a side's score is its agents' summed return. By default the learner wins when its
+side's score is above every other side's, loses when below one, else draws (zero-sum games:
+the sign of its return). Mixed games, whose scores do not oppose (simple_tag's prey loses
+points at the arena's edge whatever the predators do), name one side and a threshold instead
+(``win_above={"predators": 0}``): that side wins a game when its score is above the threshold,
+and every other side wins otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from distmarl.agents import Sides
-from distmarl.collect.evaluation import Policy
+from distmarl.collect.evaluation import Policy, Seats, episode_returns
 from distmarl.hpo.league import Match
 
-__all__ = ["MatchResult", "Seating"]
+__all__ = ["LeagueGame", "LeaguePlan", "MatchResult", "Seating", "check_win_above",
+           "play_games", "side_result"]
 
 #: (learner, opponent, the learner's result: 1 win, 0.5 draw, 0 loss)
 MatchResult = tuple[str, str, float]
 
 
-class Seating:
-    """Each sub-env's match for one learner; see the module docstring. ``next_match(env)``
-    gives the match a sub-env starts when its episode ends (the league's plan)."""
+class LeagueGame(NamedTuple):
+    """What a rollout worker knows of a league's game (plain data): its sides, and how a
+    game's result is read."""
 
-    def __init__(self, sides: Sides, num_envs: int, learner: str,
-                 next_match: Callable[[int], Match], policies: Mapping[str, Policy]) -> None:
+    sides: Sides
+    win_above: dict[str, float] | None = None
+
+
+class LeaguePlan(NamedTuple):
+    """A worker's next league games (plain data): the matches its sub-envs start, in order,
+    and each opponent's ``(weights version, weights box, side)`` (version and box None for a
+    reference; the box holds one object-store reference, fetched only for a new version)."""
+
+    matches: list[Match]
+    opponents: dict[str, tuple[int | None, list[Any] | None, str]]
+
+
+class Seating:
+    """Each sub-env's match for one learner; see the module docstring. ``plan``: the matches
+    sub-envs start, in order (the first ``num_envs`` now, the next one whenever an episode
+    ends; the plan repeats when used up); ``policies``: the opponents' by player id."""
+
+    def __init__(self, sides: Sides, num_envs: int, learner: str, plan: Sequence[Match],
+                 policies: Mapping[str, Policy],
+                 win_above: Mapping[str, float] | None = None) -> None:
         self.sides, self.learner, self.num_envs = sides, learner, num_envs
-        self.next_match = next_match
+        self.win_above = check_win_above(sides, win_above)
         self.policies = dict(policies)
-        self.matches: list[Match] = [next_match(e) for e in range(num_envs)]
-        self._check(self.matches)
+        self.plan: list[Match] = []
+        self.next = 0
+        #: each sub-env's running match
+        self.matches: list[Match] = []
+        self.replan(plan, policies)
+        self.matches = [self._next_match() for _ in range(num_envs)]
         #: each agent's return so far in each sub-env's running episode
         self.returns: dict[str, np.ndarray] = {}
+
+    def replan(self, plan: Sequence[Match], policies: Mapping[str, Policy]) -> None:
+        """New matches for the sub-envs' next episodes (running games go on), and the policies
+        of their opponents (added to or replacing those held); policies that neither the plan
+        nor a running game seats are let go (snapshots that left the league)."""
+        if not plan:
+            raise ValueError("a league plan needs at least one match")
+        self.policies.update(policies)
+        self._check(list(plan))
+        self.plan, self.next = list(plan), 0
+        seated = {p for m in [*self.plan, *self.matches] for p in m.seats.values()}
+        self.policies = {p: pol for p, pol in self.policies.items() if p in seated}
+
+    def _next_match(self) -> Match:
+        match = self.plan[self.next % len(self.plan)]
+        self.next += 1
+        return match
 
     def _check(self, matches: list[Match]) -> None:
         for m in matches:
@@ -70,7 +116,9 @@ class Seating:
     def override(self, actions: dict[str, np.ndarray], obs: Mapping[str, Any],
                  explore: bool) -> dict[str, np.ndarray]:
         """``actions`` with every opponent seat's action chosen by that opponent, from the
-        same observations (each opponent is asked once, for all sub-envs it plays in)."""
+        same observations. Each opponent is asked once, with the whole batch of every agent
+        it plays in some sub-env (a policy that shares one network across a group's agents
+        needs as many rows of each), and its actions are taken for its seats only."""
         out = {a: np.array(v, copy=True) for a, v in actions.items()}
         by_player: dict[str, dict[str, list[int]]] = {}
         for a in obs:
@@ -79,10 +127,9 @@ class Seating:
                 if p != self.learner:
                     by_player.setdefault(p, {}).setdefault(a, []).append(e)
         for p, seats in by_player.items():
-            sub = {a: _rows(obs[a], envs) for a, envs in seats.items()}
-            chosen = self.policies[p].act(sub, explore=explore)
+            chosen = self.policies[p].act({a: obs[a] for a in seats}, explore=explore)
             for a, envs in seats.items():
-                out[a][envs] = chosen[a]
+                out[a][envs] = np.asarray(chosen[a])[envs]
         return out
 
     def step(self, rew: Mapping[str, Any], ended: np.ndarray) -> list[MatchResult]:
@@ -102,22 +149,63 @@ class Seating:
         """The ended match of sub-env ``env`` as results of the learner against each opponent
         (see the module docstring), and the sub-env's next match seated."""
         match = self.matches[env]
-        score = {s: float(sum(returns[a] for a in agents if a in returns))
-                 for s, agents in self.sides.agents.items()}
-        own = score[match.learner_side]
-        others = [score[s] for s in match.seats if s != match.learner_side]
-        result = 1.0 if all(own > o for o in others) else (
-            0.0 if any(own < o for o in others) else 0.5)
+        result = side_result(self.sides, match.learner_side, returns, self.win_above)
         results = [(self.learner, p, result) for s, p in match.seats.items()
                    if s != match.learner_side]
-        nxt = self.next_match(env)
-        self._check([nxt])
-        self.matches[env] = nxt
+        self.matches[env] = self._next_match()
         return results
 
 
-def _rows(x: Any, envs: list[int]) -> Any:
-    """Rows ``envs`` of one agent's batched observation (an array, or a dict of them)."""
-    if isinstance(x, Mapping):
-        return {k: _rows(v, envs) for k, v in x.items()}
-    return np.asarray(x)[envs]
+def check_win_above(sides: Sides, win_above: Mapping[str, float] | None
+                    ) -> dict[str, float] | None:
+    """``win_above`` checked: one side of the game and its threshold (ValueError naming it)."""
+    if not win_above:
+        return None
+    if len(win_above) != 1 or next(iter(win_above)) not in sides.agents:
+        raise ValueError(f"league.win_above names one side of the game and its threshold "
+                         f"(sides: {list(sides.agents)}), got {dict(win_above)}")
+    return dict(win_above)
+
+
+def side_result(sides: Sides, side: str, returns: Mapping[str, float],
+                win_above: Mapping[str, float] | None = None) -> float:
+    """``side``'s result from an episode's returns per agent (see the module docstring)."""
+    score = {s: float(sum(returns[a] for a in agents if a in returns))
+             for s, agents in sides.agents.items()}
+    if win_above:
+        (decider, threshold), = win_above.items()
+        decided = score[decider] > threshold
+        return float(decided if side == decider else not decided)
+    own = score[side]
+    others = [v for s, v in score.items() if s != side]
+    if all(own > o for o in others):
+        return 1.0
+    return 0.0 if any(own < o for o in others) else 0.5
+
+
+def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Policy],
+               opponent: tuple[str, Policy], games: int, seed: int, explore: bool = False,
+               win_above: Mapping[str, float] | None = None) -> list[MatchResult]:
+    """``games`` evaluation games of the learner (``(player id, policy)``) against one
+    opponent, who holds every other side. The learner plays ``side``; in a symmetric game
+    (``side`` None) it takes each seat for an equal share of the games (the first seats one
+    more when they do not divide). Results as :meth:`Seating.result` gives them; the games of
+    one seating are played together on the sub-envs, seeded ``seed + k`` for seating ``k``."""
+    (me, mine), (them, theirs) = learner, opponent
+    if (side is None) != sides.symmetric:
+        raise ValueError("a symmetric game's learner takes every seat (side None); an "
+                         "asymmetric game's plays its own side")
+    own_sides = list(sides.agents) if side is None else [side]
+    results: list[MatchResult] = []
+    for k, seat in enumerate(own_sides):
+        count = games // len(own_sides) + (1 if k < games % len(own_sides) else 0)
+        if not count:
+            continue
+        seats = {a: (mine if s == seat else theirs) for s, agents in sides.agents.items()
+                 for a in agents}
+        per_env = -(-count // venv.num_envs)
+        for returns in episode_returns(venv, Seats(seats), per_env, seed=seed + k,
+                                       explore=explore)[:count]:
+            results.append((me, them, side_result(sides, seat, returns, win_above)))
+    return results
+

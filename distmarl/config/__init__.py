@@ -11,6 +11,7 @@ from distmarl.config.experiment import (
     EvolutionConfig,
     ExperimentConfig,
     IPPOConfig,
+    LeagueConfig,
     MADDPGConfig,
     MAPPOConfig,
     MATD3Config,
@@ -49,7 +50,8 @@ from distmarl.config.section import ConfigError, Section
 __all__ = [
     "ALGORITHM_CONFIGS", "HP_MODELS", "AlgorithmConfig", "AnyAlgorithmConfig", "BufferConfig",
     "ConfigError", "EnvConfig", "EvolutionConfig", "ExperimentConfig", "Hyperparameters",
-    "IPPOConfig", "IPPOHyperparameters", "MADDPGConfig", "MADDPGHyperparameters", "MAPPOConfig",
+    "IPPOConfig", "IPPOHyperparameters", "LeagueConfig", "MADDPGConfig",
+    "MADDPGHyperparameters", "MAPPOConfig",
     "MAPPOHyperparameters", "MATD3Config", "MATD3Hyperparameters", "MutationConfig",
     "PopulationConfig", "RLParameterConfig", "ResourceConfig", "Section", "TournamentConfig",
     "TrackingConfig", "TrainingConfig", "apply_overrides", "check_hp", "check_hp_value",

@@ -190,6 +190,24 @@ class TrackingConfig(Section):
     keep_last: int = Field(3, ge=1, description="checkpoints kept")
 
 
+class LeagueConfig(Section):
+    sides: dict[str, list[str]] | None = Field(None, description="a competitive or mixed game's sides: side name -> agent groups (simple_tag: {predators: [adversary], prey: [agent]}); each side has its own population of population.size members")
+    symmetric: bool = Field(False, description="a game whose seats all play the same role (connect four, tictactoe, rps): one population takes every seat")
+    snapshot_every: int = Field(2, ge=1, description="generations between snapshots of every member joining the league as frozen opponents")
+    max_snapshots: int = Field(8, ge=1, description="snapshots the league holds (the oldest leave first)")
+    current_share: float = Field(0.5, ge=0, le=1, description="share of training games against current members; the rest against snapshots, once there are any")
+    reference_share: float = Field(0.0, ge=0, le=1, description="share of training games against the references (chosen by PFSP among them); the rest go to members and snapshots as current_share says. 0: references are evaluation opponents only")
+    pfsp: Literal["hard", "variance", "uniform"] = Field("hard", description="how opponents are weighted by the learner's win rate p against them: hard (1 - p)^2, variance p (1 - p), uniform")
+    references: list[str] = Field(default_factory=lambda: ["random"], description="fixed reference opponents, rated with the league but never moved: random, minimax (tictactoe), lookahead (connect four), flee (simple_tag's prey)")
+    win_above: dict[str, float] | None = Field(None, description="mixed games whose scores do not oppose: one side and a threshold; that side wins a game when its agents' summed return is above it, every other side otherwise (simple_tag: {predators: 0}, a catch). None: the side with the highest score wins")
+    eval_games: int = Field(20, ge=2, description="evaluation games of every member against each reference and each other member per generation (seats alternate)")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the game is competitive (sides or symmetric set): fitness is a rating."""
+        return bool(self.sides) or self.symmetric
+
+
 class ExperimentConfig(Section):
     name: str = Field("distmarl", description="run name")
     seed: int = Field(0, description="seed of every random generator of the run")
@@ -202,12 +220,23 @@ class ExperimentConfig(Section):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     resources: ResourceConfig = Field(default_factory=ResourceConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    league: LeagueConfig = Field(default_factory=LeagueConfig, description="competitive and mixed games: sides, snapshots, opponents and ratings (absent: a cooperative game)")
+
+    @property
+    def num_members(self) -> int:
+        """Members of the run: ``population.size``, per side in a league with named sides."""
+        return self.population.size * (len(self.league.sides) if self.league.sides else 1)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
         if self.evolution.tournament.size > self.population.size:
             raise ValueError(f"evolution.tournament.size {self.evolution.tournament.size} is larger "
                              f"than population.size {self.population.size}")
+        if self.league.sides and self.league.symmetric:
+            raise ValueError("league: set either sides or symmetric: true, not both")
+        if self.league.enabled and self.evolution.mode == "async":
+            raise ValueError("league runs evolve in generations: evolution.mode sync or "
+                             "independent, not async")
         ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}
         try:
             check_search_ranges(self.algorithm.name, ranges)

@@ -25,6 +25,7 @@ from distmarl.hpo.ratings import result_index
 __all__ = ["Match", "MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights",
            "plan_matches"]
 
+#: how PFSP weighs opponents (see :func:`pfsp_weights`)
 Weighting = Literal["hard", "variance", "uniform"]
 
 
@@ -89,16 +90,23 @@ def pfsp_weights(win_rates: Sequence[float], weighting: Weighting = "hard") -> n
 
 def choose_opponent(learner: str, current: Sequence[str], snapshots: Sequence[str],
                     record: MatchRecord, rng: np.random.Generator, current_share: float = 0.5,
-                    weighting: Weighting = "hard") -> str:
-    """One opponent for ``learner``: with probability ``current_share`` (or when there are
-    no snapshots) one of the ``current`` members, else a snapshot; within the chosen group by
+                    weighting: Weighting = "hard", references: Sequence[str] = (),
+                    reference_share: float = 0.0) -> str:
+    """One opponent for ``learner``: with probability ``reference_share`` one of the
+    ``references``; otherwise with probability ``current_share`` (or when there are no
+    snapshots) one of the ``current`` members, else a snapshot; within the chosen group by
     :func:`pfsp_weights` of ``learner``'s win rates. ``learner`` itself is never chosen
     unless it is the only candidate (self-play)."""
-    if not 0.0 <= current_share <= 1.0:
-        raise ValueError(f"current_share must be within [0, 1], got {current_share}")
+    for name, share in (("current_share", current_share), ("reference_share", reference_share)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"{name} must be within [0, 1], got {share}")
     others = [c for c in current if c != learner]
-    use_current = not snapshots or (others and rng.random() < current_share)
-    pool = (others or list(current)) if use_current else list(snapshots)
+    if references and reference_share > 0 and rng.random() < reference_share:
+        pool = list(references)
+    elif not snapshots or (others and rng.random() < current_share):
+        pool = others or list(current)
+    else:
+        pool = list(snapshots)
     if not pool:
         raise ValueError(f"no opponent for {learner!r}: no other member and no snapshot")
     probs = pfsp_weights([record.win_rate(learner, o) for o in pool], weighting)
@@ -118,10 +126,13 @@ def plan_matches(learner: str, side: str, sides: Sequence[str],
                  current: Mapping[str, Sequence[str]], snapshots: Mapping[str, Sequence[str]],
                  record: MatchRecord,
                  rng: np.random.Generator, games: int, symmetric: bool = False,
-                 current_share: float = 0.5, weighting: Weighting = "hard") -> list[Match]:
+                 current_share: float = 0.5, weighting: Weighting = "hard",
+                 references: Mapping[str, Sequence[str]] | None = None,
+                 reference_share: float = 0.0) -> list[Match]:
     """Seatings of ``games`` games for ``learner``, a member of ``side``: every other side gets
     an opponent from that side's ``current`` members and ``snapshots``
-    (:func:`choose_opponent`). In a symmetric game the sides are seats sharing one population
+    (:func:`choose_opponent`; ``references`` by side join with ``reference_share``). In a
+    symmetric game the sides are seats sharing one population
     (``current`` and ``snapshots`` under ``side``), and the learner's seat turns with the
     game number, so it plays first and second equally often."""
     if side not in sides:
@@ -133,8 +144,9 @@ def plan_matches(learner: str, side: str, sides: Sequence[str],
         for other in sides:
             if other != own:
                 pool = side if symmetric else other
-                seats[other] = choose_opponent(learner, current[pool], snapshots.get(pool, ()),
-                                               record, rng, current_share, weighting)
+                seats[other] = choose_opponent(
+                    learner, current[pool], snapshots.get(pool, ()), record, rng, current_share,
+                    weighting, (references or {}).get(pool, ()), reference_share)
         matches.append(Match(seats, own))
     return matches
 

@@ -38,6 +38,8 @@ class SelectionPlan:
     elite: int | None
     fitness: tuple[float, ...]
     order: tuple[int, ...] = field(default=())
+    #: every side's elite in a league (sides in order); ``(elite,)`` otherwise
+    elites: tuple[int, ...] = field(default=())
 
     def copies(self) -> list[tuple[int, int]]:
         """``(member, source)`` pairs that need a weight copy (source != member)."""
@@ -88,4 +90,28 @@ class TournamentSelection:
         ]
         order = ([elite] if elite is not None else []) + [s for s in range(self.population_size)
                                                           if s != elite]
-        return SelectionPlan(tuple(sources), elite, tuple(fitness), tuple(order))
+        return SelectionPlan(tuple(sources), elite, tuple(fitness), tuple(order),
+                             () if elite is None else (elite,))
+
+
+def select_by_side(selection: TournamentSelection, histories: Sequence[Sequence[float]],
+                   side_of_member: Sequence[str], rng: np.random.Generator) -> SelectionPlan:
+    """Tournaments within each side of a league (``selection`` sized for one side): a member
+    only ever copies a member of its own side, whose rating was earned against the same
+    opponents. The plan's ``elite`` is the first side's, ``elites`` every side's."""
+    if len(histories) != len(side_of_member):
+        raise ValueError(f"{len(histories)} fitness histories for {len(side_of_member)} members")
+    sides = list(dict.fromkeys(side_of_member))
+    sources = list(range(len(histories)))
+    fitness = selection.fitness(histories)
+    elites: list[int] = []
+    for side in sides:
+        members = [i for i, s in enumerate(side_of_member) if s == side]
+        plan = selection.select([histories[i] for i in members], rng)
+        for local, src in enumerate(plan.sources):
+            sources[members[local]] = members[src]
+        if plan.elite is not None:
+            elites.append(members[plan.elite])
+    order = elites + [i for i in range(len(histories)) if i not in elites]
+    return SelectionPlan(tuple(sources), elites[0] if elites else None, tuple(fitness),
+                         tuple(order), tuple(elites))

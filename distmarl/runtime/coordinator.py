@@ -24,11 +24,13 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from distmarl.collect.seating import LeagueGame
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, reads_state
 from distmarl.runtime.datapath import make_datapath
 from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations, make_hp_config
+from distmarl.runtime.league import make_league
 from distmarl.runtime.recorder import Recorder
 from distmarl.runtime.resources import plan_resources
 from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
@@ -55,7 +57,7 @@ class TrainingRun:
         started = time.perf_counter()
         self.stop_requested = stop
         self.asynchronous = cfg.evolution.mode == "async"
-        self.max_env_steps = cfg.training.max_steps * cfg.population.size
+        self.max_env_steps = cfg.training.max_steps * cfg.num_members
         algo, evo, training = cfg.algorithm, cfg.evolution, cfg.training
         # a bad range fails before any actor starts
         hp_config = make_hp_config(evo.hp_config, algo.name)
@@ -64,21 +66,26 @@ class TrainingRun:
         path = make_datapath(algo.name, training, cfg.buffer)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
+        self.league = make_league(cfg, spaces, self.state)
         self.fleet = Fleet(
             cfg.population, cfg.env, algo, spaces,
             buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), reads_state(algo, spaces)),
             snapshot_interval_s=cfg.buffer.snapshot_interval_s,
             weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
-            resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources()),
+            resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
+                                     cfg.num_members),
+            members=cfg.num_members,
+            league=None if self.league is None else LeagueGame(self.league.sides,
+                                                               cfg.league.win_above),
             path=path, state=self.state, scheduler=self.scheduler)
         first = min(evo.evo_steps, training.max_steps)
         self.state.members = [MemberState(i, first, hp)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
-                                       hp_config)
+                                       hp_config, self.league)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec, "algorithm": algo.name,
                 "ray.address": str(ray_address or "local"),
-                "population": str(cfg.population.size)}
+                "population": str(cfg.num_members)}
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
             tags=tags, max_steps=training.max_steps, evo_steps=evo.evo_steps,
@@ -128,7 +135,8 @@ class TrainingRun:
             return self.fleet.learners[call.member].train.remote(call.updates)
         box = self.state.members[call.member].weights_box
         worker = self.fleet.workers[call.member][call.worker]
-        return worker.collect.remote(call.steps, call.version, box)
+        plan = None if self.league is None else self.league.plan(call.member)
+        return worker.collect.remote(call.steps, call.version, box, plan)
 
     def _handle(self, ref: Any) -> None:
         """Hand a finished call's result (or failure) to the scheduler and the fleet."""
@@ -143,6 +151,8 @@ class TrainingRun:
             self.scheduler.on_result(call, result)
             m.record_episodes(result.episode_scores)
             self.fleet.count_dropped_rows(result.nonfinite_rows)
+            if self.league is not None:
+                self.league.record_training(result.match_results)
         elif not self.fleet.trained(call.member, result.incarnation):
             self.scheduler.on_failure(call)  # restarted between our calls: owed again
         else:
@@ -168,7 +178,11 @@ class TrainingRun:
                 self._handle(ref)
 
     def progress(self) -> dict[str, Any]:
-        return progress(self.state, self.max_env_steps)
+        """:func:`progress`, with each side's best rating in a league."""
+        p = progress(self.state, self.max_env_steps)
+        if self.league is not None:
+            p["best_rating"] = self.league.best_ratings()
+        return p
 
     def summary(self) -> dict[str, Any]:
         state = self.state
@@ -188,6 +202,7 @@ class TrainingRun:
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),
+            **({} if self.league is None else {"league": self.league.summary()}),
             **self.recorder.summary(),
         }
 
@@ -217,7 +232,7 @@ class Coordinator:
 
     def progress(self) -> dict[str, Any]:
         if self.current is None:  # still setting up: nothing counted yet
-            return progress(RunState(), self.cfg.training.max_steps * self.cfg.population.size)
+            return progress(RunState(), self.cfg.training.max_steps * self.cfg.num_members)
         return self.current.progress()
 
     def handles(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayError, RayTaskError
 
+from distmarl.collect.seating import LeagueGame
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig
 from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.learner import LearnerActor
@@ -83,7 +84,8 @@ def get_with_retry(submit: Callable[[], Any], attempts: int = 120, delay_s: floa
 
 class Fleet:
     """The buffer actor (built from ``buffer_kwargs``, see
-    :func:`distmarl.factory.buffer_kwargs`), one learner per member of ``population``,
+    :func:`distmarl.factory.buffer_kwargs`), one learner per member (``members``, default
+    ``population.size``; a league has that many per side),
     ``workers_per_member`` rollout workers per member, each building its algorithm from
     ``algorithm`` (workers their envs from ``env``) with a seed derived from ``seed``; what they
     cost in faults (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
@@ -94,8 +96,10 @@ class Fleet:
                  algorithm: AlgorithmConfig, spaces: tuple[Any, ...], *,
                  buffer_kwargs: dict[str, Any], snapshot_interval_s: float,
                  weight_sync_updates: int, seed: int, resources: ActorResources,
-                 path: DataPath, state: RunState, scheduler: Scheduler) -> None:
+                 path: DataPath, state: RunState, scheduler: Scheduler,
+                 members: int | None = None, league: LeagueGame | None = None) -> None:
         self.path, self.state, self.scheduler = path, state, scheduler
+        count = population.size if members is None else members
         # actor handles are typed Any: their methods are called through ``.remote``
         self.buffer: Any = make_buffer_actor(buffer_kwargs, num_cpus=resources.buffer["num_cpus"],
                                              **ACTOR_OPTIONS)
@@ -103,13 +107,13 @@ class Fleet:
             LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
                 member, algorithm, spaces, self.buffer, seed=seed * 1009 + member,
                 weight_sync_updates=weight_sync_updates, num_envs=env.num_envs)
-            for member in range(population.size)]
+            for member in range(count)]
         self.workers: list[list[Any]] = [
             [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
                 member, w, env, algorithm, spaces, self.buffer,
-                seed=seed * 7919 + member * 101 + w)
+                seed=seed * 7919 + member * 101 + w, league=league)
              for w in range(population.workers_per_member)]
-            for member in range(population.size)]
+            for member in range(count)]
         self.faults = FaultLog()
         self.snapshots = Snapshots(snapshot_interval_s)
         self.buffer_incarnation: str | None = None

@@ -27,9 +27,12 @@ from distmarl.hpo import (
     RLParameter,
     TournamentSelection,
 )
+from distmarl.hpo.league_final import RANDOM, pooled, rows_of
+from distmarl.hpo.league_state import member_id
 from distmarl.hpo.pbt import AsyncExploit
-from distmarl.hpo.tournament import rank
+from distmarl.hpo.tournament import SelectionPlan, rank, select_by_side
 from distmarl.runtime.fleet import Fleet, get_with_retry
+from distmarl.runtime.league import LeagueRun
 from distmarl.runtime.run_state import DONE, FinalEvaluation, RunState
 
 log = logging.getLogger(__name__)
@@ -57,15 +60,20 @@ class Generations:
     ``Generator`` seeded with ``seed``."""
 
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
-                 state: RunState, hp_config: HyperparameterConfig) -> None:
+                 state: RunState, hp_config: HyperparameterConfig,
+                 league: LeagueRun | None = None) -> None:
         self.evo = evo
         self.max_steps = training.max_steps
         self.target = training.target
         self.fleet, self.state = fleet, state
         self.rng = np.random.default_rng(seed)
         self.hp_config = hp_config
+        #: a competitive game's league: fitness is a rating, tournaments stay within a side
+        self.league = league
+        per_side = len(state.members) if league is None else \
+            len(state.members) // len(set(league.league.side_of_member))
         self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
-                                             len(state.members), evo.eval_loop)
+                                             per_side, evo.eval_loop)
         m = evo.mutation
         self.mutations = Mutations(m.no_mutation, m.architecture, m.new_layer_prob, m.parameters,
                                    m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,
@@ -81,14 +89,25 @@ class Generations:
         self.state.end_generation()
         if self._finished():
             return
+        if self.league is not None:
+            self.league.after_generation(self.state.generation)
         if self.evo.mode != "independent":  # independent: no selection, no mutation
-            plan = self.selection.select([m.fitness for m in members], self.rng)
+            plan = self._select([m.fitness for m in members])
             hps = [members[src].hp for src in plan.sources]
             plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elite)
             self.carry_out(plan.copies(), plans)
+            if self.league is not None:
+                self.league.copied(plan.copies())
             self.lineage.record_generation(plan, plans, [m.hp for m in members])
         for member in range(len(members)):
             self._next_boundary(member)
+
+    def _select(self, histories: list[list[float]]) -> SelectionPlan:
+        """Tournament selection over the population, or within each side of a league."""
+        if self.league is None:
+            return self.selection.select(histories, self.rng)
+        return select_by_side(self.selection, histories, self.league.league.side_of_member,
+                              self.rng)
 
     def evolve_async(self, member: int) -> None:
         """Population-based training's exploit and explore for one member at its boundary."""
@@ -156,10 +175,28 @@ class Generations:
         self.fleet.check_learners(members)
         self._refresh_weights(members)
         seed = int(self.rng.integers(2**31))  # the same episodes for everyone: fair comparisons
+        if self.league is not None:
+            return self._evaluate_league(members, seed)
         results = self._gather(members, [self._eval_call(i, seed) for i in members])
         fitness = {}
         for i, scores in zip(members, results):
             fitness[i] = float(np.mean(scores))
+            self.state.members[i].evaluated(fitness[i])
+            self.lineage.record_fitness(i, fitness[i])
+        return fitness
+
+    def _evaluate_league(self, members: Sequence[int], seed: int) -> dict[int, float]:
+        """Every member's evaluation games against its league opponents, their results rated
+        in member order (so the ratings do not depend on which call finished first); fitness
+        is each member's rating."""
+        assert self.league is not None
+        calls = {i: self.league.evaluation_calls(i, self.fleet.workers[i][0], seed)
+                 for i in members}
+        for i in members:
+            self.league.record_evaluation(ray.get(calls[i]))
+        fitness = {}
+        for i in members:
+            fitness[i] = self.league.fitness(i)
             self.state.members[i].evaluated(fitness[i])
             self.lineage.record_fitness(i, fitness[i])
         return fitness
@@ -172,6 +209,8 @@ class Generations:
         indices = list(range(len(members)))
         self.fleet.check_learners(indices)
         self._refresh_weights(indices)
+        if self.league is not None:
+            return self._final_league(episodes, seed)
         workers = self.fleet.workers
         calls = [self._final_call(i, episodes, seed) for i in indices]
         calls.append(lambda: workers[0][0].score_fixed.remote(-1, None, episodes, seed, True))
@@ -182,6 +221,26 @@ class Generations:
             scores=[float(np.mean(s)) for s in scores],
             stderr=[float(np.std(s) / np.sqrt(len(s))) for s in scores],
             random_score=float(np.mean(random_scores)))
+        return self.state.final
+
+    def _final_league(self, games: int, seed: int) -> FinalEvaluation:
+        """A league's final games (:mod:`distmarl.hpo.league_final`): every member against
+        the references, the sides' elites (ranked by rating within their side) against each
+        other, and random play's baseline; ``games`` each."""
+        assert self.league is not None
+        elites = self.league.elites(
+            self.selection.fitness([m.fitness for m in self.state.members]))
+        plan = self.league.final_games(elites, seed)
+        workers = [w[0] for w in self.fleet.workers]
+        rows = self.league.final_rows(plan, ray.get(
+            [self.league.final_call(g, workers, games) for g in plan]))
+        scores = [pooled(rows_of(rows, member_id(i))) for i in range(len(self.state.members))]
+        first = next(iter(elites))
+        self.state.final = FinalEvaluation(
+            episodes=games, seed=seed, elite=elites[first], scores=[s for s, _ in scores],
+            stderr=[e for _, e in scores],
+            random_score=pooled(rows_of(rows, RANDOM, "baseline", first))[0],
+            elites=elites, games=rows)
         return self.state.final
 
     def _final_call(self, member: int, episodes: int, seed: int) -> Callable[[], Any]:
@@ -267,11 +326,26 @@ class Generations:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        return {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state}
+        """Lineage, RNG and (a league run) the league's plain state; the snapshots' weights
+        are :meth:`snapshot_weights`."""
+        out = {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state}
+        if self.league is not None:
+            out["league"] = self.league.state_dict()
+        return out
 
-    def load_state_dict(self, d: dict[str, Any]) -> None:
+    def snapshot_weights(self) -> dict[str, dict[str, Any]]:
+        """A league's frozen snapshots' weights by id (none in a cooperative run)."""
+        return {} if self.league is None else self.league.snapshot_weights()
+
+    def load_state_dict(self, d: dict[str, Any],
+                        snapshots: dict[str, dict[str, Any]] | None = None) -> None:
+        """Restore :meth:`state_dict` output (and a league's snapshots' weights)."""
         self.lineage = Lineage.from_json(d["lineage"])
         self.rng.bit_generator.state = d["rng"]
+        if self.league is not None:
+            if "league" not in d:
+                raise ValueError("the checkpoint holds no league: it is of a cooperative run")
+            self.league.load_state_dict(d["league"], snapshots or {})
 
 
 def _plain(change: dict[str, Any]) -> dict[str, Any]:

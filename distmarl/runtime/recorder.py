@@ -57,6 +57,17 @@ def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
                          artifact_dir=run_dir / "mlartifacts", resume=resume)
 
 
+
+def final_game_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """A league's final games as metrics: ``final/member/3/vs/ref/minimax/win`` (and draw,
+    loss), random play's on a side as ``final/ref/random/prey/vs/ref/random/win``."""
+    out: dict[str, float] = {}
+    for r in rows:
+        for k in ("win", "draw", "loss"):
+            side = "" if r["side"] is None or r["kind"] == "member" else f"{r['side']}/"
+            out[f"final/{r['player']}/{side}vs/{r['opponent']}/{k}"] = r[k]
+    return out
+
 class Recorder:
     """Metrics, checkpoints and artifacts of the run ``name`` in ``run_dir``, as ``tracking``
     says.
@@ -101,7 +112,7 @@ class Recorder:
         for m in self.state.members:  # a generation finished at the boundary: go on to the next
             if m.evaluated_at == m.boundary and m.boundary < max_steps:
                 m.next_boundary(evo, max_steps)
-        self.generations.load_state_dict(ckpt.meta)
+        self.generations.load_state_dict(ckpt.meta, ckpt.snapshots)
         if ckpt.meta.get("mlflow", {}).get("parent"):
             self.resume_ids = ckpt.meta["mlflow"]
         self.resumed_from = str(ckpt.path)
@@ -164,6 +175,10 @@ class Recorder:
         if final is not None:
             out["population/final_score"] = final.final_score
             out["population/random_score"] = final.random_score
+            out |= final_game_metrics(final.games or [])
+        league = self.generations.league
+        if league is not None:
+            out |= {k: v for k, v in league.metrics().items() if k.startswith("league/")}
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
             if final is not None:
@@ -178,6 +193,8 @@ class Recorder:
             if score is not None:
                 out[p + "episode_score"] = score
             out |= {p + k: v for k, v in m.metrics.items()}
+            if league is not None:
+                out |= {k: v for k, v in league.metrics().items() if k.startswith(p)}
             if m.hp != self.hp_logged[i]:
                 out |= {p + f"hp/{k}": float(v) for k, v in m.hp.items()
                         if isinstance(v, int | float)}
@@ -191,7 +208,8 @@ class Recorder:
         meta = {"config": self.config, **self.state.state_dict(),
                 **self.generations.state_dict(), "mlflow": self.tracker.run_ids()}
         path = save_checkpoint(self.run_dir / "checkpoints", self.state.total_env_steps, meta,
-                               states, buffer_state, keep_last=self.tracking.keep_last)
+                               states, buffer_state, keep_last=self.tracking.keep_last,
+                               snapshots=self.generations.snapshot_weights())
         self.last_checkpoint = str(path)
         return path
 
@@ -217,9 +235,18 @@ class Recorder:
         lineage = self.generations.lineage.to_json()
         lineage_path = out / "lineage.json"
         lineage_path.write_text(json.dumps(lineage, indent=1))
-        files = [out / "config.yaml", lineage_path,
-                 plot_fitness(self.state.fitness_history, out / "fitness.png"),
+        league = self.generations.league
+        if league is None:
+            fitness = plot_fitness(self.state.fitness_history, out / "fitness.png")
+        else:  # ratings over generations, against the references' (random play's stays 0)
+            fitness = plot_fitness(self.state.fitness_history, out / "fitness.png",
+                                   "Rating of every member",
+                                   "rating (OpenSkill ordinal; random play 0)",
+                                   league.reference_ratings())
+        files = [out / "config.yaml", lineage_path, fitness,
                  plot_family_tree(lineage, out / "family_tree.png")]
+        if league is not None:
+            files.append(league.plot_win_rates(out / "win_rates.png"))
         for f in files:
             self.tracker.log_artifact(f)
         if self.last_checkpoint:

@@ -23,12 +23,14 @@ class ActorResources:
 
 
 def plan_resources(resources: ResourceConfig, population: PopulationConfig,
-                   cluster: dict[str, float]) -> ActorResources:
-    """Ask for what ``resources`` says for ``population``'s actors; shrink CPU requests
+                   cluster: dict[str, float], members: int | None = None) -> ActorResources:
+    """Ask for what ``resources`` says for the actors of ``members`` members (default:
+    ``population.size``; a league has that many per side); shrink CPU requests
     proportionally where the cluster has fewer CPUs (so a 2-core laptop runs the same config as
     a cluster, oversubscribed), and ask for GPUs only where the cluster has them."""
     res, pop = resources, population
-    wanted = (pop.size * (res.num_cpus_per_learner + pop.workers_per_member * res.num_cpus_per_worker)
+    size = pop.size if members is None else members
+    wanted = (size * (res.num_cpus_per_learner + pop.workers_per_member * res.num_cpus_per_worker)
               + res.num_cpus_buffer)
     cpus = float(cluster.get("CPU", 0.0))
     scale = 1.0 if wanted <= cpus or wanted == 0 else cpus / wanted * 0.999
@@ -38,10 +40,10 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
     gpus = float(cluster.get("GPU", 0.0))
     learner = {"num_cpus": res.num_cpus_per_learner * scale}
     if gpus > 0 and res.num_gpus_per_learner > 0:
-        if res.num_gpus_per_learner * pop.size > gpus + 1e-9:
+        if res.num_gpus_per_learner * size > gpus + 1e-9:
             raise ValueError(
                 f"resources.num_gpus_per_learner={res.num_gpus_per_learner} for "
-                f"{pop.size} learners needs {res.num_gpus_per_learner * pop.size} GPUs; "
+                f"{size} learners needs {res.num_gpus_per_learner * size} GPUs; "
                 f"the cluster has {gpus:g}")
         learner["num_gpus"] = res.num_gpus_per_learner
     return ActorResources(

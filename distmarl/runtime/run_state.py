@@ -118,7 +118,12 @@ class FinalEvaluation:
     """Every member and a uniform random policy scored on the same fixed ``episodes``
     episodes (seeded by ``seed``): ``scores[i]`` is member ``i``'s mean, ``stderr[i]`` its
     standard error. The run's result is the ``elite``'s score; the elite is the member
-    selection ranks first by fitness (choosing it by these scores would flatter it)."""
+    selection ranks first by fitness (choosing it by these scores would flatter it).
+
+    A league run's scores are score rates (wins, draws half) of each member against the
+    references over ``episodes`` games each, random play's beside them; ``elites`` (side ->
+    member; ``elite`` is the first side's) and ``games`` (one row per opponent, see
+    :func:`~distmarl.hpo.league_final.final_rows`) say the rest."""
 
     episodes: int
     seed: int
@@ -126,6 +131,8 @@ class FinalEvaluation:
     scores: list[float]
     stderr: list[float]
     random_score: float
+    elites: dict[str, int] | None = None
+    games: list[dict[str, Any]] | None = None
 
     @property
     def final_score(self) -> float:
@@ -135,14 +142,17 @@ class FinalEvaluation:
         return {"final_score": self.final_score, "final_score_stderr": self.stderr[self.elite],
                 "random_score": self.random_score, "elite": self.elite,
                 "final_episodes": self.episodes, "final_seed": self.seed,
-                "final_scores": list(self.scores), "final_stderr": list(self.stderr)}
+                "final_scores": list(self.scores), "final_stderr": list(self.stderr),
+                **({} if self.games is None else
+                   {"final_elites": dict(self.elites or {}), "final_games": list(self.games)})}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> FinalEvaluation:
         return FinalEvaluation(episodes=int(d["final_episodes"]), seed=int(d["final_seed"]),
                                elite=int(d["elite"]), scores=list(d["final_scores"]),
                                stderr=list(d["final_stderr"]),
-                               random_score=float(d["random_score"]))
+                               random_score=float(d["random_score"]),
+                               elites=d.get("final_elites"), games=d.get("final_games"))
 
 
 class RunState:

@@ -13,7 +13,8 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from distmarl.config import ExperimentConfig
+from distmarl.collect.league_setup import league_setup
+from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
 from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import CoordinatorActor
@@ -25,13 +26,20 @@ def new_run_dir(directory: str, name: str) -> Path:
     return (Path(directory) / f"{stamp}-{name}").resolve()
 
 
-def _bar(p: dict[str, Any], width: int = 24) -> str:
+def progress_line(p: dict[str, Any], width: int = 24) -> str:
+    """The progress bar's line from :func:`~distmarl.runtime.coordinator.progress`."""
     done = p["env_steps"] / max(1, p["max_env_steps"])
     filled = int(width * min(1.0, done))
     best = "n/a" if p["best_fitness"] is None else f"{p['best_fitness']:.1f}"
+    ratings = p.get("best_rating")
+    if ratings:  # a league: each side's best rating
+        sides = "  ".join(f"{side} {r:.1f}" for side, r in ratings.items())
+        best = f"rating {best}" if len(ratings) == 1 else f"rating {sides}"
+    else:
+        best = f"best {best:>7}"
     return (f"\r[{'#' * filled}{'.' * (width - filled)}] {100 * done:5.1f}% "
             f"{p['env_steps']:>9,} env steps  {p['env_steps_per_s']:7,.0f}/s  "
-            f"gen {p['generation']:>3}  best {best:>7}")
+            f"gen {p['generation']:>3}  {best}")
 
 
 def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Path | None = None,
@@ -43,7 +51,11 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
 
     ``on_coordinator`` is called with the coordinator actor's handle once it exists (a soak or
     a dashboard can query ``progress`` or ``handles`` through it)."""
-    preflight(cfg)  # config errors surface here, before Ray starts
+    spaces = preflight(cfg)  # config errors surface here, before Ray starts
+    try:
+        league_setup(cfg, spaces)  # sides, references and win_above against the env's agents
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if resume is not None:
         run_dir = Path(resume).resolve()
         if not (run_dir / "checkpoints").exists():
@@ -87,5 +99,5 @@ def _wait(coord: Any, result: Any, show_progress: bool) -> dict[str, Any]:
             return ray.get(result)
         if show_progress:
             with contextlib.suppress(ray.exceptions.GetTimeoutError):
-                print(_bar(ray.get(coord.progress.remote(), timeout=5)), end="", file=sys.stderr,
-                      flush=True)
+                line = progress_line(ray.get(coord.progress.remote(), timeout=5))
+                print(line, end="", file=sys.stderr, flush=True)

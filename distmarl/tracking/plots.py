@@ -14,16 +14,24 @@ import matplotlib.pyplot as plt
 
 
 def plot_fitness(history: Sequence[Sequence[float]], path: Path,
-                 title: str = "Fitness of every member") -> Path:
-    """``history[generation][member]`` -> one line per member over generations."""
+                 title: str = "Fitness of every member",
+                 ylabel: str = "fitness (mean evaluation score)",
+                 references: Mapping[str, float] | None = None) -> Path:
+    """``history[generation][member]`` -> one line per member over generations; a league's
+    ``references`` (name -> rating) as dashed horizontal lines."""
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     if history:
         members = len(history[0])
         for m in range(members):
             ax.plot(range(len(history)), [g[m] for g in history], marker="o", label=f"member {m}")
+    for name, value in (references or {}).items():
+        ax.axhline(value, linestyle="--", color="grey", linewidth=1)
+        ax.annotate(name, (0, value), textcoords="offset points", xytext=(2, 3), fontsize=7,
+                    color="dimgrey")
+    if history:
         ax.legend(loc="best", fontsize=8)
     ax.set_xlabel("generation")
-    ax.set_ylabel("fitness (mean evaluation score)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()

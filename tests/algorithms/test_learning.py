@@ -236,3 +236,26 @@ def test_actor_reg_keeps_pre_activation_outputs_small() -> None:
         with torch.no_grad():
             sizes[reg] = float(agent.actor("listener_0")(obs).pow(2).mean())
     assert sizes[10.0] < 0.2 * sizes[0.0], sizes
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_a_seat_the_member_does_not_play_is_part_of_the_env_to_its_critics(algo: str) -> None:
+    """A league member's rows where an opponent holds the listener's seat: whatever the
+    opponent did, and whatever this member's (never trained) listener actor would do, the
+    speaker's critics and actor learn the same."""
+    b = batch(ACTION_SETS["box"], size=32, seed=6)
+    b["active"]["listener_0"][:] = 0.0
+    other = {f: {a: v.clone() for a, v in d.items()} for f, d in b.items()}
+    other["action"]["listener_0"] = torch.rand_like(other["action"]["listener_0"])
+    hp = {"policy_noise": 0.0} if algo == "MATD3" else {}
+    one = make(algo, "box", **hp)
+    two = one.clone()
+    with torch.no_grad():
+        for p in two.nets.target["actor/listener_0"].parameters():
+            p.add_(1.0)
+    for _ in range(2):
+        one.learn(b)
+        two.learn(other)
+    p1, p2 = params(one), params(two)
+    speaker = [k for k in p1 if "speaker_0" in k]
+    assert speaker and all(torch.allclose(p1[k], p2[k], atol=1e-6) for k in speaker)

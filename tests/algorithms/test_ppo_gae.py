@@ -1,4 +1,5 @@
-"""GAE on a hand-computed fragment with a truncation and a termination in it, and the learner's
+"""GAE on a hand-computed fragment with a truncation and a termination in it, on a turn-based
+game's fragment (a waiting player's reward credited to its last move), and the learner's
 bootstrap from the true next observation."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from distmarl.algorithms.onpolicy.fragment import clean_fragment
-from distmarl.algorithms.onpolicy.gae import bootstrap_values, gae
+from distmarl.algorithms.onpolicy.gae import gae
 from tests.algorithms.ppo_helpers import AGENTS, fragment, make
 
 GAMMA, LAMBDA = 0.9, 0.8  # gamma * lambda = 0.72
@@ -26,12 +27,9 @@ def test_gae_by_hand_with_a_truncation_and_a_termination() -> None:
     terminated = torch.cat([column(0, 0, 1, 0, 0), torch.zeros(5, 1)], dim=1)
     truncated = torch.cat([column(0, 1, 0, 0, 0), torch.zeros(5, 1)], dim=1)
 
-    next_value = bootstrap_values(value, v_next_obs, terminated, truncated)
-    # inside an episode V(obs_{t+1}) as recorded; after an end and at the fragment's end the
-    # value of the true next observation
-    assert next_value[:, 0].tolist() == [1.0, 20.0, 30.0, 2.5, 50.0]
-
-    adv, ret = gae(reward, value, next_value, terminated, truncated, GAMMA, LAMBDA)
+    # inside an episode it bootstraps from V(obs_{t+1}) as recorded; after an end and at the
+    # fragment's end from the value of the true next observation
+    adv, ret = gae(reward, value, v_next_obs, terminated, truncated, GAMMA, LAMBDA)
     # deltas, sub-env 0:
     #   d0 = 1 + 0.9 * 1    - 0.5 = 1.4
     #   d1 = 2 + 0.9 * 20   - 1   = 19     (truncated: bootstraps from the final obs)
@@ -49,12 +47,26 @@ def test_gae_by_hand_with_a_truncation_and_a_termination() -> None:
     assert torch.equal(ret[:, 1], adv[:, 1])
 
 
-def test_recursion_stops_before_an_inactive_row() -> None:
-    reward, value = torch.ones(3, 1), torch.zeros(3, 1)
-    zeros = torch.zeros(3, 1)
-    next_active = column(1, 0, 1)  # the agent is absent at row 2
-    adv, _ = gae(reward, value, zeros, zeros, zeros, 1.0, 1.0, next_active)
-    assert adv[:, 0].tolist() == [2.0, 1.0, 1.0]
+def test_a_waiting_players_rewards_go_to_its_last_move_and_its_next_move_bootstraps() -> None:
+    # one sub-env, 6 rows; the player moves at rows 0, 2 and 4, waits at 1, 3 and 5. The
+    # first episode ends at row 3 (the opponent wins: -1 arrives while the player waits), the
+    # second runs past the fragment's end.
+    reward = column(0.1, 0.2, 0.3, -1.0, 0.5, 0.25)
+    value = column(1.0, 9.0, 2.0, 9.0, 3.0, 9.0)  # 9: not read (waiting rows)
+    v_next_obs = column(7.0, 7.0, 7.0, 7.0, 7.0, 4.0)
+    terminated = column(0, 0, 0, 1, 0, 0)
+    active = column(1, 0, 1, 0, 1, 0).bool()
+    adv, target = gae(reward, value, v_next_obs, terminated, torch.zeros(6, 1), 1.0, 1.0,
+                      active)
+    # row 4: 0.5 + 0.25 (received waiting) + V(obs after the fragment) 4 - 3 = 1.75
+    # row 2: 0.3 + (-1) (the loss) + nothing (terminated) - 2 = -2.7
+    # row 0: 0.1 + 0.2 + V(row 2) 2 - 1 = 1.3, + A2 -2.7 = -1.4
+    assert adv[:, 0].tolist() == pytest.approx([-1.4, 0.0, -2.7, 0.0, 1.75, 0.0])
+    assert target[:, 0].tolist() == pytest.approx([-0.4, 0.0, -0.7, 0.0, 4.75, 0.0])
+    # every row active: the usual GAE (row t + 1 bootstraps row t)
+    every, _ = gae(reward, value, v_next_obs, terminated, torch.zeros(6, 1), 1.0, 1.0)
+    assert every[5, 0].item() == pytest.approx(0.25 + 4.0 - 9.0)
+    assert every[2, 0].item() == pytest.approx(0.3 + 9.0 - 2.0 + every[3, 0].item())
 
 
 def test_learner_bootstraps_from_the_recorded_value_of_the_true_next_observation() -> None:
@@ -67,20 +79,11 @@ def test_learner_bootstraps_from_the_recorded_value_of_the_true_next_observation
     f = frag[a]
     v_next = f.next_value  # the behaviour value network's estimate, recorded when it acted
     assert torch.equal(v_next, torch.as_tensor(batch["next_value"][a]))
-    want, want_target = gae(f.reward, f.value, bootstrap_values(f.value, v_next, f.terminated,
-                                                                f.truncated),
-                            f.terminated, f.truncated, 0.9, 0.8)
+    want, want_target = gae(f.reward, f.value, v_next, f.terminated, f.truncated, 0.9, 0.8,
+                            f.active)
     assert torch.allclose(adv[a], want) and torch.allclose(target[a], want_target)
     # row 4 of sub-env 0 is a truncation: its delta uses V(final obs), not V(obs[5])
     d4 = f.reward[4, 0] + 0.9 * v_next[4, 0] - f.value[4, 0]
     assert adv[a][4, 0].item() == pytest.approx(d4.item(), abs=1e-5)
     # row 4 of sub-env 1 is a termination: no bootstrap at all
     assert adv[a][4, 1].item() == pytest.approx((f.reward[4, 1] - f.value[4, 1]).item(), abs=1e-5)
-
-
-def test_an_inactive_next_row_bootstraps_from_the_next_observation() -> None:
-    value, v_next_obs = column(1, 2, 3), column(10, 20, 30)
-    zeros = torch.zeros(3, 1)
-    # next_active[t]: active at t + 1; the agent waits (is inactive) at row 2
-    got = bootstrap_values(value, v_next_obs, zeros, zeros, next_active=column(1, 0, 1))
-    assert got[:, 0].tolist() == [2.0, 20.0, 30.0]

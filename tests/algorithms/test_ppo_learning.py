@@ -55,7 +55,9 @@ def test_an_update_improves_the_surrogate_objective_on_a_fixed_batch(algo, actio
                                          ("MAPPO", (0.0, float("nan")))])
 def test_inactive_rows_change_nothing_whatever_they_hold(algo: str, fills: tuple) -> None:
     """Rows of inactive agents may hold anything (MAPPO: anything that stands for "absent",
-    NaN or 0, since the other agents' value networks read every agent's observation)."""
+    NaN or 0, since the other agents' value networks read every agent's observation). Their
+    rewards and terminations are read (a waiting player's go to its last move): an absent
+    agent's are NaN or 0, which count as nothing."""
     agent = make(algo, "mixed", seed=2, batch_size=32, update_epochs=2)
     batch = fragment(agent, t=8, e=3, seed=4)
     inactive = torch.zeros(8, 3, dtype=torch.bool)
@@ -66,8 +68,10 @@ def test_inactive_rows_change_nothing_whatever_they_hold(algo: str, fills: tuple
                  for a, v in per.items()} for f, per in batch.items()}
         for a in ["agent_1", "speaker_0"]:
             b["active"][a][inactive] = 0.0
-            for f in ("obs", "reward", "log_prob", "value", "terminated"):
+            for f in ("obs", "log_prob", "value"):
                 b[f][a][inactive] = fill
+            for f in ("reward", "terminated"):
+                b[f][a][inactive] = fill if np.isnan(fill) else 0.0
             if b["action"][a].is_floating_point():
                 b["action"][a][inactive] = fill
             else:

@@ -135,3 +135,22 @@ def test_references_are_made_by_name_for_the_games_they_play() -> None:
         make_reference("flee", ["agent_0"], *tag[1:], {}, 0)  # the env has 1 obstacle, not 2
     with pytest.raises(ValueError, match=r"unknown reference 'minmax'; known: \['flee'"):
         make_reference("minmax", ["player_1"], *ttt[1:], {}, 0)
+
+
+def test_each_reference_plays_the_sides_it_can_and_one_that_plays_none_is_refused() -> None:
+    from distmarl.agents import resolve_sides
+    from distmarl.collect.references import reference_sides
+
+    venv = make_vector_env("mpe2:simple_tag_v3", 1, mode="sync", seed=0)
+    agents = list(venv.possible_agents)
+    spaces = ({a: venv.single_observation_space(a) for a in agents},
+              {a: venv.single_action_space(a) for a in agents})
+    venv.close()
+    sides = resolve_sides(agents, *spaces, {"predators": ["adversary"], "prey": ["agent"]})
+    assert reference_sides(["random", "flee"], sides, *spaces, {}) == {
+        "random": ["predators", "prey"], "flee": ["prey"]}
+    with pytest.raises(ValueError, match=r"'minimax' plays no side of this game \(side "
+                                         r"'predators': reference 'minimax' plays perfect"):
+        reference_sides(["minimax"], sides, *spaces, {})
+    with pytest.raises(ValueError, match=r"unknown reference 'best'"):
+        reference_sides(["best"], sides, *spaces, {})

@@ -10,7 +10,7 @@ import pytest
 
 from distmarl.agents import resolve_sides
 from distmarl.algorithms import IPPO, MADDPG
-from distmarl.collect import Collector
+from distmarl.collect import Collector, RandomPolicy
 from distmarl.collect.references import LookaheadConnectFour
 from distmarl.collect.seating import Seating
 from distmarl.envs import make_vector_env
@@ -23,10 +23,11 @@ SEATS = ("player_0", "player_1")
 
 
 class Recorded:
-    """A real reference that keeps what it was asked and what it answered."""
+    """A real policy (by default the lookahead reference) that keeps what it answered."""
 
-    def __init__(self) -> None:
-        self.policy, self.calls = LookaheadConnectFour(0), []
+    def __init__(self, policy: Any = None) -> None:
+        self.policy = LookaheadConnectFour(0) if policy is None else policy
+        self.calls: list[dict[str, np.ndarray]] = []
 
     def act(self, obs: dict[str, Any], explore: bool = False) -> dict[str, np.ndarray]:
         out = self.policy.act(obs, explore)
@@ -34,34 +35,37 @@ class Recorded:
         return out
 
 
-def setup(algo_cls: type, num_envs: int = 4) -> tuple[Any, Any, Seating, Recorded, list[int]]:
+def plan(games: int) -> list[Match]:
+    """The learner's seat turns with every game; the lookahead reference holds the other."""
+    out = []
+    for k in range(games):
+        own, other = SEATS[(k + 1) % 2], SEATS[k % 2]
+        out.append(Match({own: "member/0", other: "ref/lookahead"}, own))
+    return out
+
+
+def setup(algo_cls: type, num_envs: int = 4, games: int = 64
+          ) -> tuple[Any, Any, Seating, Recorded]:
     venv = make_vector_env("pettingzoo.classic:connect_four_v3", num_envs, mode="sync", seed=0)
     agents = list(venv.possible_agents)
     obs_spaces = {a: venv.single_observation_space(a) for a in agents}
     act_spaces = {a: venv.single_action_space(a) for a in agents}
     sides = resolve_sides(agents, obs_spaces, act_spaces, None, symmetric=True)
     algo = algo_cls(obs_spaces, act_spaces, NET, seed=0)
-    opponent, seated = Recorded(), []
-
-    def next_match(env: int) -> Match:  # the learner's seat turns with every game of a sub-env
-        seated.append(env)
-        own = SEATS[(env + seated.count(env)) % 2]
-        other = SEATS[1 - SEATS.index(own)]
-        return Match({own: "member/0", other: "ref/lookahead"}, own)
-
-    seating = Seating(sides, num_envs, "member/0", next_match, {"ref/lookahead": opponent})
-    return venv, algo, seating, opponent, seated
+    opponent = Recorded()
+    seating = Seating(sides, num_envs, "member/0", plan(games), {"ref/lookahead": opponent})
+    return venv, algo, seating, opponent
 
 
 @pytest.mark.parametrize("algo_cls", [IPPO, MADDPG])
 def test_opponents_act_for_their_seats_and_only_the_learners_rows_are_active(algo_cls) -> None:
-    venv, algo, seating, opponent, _ = setup(algo_cls)
+    venv, algo, seating, opponent = setup(algo_cls)
     try:
         first = [m.learner_side for m in seating.matches]
         rollout = Collector(venv, algo, seed=0, seating=seating).collect(6)
     finally:
         venv.close()
-    venv, algo, _, _, _ = setup(algo_cls)
+    venv, algo, _, _ = setup(algo_cls)
     try:  # the same steps without a league: every seat the learner's
         alone = Collector(venv, algo, seed=0).collect(6)
     finally:
@@ -74,37 +78,133 @@ def test_opponents_act_for_their_seats_and_only_the_learners_rows_are_active(alg
         assert not active[other][:, e].any()
         np.testing.assert_array_equal(active[own][:, e], base[own][:, e])
         assert active[own][:, e].any()
-    # the opponent was asked every step, for the seat it holds in each sub-env, and its
-    # answers are the actions stored for that seat
+    # the opponent was asked every step, for every seat it holds in some sub-env, and its
+    # answers are the actions stored where it holds that seat
     assert len(opponent.calls) == 6
     for t, call in enumerate(opponent.calls):
+        assert set(call) == set(SEATS)
         for seat, moves in call.items():
             envs = [e for e, own in enumerate(first) if own != seat]
             np.testing.assert_array_equal(rollout.data["action"][seat].reshape(6, 4)[t, envs],
-                                          moves)
+                                          moves[envs])
 
 
-def test_ended_games_give_results_and_the_next_match() -> None:
-    venv, algo, seating, _, seated = setup(IPPO, num_envs=2)
+def test_an_opponent_sharing_one_network_across_seats_acts_for_unequal_seat_counts() -> None:
+    """Three sub-envs: the opponent holds player_0 in two and player_1 in one. A policy that
+    shares one network across its group's agents gets the whole batch of each seat (equal
+    rows), and its answers are stored only where it holds the seat."""
+    venv = make_vector_env("pettingzoo.classic:connect_four_v3", 3, mode="sync", seed=0)
+    agents = list(venv.possible_agents)
+    obs_spaces = {a: venv.single_observation_space(a) for a in agents}
+    act_spaces = {a: venv.single_action_space(a) for a in agents}
+    sides = resolve_sides(agents, obs_spaces, act_spaces, None, symmetric=True)
+    learner = IPPO(obs_spaces, act_spaces, NET, seed=0)
+    opponent = Recorded(IPPO(obs_spaces, act_spaces, NET, seed=1))
+    assert opponent.policy.groups == {"player": list(SEATS)}  # one network for both seats
+    seats = ["player_1", "player_0", "player_1"]  # the learner's
+    matches = [Match({own: "member/0", SEATS[1 - SEATS.index(own)]: "member/1"}, own)
+               for own in seats]
+    seating = Seating(sides, 3, "member/0", matches, {"member/1": opponent})
     try:
-        rollout = Collector(venv, algo, seed=0, seating=seating).collect(200)
+        rollout = Collector(venv, learner, seed=0, seating=seating).collect(4)
     finally:
         venv.close()
-    results = rollout.match_results
-    assert len(results) == len(rollout.episode_scores) >= 4
+    assert len(opponent.calls) == 4
+    for t, call in enumerate(opponent.calls):
+        for seat, moves in call.items():
+            assert moves.shape == (3,)
+            envs = [e for e, own in enumerate(seats) if own != seat]
+            np.testing.assert_array_equal(rollout.data["action"][seat].reshape(4, 3)[t, envs],
+                                          moves[envs])
+
+
+def test_ended_games_give_results_and_seat_the_next_match_of_the_plan() -> None:
+    venv, algo, seating, _ = setup(IPPO, num_envs=2, games=5)
+    try:
+        collector = Collector(venv, algo, seed=0, seating=seating)
+        rollout = collector.collect(200)
+        results = rollout.match_results
+        assert len(results) == len(rollout.episode_scores) >= 4
+        assert seating.next == 2 + len(results)  # every ended game seated the next
+        # the two running games are the plan's last two seated (in whichever sub-envs ended)
+        assert sorted(id(m) for m in seating.matches) == sorted(
+            id(seating.plan[k % 5]) for k in range(seating.next - 2, seating.next))
+        # a new plan: running games go on, the next ones meet another opponent
+        seating.replan([Match({"player_0": "member/0", "player_1": "ref/random"}, "player_0")],
+                       {"ref/random": RandomPolicy({a: venv.single_action_space(a)
+                                                    for a in SEATS}, 0)})
+        assert set(seating.policies) == {"ref/lookahead", "ref/random"}  # lookahead plays on
+        later = collector.collect(200).match_results
+        # the next plan: the lookahead player's games are over, so it is let go
+        seating.replan([Match({"player_0": "member/0", "player_1": "ref/random"}, "player_0")],
+                       {})
+    finally:
+        venv.close()
+    assert set(seating.policies) == {"ref/random"}
     assert {(a, b) for a, b, _ in results} == {("member/0", "ref/lookahead")}
     assert {r for _, _, r in results} <= {0.0, 0.5, 1.0}
     assert np.mean([r for *_, r in results]) < 0.5  # an untrained learner loses to lookahead
-    assert len(seated) == 2 + len(results)  # every ended game seated the next
+    assert later[0][1] == "ref/lookahead" and later[-1][1] == "ref/random"
 
 
 def test_a_match_that_does_not_seat_the_learner_or_names_no_policy_is_refused() -> None:
-    venv, _, seating, _, _ = setup(IPPO, num_envs=1)
+    venv, _, seating, _ = setup(IPPO, num_envs=1)
     venv.close()
     sides = seating.sides
     with pytest.raises(ValueError, match="does not hold its side 'player_0'"):
         Seating(sides, 1, "member/0",
-                lambda e: Match({"player_0": "member/1", "player_1": "member/0"}, "player_0"), {})
+                [Match({"player_0": "member/1", "player_1": "member/0"}, "player_0")], {})
     with pytest.raises(ValueError, match=r"no policy for opponent\(s\) \['member/1'\]"):
         Seating(sides, 1, "member/0",
-                lambda e: Match({"player_0": "member/0", "player_1": "member/1"}, "player_0"), {})
+                [Match({"player_0": "member/0", "player_1": "member/1"}, "player_0")], {})
+    with pytest.raises(ValueError, match="at least one match"):
+        seating.replan([], {})
+
+
+def test_evaluation_games_turn_the_learner_over_the_seats_and_score_sides() -> None:
+    from distmarl.collect.references import FleeingPrey
+    from distmarl.collect.seating import play_games
+
+    venv, _, seating, _ = setup(IPPO, num_envs=2)
+    try:
+        spaces = {a: venv.single_action_space(a) for a in SEATS}
+        results = play_games(venv, seating.sides, None, ("ref/lookahead", LookaheadConnectFour(0)),
+                             ("ref/random", RandomPolicy(spaces, 1)), games=9, seed=0)
+        with pytest.raises(ValueError, match="symmetric game's learner takes every seat"):
+            play_games(venv, seating.sides, "player_0", ("a", LookaheadConnectFour(0)),
+                       ("b", LookaheadConnectFour(1)), 2, 0)
+    finally:
+        venv.close()
+    assert len(results) == 9 and {(a, b) for a, b, _ in results} == {("ref/lookahead",
+                                                                      "ref/random")}
+    assert np.mean([r for *_, r in results]) > 0.7
+    tag = make_vector_env("mpe2:simple_tag_v3", 2, mode="sync", seed=0, max_cycles=25)
+    try:
+        agents = list(tag.possible_agents)
+        obs_spaces = {a: tag.single_observation_space(a) for a in agents}
+        act_spaces = {a: tag.single_action_space(a) for a in agents}
+        sides = resolve_sides(agents, obs_spaces, act_spaces,
+                              {"predators": ["adversary"], "prey": ["agent"]})
+        prey = play_games(tag, sides, "prey", ("ref/flee", FleeingPrey()),
+                          ("ref/random", RandomPolicy(act_spaces, 2)), games=4, seed=0)
+    finally:
+        tag.close()
+    assert len(prey) == 4 and {r for *_, r in prey} <= {0.0, 0.5, 1.0}
+
+
+def test_results_compare_side_scores_or_one_sides_threshold() -> None:
+    from distmarl.agents import Sides
+    from distmarl.collect.seating import check_win_above, side_result
+
+    tag = Sides({"predators": ["adversary_0", "adversary_1"], "prey": ["agent_0"]}, False)
+    caught = {"adversary_0": 10.0, "adversary_1": 10.0, "agent_0": -10.5}
+    escaped = {"adversary_0": 0.0, "adversary_1": 0.0, "agent_0": -0.5}  # an edge penalty
+    assert side_result(tag, "prey", escaped) == 0.0  # scores alone: the prey never wins
+    above = {"predators": 0.0}
+    assert [side_result(tag, s, r, above) for s in ("predators", "prey")
+            for r in (caught, escaped)] == [1.0, 0.0, 0.0, 1.0]
+    c4 = Sides({"player_0": ["player_0"], "player_1": ["player_1"]}, True)
+    assert side_result(c4, "player_1", {"player_0": -1.0, "player_1": 1.0}) == 1.0
+    assert side_result(c4, "player_1", {"player_0": 0.0, "player_1": 0.0}) == 0.5
+    with pytest.raises(ValueError, match=r"names one side of the game.*got \{'hunters': 0\}"):
+        check_win_above(tag, {"hunters": 0})

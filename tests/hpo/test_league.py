@@ -63,6 +63,25 @@ def test_opponents_come_from_members_and_snapshots_by_share_and_pfsp() -> None:
         choose_opponent("member/0", ["member/1"], [], rec, rng, current_share=1.5)
 
 
+def test_references_take_their_share_of_training_games_weighted_by_pfsp() -> None:
+    rec = MatchRecord()
+    for _ in range(20):
+        rec.record("member/0", "ref/random", 1.0)  # random is beaten, minimax unplayed
+    rng = np.random.default_rng(1)
+    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0"], rec, rng,
+                             current_share=0.5, references=["ref/random", "ref/minimax"],
+                             reference_share=0.4) for _ in range(4000)]
+    share = {o: picks.count(o) / len(picks) for o in set(picks)}
+    w_random, w_minimax = (1 - 20.5 / 21) ** 2, 0.25
+    assert share["ref/minimax"] == pytest.approx(0.4 * w_minimax / (w_random + w_minimax),
+                                                 abs=0.03)
+    assert share["member/1"] == pytest.approx(0.6 * 0.5, abs=0.03)
+    assert share["snapshot/0"] == pytest.approx(0.6 * 0.5, abs=0.03)
+    with pytest.raises(ValueError, match="reference_share must be within"):
+        choose_opponent("member/0", ["member/1"], [], rec, rng, references=["ref/random"],
+                        reference_share=-0.1)
+
+
 def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
     pool = SnapshotPool(max_size=2)
     gone_all = []

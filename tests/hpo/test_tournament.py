@@ -75,3 +75,19 @@ def test_histories_must_cover_the_population() -> None:
     sel = TournamentSelection(2, True, 4, 1)
     with pytest.raises(ValueError, match="expected fitness histories of 4 members, got 3"):
         sel.select([[1.0]] * 3, np.random.default_rng(0))
+
+
+def test_league_tournaments_stay_within_each_side() -> None:
+    from distmarl.hpo.tournament import select_by_side
+
+    sides = ["predators", "predators", "predators", "prey", "prey", "prey"]
+    # each side's best is its last member; a predator's rating says nothing of a prey's
+    histories = [[1.0], [2.0], [3.0], [-5.0], [-4.0], [-3.0]]
+    selection = TournamentSelection(2, True, 3, 1)
+    for seed in range(20):
+        plan = select_by_side(selection, histories, sides, np.random.default_rng(seed))
+        assert all(sides[src] == sides[m] for m, src in enumerate(plan.sources))
+        assert plan.elites == (2, 5) and plan.elite == 2 and plan.order[:2] == (2, 5)
+        assert plan.sources[2] == 2 and plan.sources[5] == 5
+    with pytest.raises(ValueError, match="5 fitness histories for 6 members"):
+        select_by_side(selection, histories[:5], sides, np.random.default_rng(0))

@@ -134,11 +134,11 @@ class OffPolicyMultiAgent(Algorithm):
         another's loss, with one backward pass and one Adam call per phase instead of one per
         network (1.16x-1.20x the updates/s for speaker-listener's shapes on a CPU)."""
         b = clean_batch(batch, self.readers, self.codecs, self.device)
-        joint_obs, joint_act = b.joint_obs(), torch.cat(list(b.action.values()), dim=-1)
+        joint_obs, joint_act = b.joint_obs(), self._joint(b.action, b.active)
         with torch.no_grad():
             next_obs = b.joint_next_obs()
-            next_act = torch.cat([self._target_action(a, b.next_obs[a], b.next_mask[a])
-                                  for a in self.agents], -1)
+            next_act = self._joint({a: self._target_action(a, b.next_obs[a], b.next_mask[a])
+                                    for a in self.agents}, b.active)
         losses: dict[str, torch.Tensor] = {}
         for a in self.agents:
             with torch.no_grad():
@@ -155,6 +155,14 @@ class OffPolicyMultiAgent(Algorithm):
             self.nets.soft_update(list(self.nets.online), self.hp["tau"])
         self.learn_steps += 1
         return {f"loss/{k}": float(v.detach()) for k, v in losses.items()}
+
+    def _joint(self, actions: Mapping[str, torch.Tensor], active: Mapping[str, torch.Tensor]
+               ) -> torch.Tensor:
+        """The critics' joint action ``(B, sum of action dims)``: each agent's, zeros on rows
+        where it is inactive. A seat a league opponent holds is then part of the env to the
+        critics, not a choice of this member's own actor for that seat (which never learns
+        it, so its target action would be noise); so is an agent that is gone."""
+        return torch.cat([actions[a] * active[a] for a in self.agents], dim=-1)
 
     def _target_action(self, agent: str, next_obs: Input,
                        next_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -173,7 +181,7 @@ class OffPolicyMultiAgent(Algorithm):
         """Deterministic policy gradient through the agent's first critic, other actions fixed."""
         out = self.actor(agent)(b.obs[agent])
         own = self.codecs[agent].policy(out, self._torch_gen, b.mask[agent])
-        actions = torch.cat([own if a == agent else b.action[a] for a in self.agents], dim=-1)
+        actions = self._joint({**b.action, agent: own}, b.active)
         critic = self.nets.online[f"critic/{agent}"]
         loss = -masked_mean(critic(joint_obs, actions), b.active[agent])
         if self.hp["actor_reg"] > 0:  # keeps pre-tanh outputs / logits from saturating

@@ -9,7 +9,9 @@ read when present.
 Cleaning rules (NaN placeholders of inactive rows must never reach a loss or a gradient:
 ``NaN * 0`` is NaN, and so is a masked row's gradient through ``exp`` or a NaN action):
 observations NaN -> 0; actions -> the policy head's internal form with placeholders made valid;
-reward / terminated / log_prob / value -> 0 on inactive rows; states NaN -> 0.
+log_prob / value -> 0 on inactive rows; reward and terminated kept on inactive rows (a waiting
+player's reward is credited to its last move, see :mod:`~distmarl.algorithms.onpolicy.gae`),
+NaN -> 0; states NaN -> 0.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ class AgentFragment(NamedTuple):
     obs: Input  #: (T, E, obs_dim), images (T, E, *image) as stored, or a dict of them
     mask: torch.Tensor | None  #: (T, E, n) bool action mask, or None
     action: torch.Tensor  #: (T, E, dim) float (Box, normalised) or (T, E) int64 (Discrete)
-    reward: torch.Tensor  #: (T, E) float32, 0 where inactive
-    terminated: torch.Tensor  #: (T, E) float32 0/1, 0 where inactive
+    reward: torch.Tensor  #: (T, E) float32, NaN -> 0
+    terminated: torch.Tensor  #: (T, E) float32 0/1
     truncated: torch.Tensor  #: (T, E) float32 0/1
     active: torch.Tensor  #: (T, E) bool
     log_prob: torch.Tensor  #: (T, E) behaviour log-prob, 0 where inactive
@@ -98,8 +100,8 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsRead
         obs=tmap(time_major, obs),
         mask=None if mask is None else mask.reshape(t, e, -1),
         action=action.reshape(t, e, *action.shape[1:]),
-        reward=zeroed(col("reward")),
-        terminated=zeroed((col("terminated") > 0).float()),
+        reward=torch.nan_to_num(col("reward"), nan=0.0, posinf=0.0, neginf=0.0),
+        terminated=(col("terminated") > 0).float(),
         truncated=(col("truncated") > 0).float(),
         active=active,
         log_prob=zeroed(col("log_prob")),

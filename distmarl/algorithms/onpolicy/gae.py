@@ -11,10 +11,14 @@ new episode):
   ``delta_t = r_t + gamma * V(next_obs_t) - V(s_t)`` with the *true* next observation (the final
   one, not the reset one) -- SB3's and CleanRL's timeout handling, see
   https://github.com/DLR-RM/stable-baselines3/issues/633;
-- in both cases the lambda-recursion stops at row ``t``; it also stops where the agent is
-  inactive at ``t + 1`` (``next_active``), so a placeholder row cannot leak into an advantage.
-  An agent inactive mid-episode (turn-taking) thus gets one-step advantages that bootstrap from
-  ``V(next_obs)``; rewards it receives while inactive are not credited to its last action.
+- in both cases the lambda-recursion stops at row ``t``.
+
+Rows where the agent is **inactive** (a player waiting for its turn, a seat held by a league
+opponent, an agent whose action the env chose) are skipped: the agent's own timeline is its
+active rows. Rewards it receives while inactive (a turn-based game's loss arrives on the
+winner's move) are credited to its last active row of the same episode, which bootstraps
+from ``V`` at its next active row (one discount step per own move, as in PettingZoo's AEC
+``last()``), or from the episode's end. A placeholder row cannot leak into an advantage.
 """
 
 from __future__ import annotations
@@ -22,43 +26,36 @@ from __future__ import annotations
 import torch
 
 
-def bootstrap_values(value: torch.Tensor, value_of_next_obs: torch.Tensor,
-                     terminated: torch.Tensor, truncated: torch.Tensor,
-                     next_active: torch.Tensor | None = None) -> torch.Tensor:
-    """``V(next_obs_t)`` for every row ``(T, E)``.
-
-    Inside an episode ``next_obs_t`` is ``obs_{t+1}``, whose value the behaviour policy already
-    recorded (``value[t + 1]``); where the episode ended at ``t`` (the next row is a reset one),
-    where the agent is inactive at ``t + 1`` (its recorded value there is not one to trust, e.g.
-    a player waiting for its turn) and at the fragment's last row, ``value_of_next_obs`` (the
-    learner's value net on the true next observation) is used instead. Terminated rows get a
-    value too; :func:`gae` ignores it.
-    """
-    use_next_obs = (terminated > 0) | (truncated > 0)
-    if next_active is not None:
-        use_next_obs = use_next_obs | ~(next_active > 0)
-    following = torch.cat([value[1:], value_of_next_obs[-1:]], dim=0)
-    return torch.where(use_next_obs, value_of_next_obs, following)
-
-
-def gae(reward: torch.Tensor, value: torch.Tensor, next_value: torch.Tensor,
+def gae(reward: torch.Tensor, value: torch.Tensor, value_of_next_obs: torch.Tensor,
         terminated: torch.Tensor, truncated: torch.Tensor, gamma: float, gae_lambda: float,
-        next_active: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Advantages and value targets (``advantage + value``), both ``(T, E)``.
+        active: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and value targets (``advantage + value``), both ``(T, E)``, 0 and ``value``
+    on inactive rows.
 
-    ``reward``, ``value`` (``V(s_t)``), ``next_value`` (``V(next_obs_t)``, e.g. from
-    :func:`bootstrap_values`): float ``(T, E)``; ``terminated``, ``truncated``: 0/1 or bool
-    ``(T, E)``; ``next_active``: 0/1 ``(T, E)``, whether the agent is active at row ``t + 1``
-    (the last row's entry is unused); None means always.
+    ``reward``: float ``(T, E)``, as the env gave it on inactive rows too (NaN-free);
+    ``value``: ``V(s_t)``; ``value_of_next_obs``: ``V`` of the true next observation of every
+    row (read where an episode ended and at the fragment's last row); ``terminated``,
+    ``truncated``: 0/1 or bool ``(T, E)`` on every row; ``active``: bool ``(T, E)``, None
+    meaning always.
     """
-    terminated, truncated = terminated.float(), truncated.float()
-    delta = reward + gamma * (1.0 - terminated) * next_value - value
-    carry_on = 1.0 - torch.maximum(terminated, truncated)
-    if next_active is not None:
-        carry_on = carry_on * next_active.float()
-    advantage = torch.zeros_like(delta)
-    running = torch.zeros_like(delta[0])
-    for t in range(delta.shape[0] - 1, -1, -1):
-        running = delta[t] + gamma * gae_lambda * carry_on[t] * running
-        advantage[t] = running
-    return advantage, advantage + value
+    term = terminated.float()
+    ended = (terminated > 0) | (truncated > 0)
+    active = torch.ones_like(ended) if active is None else active.bool()
+    advantage = torch.zeros_like(reward)
+    zeros = torch.zeros_like(reward[0])
+    running, carry, pending = zeros, zeros, zeros
+    boot = value_of_next_obs[-1]  # the fragment ends: the episode goes on beyond it
+    for t in range(reward.shape[0] - 1, -1, -1):
+        # an episode ending at row t: nothing after it is this episode's
+        boot = torch.where(ended[t], (1.0 - term[t]) * value_of_next_obs[t], boot)
+        carry = torch.where(ended[t], zeros, carry)
+        pending = torch.where(ended[t], zeros, pending)
+        here = reward[t] + pending + gamma * boot - value[t] \
+            + gamma * gae_lambda * carry * running
+        act = active[t]
+        advantage[t] = torch.where(act, here, zeros)
+        running = torch.where(act, here, running)
+        boot = torch.where(act, value[t], boot)
+        carry = torch.where(act, torch.ones_like(carry), carry)
+        pending = torch.where(act, zeros, pending + reward[t])
+    return advantage, advantage + torch.where(active, value, zeros)

@@ -20,7 +20,7 @@ import torch
 
 from distmarl.algorithms.common.observations import Input, tcat, tmap
 from distmarl.algorithms.onpolicy.fragment import AgentFragment
-from distmarl.algorithms.onpolicy.gae import bootstrap_values, gae
+from distmarl.algorithms.onpolicy.gae import gae
 from distmarl.algorithms.onpolicy.policy_heads import stacked_masks
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows
 from distmarl.types import STATE_FIELDS
@@ -50,10 +50,8 @@ def fragment_advantages(frag: Mapping[str, AgentFragment],
     target: Tensors = {}
     for a, v_next in next_values.items():
         f = frag[a]
-        next_active = torch.cat([f.active[1:], torch.ones_like(f.active[:1])]).float()
-        next_value = bootstrap_values(f.value, v_next, f.terminated, f.truncated, next_active)
-        advantage[a], target[a] = gae(f.reward, f.value, next_value, f.terminated, f.truncated,
-                                      gamma, gae_lambda, next_active)
+        advantage[a], target[a] = gae(f.reward, f.value, v_next, f.terminated, f.truncated,
+                                      gamma, gae_lambda, f.active)
     return advantage, target
 
 

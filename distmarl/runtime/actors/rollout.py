@@ -23,8 +23,11 @@ from typing import Any, NamedTuple
 import ray
 
 from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
+from distmarl.collect.opponents import Opponents
+from distmarl.collect.seating import LeagueGame, LeaguePlan, MatchResult, Seating, play_games
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import make_algorithm, make_venv
+from distmarl.hpo.league_state import member_id
 from distmarl.types import TransitionChunk
 
 RETRY_SLEEP_S = 0.01
@@ -38,13 +41,15 @@ class CollectResult(NamedTuple):
     seconds: float
     refused: int  # times the rate limiter refused the chunk before it was stored
     nonfinite_rows: int = 0  # agent rows dropped for NaN / inf values (env.nonfinite="drop")
+    match_results: tuple[MatchResult, ...] = ()  # league games ended (learner, opponent, result)
 
 
 class RolloutShell:
     """The plain class behind :data:`RolloutWorkerActor`."""
 
     def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
-                 spaces: tuple[Any, ...], buffer: Any, seed: int) -> None:
+                 spaces: tuple[Any, ...], buffer: Any, seed: int,
+                 league: LeagueGame | None = None) -> None:
         import torch
 
         torch.set_num_threads(1)
@@ -56,6 +61,10 @@ class RolloutShell:
                               record_state=self.algo.uses_state)
         self.collector = Collector(self.venv, self.algo, seed=seed)
         self.eval_venv: Any = None
+        #: a league's game, its opponents and the seating of its sub-envs (None: cooperative)
+        self.league = league
+        self.opponents = Opponents(algo_cfg, spaces, env_cfg.kwargs, seed) if league else None
+        self.seating: Seating | None = None
         self.version = -1
         self.env_steps = 0
         self._dropped_reported = 0  # the venv's dropped_nonfinite already sent to the coordinator
@@ -68,11 +77,15 @@ class RolloutShell:
             self.algo.set_weights(weights)
             self.version = version
 
-    def collect(self, num_steps: int, version: int, weights_box: list[Any] | None) -> CollectResult:
+    def collect(self, num_steps: int, version: int, weights_box: list[Any] | None,
+                plan: LeaguePlan | None = None) -> CollectResult:
         """Step ``num_steps`` vectorised steps with the newest weights; store the chunk (for
-        an on-policy member: one whole fragment)."""
+        an on-policy member: one whole fragment). In a league, ``plan`` gives the next
+        matches and their opponents (running games go on)."""
         start = time.perf_counter()
         self._sync(version, weights_box)
+        if plan is not None:
+            self.seat(plan)
         rollout = self.collector.collect(num_steps)
         chunk = TransitionChunk(rollout.data, self.member)
         refused = 0
@@ -83,7 +96,64 @@ class RolloutShell:
         dropped = self.venv.dropped_nonfinite - self._dropped_reported
         self._dropped_reported += dropped
         return CollectResult(rollout.env_steps, rollout.episode_scores, rollout.episode_lengths,
-                             self.version, time.perf_counter() - start, refused, dropped)
+                             self.version, time.perf_counter() - start, refused, dropped,
+                             tuple(rollout.match_results))
+
+    def play(self, version: int, weights_box: list[Any] | None,
+             opponent: tuple[str, int | None, list[Any] | None, str], games: int, seed: int,
+             side: str | None, explore: bool = False, learner: str | None = None
+             ) -> list[MatchResult]:
+        """League evaluation: ``games`` games of this member (on ``side``; None in a symmetric
+        game: every seat in turn) against ``opponent`` ``(player, version, weights box,
+        side)``, on the evaluation envs; results as ``(member, opponent, result)``.
+        ``learner`` (``ref/<name>``) plays instead of the member (a final evaluation's
+        baseline). References are made afresh, seeded by ``seed``, so the same games give
+        the same results again (``distmarl evaluate``)."""
+        if self.league is None or self.opponents is None:
+            raise ValueError("play() is for league runs (league.sides or league.symmetric)")
+        player, v, box, opp_side = opponent
+        agents = self.league.sides.agents
+        if v is None:
+            policy = self.opponents.reference(player, agents[opp_side], seed)
+        else:
+            policy = self._opponent(player, v, box, opp_side)
+        if learner is None:
+            self._sync(version, weights_box)
+            self._seed_sampling(explore, seed)
+            me: tuple[str, Any] = (member_id(self.member), self.algo)
+        else:
+            seats = [a for s in (agents if side is None else [side]) for a in agents[s]]
+            me = (learner, self.opponents.reference(learner, seats, seed + 1))
+        return play_games(self._eval_venv(seed), self.league.sides, side, me,
+                          (player, policy), games, seed, explore, self.league.win_above)
+
+    def seat(self, plan: LeaguePlan) -> None:
+        """Opponents for ``plan``'s matches, then seat them (the first plan seats every
+        sub-env; later plans the games that start from now on)."""
+        assert self.league is not None and self.opponents is not None
+        policies = {p: self._opponent(p, v, box, side)
+                    for p, (v, box, side) in plan.opponents.items()}
+        if self.seating is None:
+            self.seating = Seating(self.league.sides, self.venv.num_envs,
+                                   member_id(self.member), plan.matches, policies,
+                                   self.league.win_above)
+            self.collector.set_seating(self.seating)
+        else:
+            self.seating.replan(plan.matches, policies)
+        self.opponents.keep_only(self.seating.policies)  # snapshots that left go here too
+
+    def _opponent(self, player: str, version: int | None, box: list[Any] | None,
+                  side: str) -> Any:
+        """The opponent ``player`` with its weights of ``version`` (fetched only when new)."""
+        assert self.league is not None and self.opponents is not None
+        if version is None:
+            return self.opponents.reference(player, self.league.sides.agents[side])
+        weights = None
+        if self.opponents.version(player) != version:
+            if box is None:
+                raise ValueError(f"opponent {player!r}: no weights for version {version}")
+            weights = ray.get(box[0]) if isinstance(box[0], ray.ObjectRef) else box[0]
+        return self.opponents.player(player, version, weights)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
                  max_steps: int | None, seed: int, explore: bool = False) -> list[float]:

@@ -1,0 +1,175 @@
+"""Do leagues learn competitive games? Each game's example league, trained per seed, then its
+final games against references a user understands (not a test).
+
+Per (game, seed): one ``distmarl train`` of the game's example config (``--steps`` env steps
+per member), whose final evaluation plays every member against every reference
+(``--games`` games each; a symmetric game's member takes each seat for half of them, so the
+first move alternates), the sides' elites against each other, and random play against the
+same references. The elite of a side is the member its rating ranks first (not the one that
+did best in these games). Printed per seed and as mean +- standard error over the seeds:
+
+* ``tictactoe`` (IPPO league of 4): the elite's loss rate against random legal play, and its
+  draw-or-win rate against minimax. Target, in at least 2 of 3 seeds: at most 2% lost to
+  random, at least 80% drawn or won against minimax.
+* ``connect_four`` (IPPO league of 4, action masks): the elite's win rate against random legal
+  play and against the one-step lookahead player. Target: at least 95% and at least 60%.
+* ``simple_tag`` (MADDPG, 2 predator teams and 2 prey): a game is the predators' win when
+  they catch the prey at least once in its 25 steps. Targets: the predators' elite catches the
+  fleeing prey more often than random predators do; the prey's elite is caught by the
+  predators' elite less often than random prey is.
+
+Also printed: each side's best rating after the first generation and at the end (ratings are
+OpenSkill ordinals on a scale where random play stays at 0).
+
+    .venv/bin/python -m benchmarks.league [--games-list tictactoe connect_four simple_tag]
+        [--seeds 0 1 2] [--steps N] [--games 200] [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "examples" / "configs"
+
+
+def _rate(summary: dict[str, Any], player: str, opponent: str, key: str,
+          kind: str = "member") -> float:
+    """``player``'s ``key`` rate (win / draw / loss) against ``opponent`` in the final games."""
+    for r in summary["final_games"]:
+        if r["player"] == player and r["opponent"] == opponent and r["kind"] == kind:
+            return float(r[key])
+    raise KeyError(f"no final games of {player} against {opponent} ({kind})")
+
+
+def _elite(summary: dict[str, Any], side: str | None = None) -> str:
+    elites = summary["final_elites"]
+    return f"member/{elites[side] if side else next(iter(elites.values()))}"
+
+
+def tictactoe(s: dict[str, Any]) -> dict[str, float]:
+    e = _elite(s)
+    return {"lost to random": _rate(s, e, "ref/random", "loss"),
+            "drew or won vs minimax": 1.0 - _rate(s, e, "ref/minimax", "loss"),
+            "random lost to random": _rate(s, "ref/random", "ref/random", "loss", "baseline"),
+            "random drew or won vs minimax":
+                1.0 - _rate(s, "ref/random", "ref/minimax", "loss", "baseline")}
+
+
+def connect_four(s: dict[str, Any]) -> dict[str, float]:
+    e = _elite(s)
+    return {"won vs random": _rate(s, e, "ref/random", "win"),
+            "won vs lookahead": _rate(s, e, "ref/lookahead", "win"),
+            "random won vs lookahead":
+                _rate(s, "ref/random", "ref/lookahead", "win", "baseline")}
+
+
+def simple_tag(s: dict[str, Any]) -> dict[str, float]:
+    pred, prey = _elite(s, "predators"), _elite(s, "prey")
+    return {"elite predators catch flee": _rate(s, pred, "ref/flee", "win"),
+            "random predators catch flee":
+                _rate(s, "ref/random", "ref/flee", "win", "baseline"),
+            "elite predators catch elite prey": _rate(s, pred, prey, "win", "elites"),
+            "elite predators catch random prey": _rate(s, pred, "ref/random", "win")}
+
+
+def _tictactoe_met(f: dict[str, float]) -> bool:
+    return f["lost to random"] <= 0.02 and f["drew or won vs minimax"] >= 0.80
+
+
+def _connect_four_met(f: dict[str, float]) -> bool:
+    return f["won vs random"] >= 0.95 and f["won vs lookahead"] >= 0.60
+
+
+def _simple_tag_met(f: dict[str, float]) -> bool:
+    return (f["elite predators catch flee"] > f["random predators catch flee"]
+            and f["elite predators catch elite prey"] < f["elite predators catch random prey"])
+
+
+#: game -> (example config, default env steps per member, figures, target met)
+GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any]], dict[str, float]],
+                       Callable[[dict[str, float]], bool]]] = {
+    "tictactoe": ("tictactoe_ippo_league.yaml", 250_000, tictactoe, _tictactoe_met),
+    "connect_four": ("connect_four_ippo_league.yaml", 300_000, connect_four, _connect_four_met),
+    "simple_tag": ("simple_tag_maddpg_league.yaml", 100_000, simple_tag, _simple_tag_met),
+}
+
+
+def train(config: Path, seed: int, steps: int, games: int, workdir: Path
+          ) -> tuple[dict[str, Any], float]:
+    """A training run in its own process; its summary and wall seconds."""
+    summary = workdir / "summary.json"
+    cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
+           "--run-dir", str(workdir / "run"), "--summary-json", str(summary),
+           "--set", f"seed={seed}", "--set", f"training.max_steps={steps}",
+           "--set", f"evolution.final_episodes={games}",
+           "--set", f"tracking.directory={workdir}"]
+    started = time.perf_counter()
+    with open(workdir / "train.log", "w") as log:
+        subprocess.run(cmd, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    return json.loads(summary.read_text()), time.perf_counter() - started
+
+
+def ratings(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Side -> (best rating after the first generation, best at the end)."""
+    sides = summary["league"]["member_sides"]
+    out: dict[str, tuple[float, float]] = {}
+    for side in dict.fromkeys(sides):
+        hist = [m["fitness"] for m, s in zip(summary["members"], sides) if s == side]
+        out[side] = (max(h[0] for h in hist), max(h[-1] for h in hist))
+    return out
+
+
+def mean_se(xs: Sequence[float]) -> str:
+    m = statistics.fmean(xs)
+    se = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
+    return f"{100 * m:.1f}% +- {100 * se:.1f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--games-list", nargs="+", default=list(GAMES), choices=list(GAMES))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, help="env steps per member (default: per game)")
+    ap.add_argument("--games", type=int, default=200, help="final games per opponent")
+    ap.add_argument("--json", help="write every run's figures here")
+    args = ap.parse_args(argv)
+    out: dict[str, Any] = {}
+    for game in args.games_list:
+        config, default_steps, figures, met = GAMES[game]
+        steps = args.steps or default_steps
+        runs = []
+        for seed in args.seeds:
+            workdir = Path(tempfile.mkdtemp(prefix=f"league-{game}-{seed}-"))
+            summary, seconds = train(CONFIGS / config, seed, steps, args.games, workdir)
+            f = figures(summary)
+            runs.append({"seed": seed, "figures": f, "met": met(f), "seconds": seconds,
+                         "ratings": ratings(summary), "run_dir": str(workdir / "run")})
+            print(f"{game} seed {seed} ({seconds:.0f} s): "
+                  + ", ".join(f"{k} {100 * v:.1f}%" for k, v in f.items())
+                  + f"; ratings {runs[-1]['ratings']}; target {'met' if met(f) else 'missed'}",
+                  flush=True)
+        print(f"\n{game}: {steps:,} env steps per member, {args.games} games per opponent, "
+              f"seeds {args.seeds}")
+        for key in runs[0]["figures"]:
+            print(f"  {key}: {mean_se([r['figures'][key] for r in runs])}")
+        print(f"  target met in {sum(r['met'] for r in runs)} of {len(runs)} seeds\n",
+              flush=True)
+        out[game] = {"steps": steps, "games": args.games, "runs": runs}
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""A rollout worker in a league, as a plain object (no Ray calls are made): plans seat its
+sub-envs against members' weights and references, evaluation games give results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distmarl.agents import resolve_sides
+from distmarl.collect.seating import LeagueGame, LeaguePlan
+from distmarl.config import load_config
+from distmarl.factory import env_spaces, make_algorithm
+from distmarl.hpo.league import Match
+from distmarl.runtime.actors.rollout import RolloutShell
+
+C4 = "examples/configs/connect_four_ippo.yaml"
+
+
+def worker() -> tuple[RolloutShell, object]:
+    cfg = load_config(C4, ["env.num_envs=2"])
+    spaces = env_spaces(cfg.env)
+    agents = list(spaces[0])
+    sides = resolve_sides(agents, spaces[0], spaces[1], None, symmetric=True)
+    shell = RolloutShell(0, 0, cfg.env, cfg.algorithm, spaces, None, seed=0,
+                         league=LeagueGame(sides))
+    return shell, make_algorithm(cfg.algorithm, spaces, seed=9)
+
+
+def test_a_plan_seats_members_and_references_and_collection_keeps_the_learners_rows() -> None:
+    shell, rival = worker()
+    try:
+        plan = LeaguePlan(
+            [Match({"player_0": "member/0", "player_1": "member/1"}, "player_0"),
+             Match({"player_1": "member/0", "player_0": "ref/random"}, "player_1")],
+            {"member/1": (3, [rival.get_weights()], "player_1"),
+             "ref/random": (None, None, "player_0")})
+        shell.seat(plan)
+        assert shell.opponents is not None and shell.opponents.version("member/1") == 3
+        assert shell.seating is not None
+        assert [m.seats for m in shell.seating.matches] == [m.seats for m in plan.matches]
+        rollout = shell.collector.collect(4)
+        active = {a: rollout.data["active"][a].reshape(4, 2).astype(bool)
+                  for a in ("player_0", "player_1")}
+        assert not active["player_1"][:, 0].any() and not active["player_0"][:, 1].any()
+        # a second plan with the same version fetches nothing (no box needed)
+        shell.seat(LeaguePlan(plan.matches[:1], {"member/1": (3, None, "player_1")}))
+    finally:
+        shell.close()
+
+
+def test_evaluation_games_against_a_reference_give_the_members_results() -> None:
+    shell, _ = worker()
+    try:
+        results = shell.play(-1, None, ("ref/lookahead", None, None, "player_1"), games=6,
+                             seed=0, side=None)
+    finally:
+        shell.close()
+    assert len(results) == 6 and {(a, b) for a, b, _ in results} == {("member/0",
+                                                                      "ref/lookahead")}
+    assert np.mean([r for *_, r in results]) < 0.5  # an untrained member loses to lookahead
