@@ -8,7 +8,7 @@ plan holds its own ``seed``, so the same plan gives the same network change wher
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,12 +73,15 @@ class Mutations:
         self.rng = np.random.default_rng(rand_seed)
 
     def plan(self, hps: Sequence[Mapping[str, Any]], hp_config: HyperparameterConfig | None,
-             rng: np.random.Generator | None = None, elite: int | None = None,
+             rng: np.random.Generator | None = None,
+             elite: int | Collection[int] | None = None,
              force: bool = False) -> list[MutationPlan]:
         """One plan per member; ``hps[m]`` are the hyperparameters member ``m`` holds (after
         selection's copies). ``force`` excludes ``none`` (the pre-training pass mutates every
-        member once); the elite gets ``none`` unless ``mutate_elite``."""
+        member once); the elite (a league: every side's) gets ``none`` unless
+        ``mutate_elite``."""
         rng = self.rng if rng is None else rng
+        kept = set() if elite is None else {elite} if isinstance(elite, int) else set(elite)
         probs = self.probs.copy()
         if force:
             probs[0] = 0.0
@@ -90,7 +93,7 @@ class Mutations:
             probs = probs / probs.sum() if probs.sum() > 0 else np.eye(5)[0]
         plans = []
         for member, hp in enumerate(hps):
-            if member == elite and not self.mutate_elite:
+            if member in kept and not self.mutate_elite:
                 plans.append(MutationPlan(member, "none", {}, int(rng.integers(2**31))))
                 continue
             kind = KINDS[int(rng.choice(len(KINDS), p=probs))]

@@ -94,7 +94,7 @@ class Generations:
         if self.evo.mode != "independent":  # independent: no selection, no mutation
             plan = self._select([m.fitness for m in members])
             hps = [members[src].hp for src in plan.sources]
-            plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elite)
+            plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elites)
             self.carry_out(plan.copies(), plans)
             if self.league is not None:
                 self.league.copied(plan.copies())

@@ -58,6 +58,9 @@ def test_elite_is_not_mutated_unless_asked() -> None:
     assert [p.kind for p in plans] == ["parameters", "parameters", "none", "parameters"]
     allow = Mutations(0, 0, 0, 1, 0, 0, mutate_elite=True, rand_seed=3)
     assert allow.plan(HPS, HP_CONFIG, elite=2)[2].kind == "parameters"
+    # a league keeps every side's elite
+    both = keep.plan(HPS, HP_CONFIG, elite=(0, 2))
+    assert [p.kind for p in both] == ["none", "parameters", "none", "parameters"]
 
 
 def test_forced_pass_mutates_every_member() -> None:
