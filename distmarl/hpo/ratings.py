@@ -1,4 +1,4 @@
-"""Ratings of the players of a league (members, their frozen snapshots, fixed references) from
+"""Ratings of the players of a league (members, their frozen snapshots, references) from
 the results of two-player matches, through OpenSkill.
 
 Why OpenSkill's Bradley-Terry model rather than Elo: a rating carries its uncertainty
@@ -9,9 +9,9 @@ first-class; and the library is small, maintained and pure Python. Elo's single 
 neither, and its K-factor would be one more setting to tune.
 
 A player is a string id (``member/3``, ``snapshot/12``, ``ref/random``). A **fixed** player's
-rating never moves (references anchor the scale: playing ``ref/random`` always means the same
-thing); its opponent's rating moves as if it were not fixed. Results are applied one match at a
-time, in order, so a known sequence of results gives known ratings.
+rating never moves (an anchor fixes the scale: a league fixes ``ref/random``, so beating it
+always means the same thing); its opponent's rating moves as if it were not fixed. Results are
+applied one match at a time, in order, so a known sequence of results gives known ratings.
 
 Usage::
 
