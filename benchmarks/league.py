@@ -100,8 +100,8 @@ def _simple_tag_met(f: dict[str, float]) -> bool:
 GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any]], dict[str, float]],
                        Callable[[dict[str, float]], bool]]] = {
     "tictactoe": ("tictactoe_ippo_league.yaml", 250_000, tictactoe, _tictactoe_met),
-    "connect_four": ("connect_four_ippo_league.yaml", 300_000, connect_four, _connect_four_met),
-    "simple_tag": ("simple_tag_maddpg_league.yaml", 100_000, simple_tag, _simple_tag_met),
+    "connect_four": ("connect_four_ippo_league.yaml", 600_000, connect_four, _connect_four_met),
+    "simple_tag": ("simple_tag_maddpg_league.yaml", 200_000, simple_tag, _simple_tag_met),
 }
 
 
