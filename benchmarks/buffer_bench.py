@@ -126,10 +126,25 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
         buf.save_to_memory(*step, is_vectorised=True)
         buf.sample(1024, "learner")  # torch tensors, as a learner gets them
 
+    per = MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0, replay_ratio=0.5,
+                                 prioritized={"alpha": 0.6, "beta": 0.4, "eps": 1e-6})
+    for _ in range(fill // 1000):
+        per.save_to_memory(*big, is_vectorised=True)
+    td_errors = rng.random(1024)
+
+    def prioritized() -> None:
+        per.save_to_memory(*step, is_vectorised=True)
+        batch = per.sample_numpy(1024, "learner")
+        per.update_priorities("learner", batch.indices, td_errors)
+
     label = f"{capacity // 1000}k rows"
+    plain_rate = rate(plain, seconds)
+    per_rate = rate(prioritized, seconds)
     return {
-        f"plain add+sample(1024) calls/s ({label})": rate(plain, seconds),
+        f"plain add+sample(1024) calls/s ({label})": plain_rate,
         f"distmarl add+sample(1024) calls/s ({label})": rate(ours, seconds),
+        f"prioritized add+sample(1024)+update calls/s ({label})": per_rate,
+        f"prioritized / plain add+sample ({label})": per_rate / plain_rate,
         f"distmarl sampled rows/s ({label})": rate(lambda: buf.sample_numpy(1024, "x"), seconds) * 1024,
         f"plain sampled rows/s ({label})": rate(lambda: ring.sample(1024), seconds) * 1024,
     }

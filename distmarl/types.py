@@ -39,11 +39,22 @@ class SampleBatch(NamedTuple):
     Row ``i`` is the same transition in every field and every agent. ``num_new`` rows at the
     front are rows this consumer had not received before; the rest are uniform replay.
     ``indices`` are the global insertion indices (``0 .. counter-1``) of the rows.
+    ``weights``: prioritised replay's importance weights, ``(batch,)`` float32 in ``(0, 1]``
+    (new rows 1); None from a buffer without prioritised replay.
     """
 
     data: tuple[dict[AgentID, Any], ...]
     num_new: int
     indices: np.ndarray
+    weights: np.ndarray | None = None
+
+
+class PriorityUpdate(NamedTuple):
+    """A learner's new priorities: the absolute TD errors ``(n,)`` of the rows at global
+    ``indices`` ``(n,)`` it sampled (prioritised replay)."""
+
+    indices: np.ndarray
+    td_errors: np.ndarray
 
 
 #: The transition fields every off-policy member stores, in buffer order. ``next_obs`` is the

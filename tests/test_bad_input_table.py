@@ -41,6 +41,7 @@ from tests.fakes import AGENTS, FIELDS, rows
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+CONNECT_FOUR = ROOT / "examples" / "configs" / "connect_four_ippo.yaml"  # an IPPO config
 TOY = "tests.envs.toy_envs"
 NET = "speaker: {encoder_config: {hidden_size: [8]}}"  # a net_config entry for group "speaker"
 
@@ -190,6 +191,12 @@ def base_cycle(ctx: Ctx) -> Path:
     return path
 
 
+def uniform_update() -> None:
+    buf = MultiAgentReplayBuffer(10, FIELDS, AGENTS)
+    buf.add(rows(np.arange(4)))
+    buf.update_priorities("c", np.array([0]), np.array([1.0]))
+
+
 def train_cli(ctx: Ctx, *sets: str) -> str:
     """``distmarl train tiny.yaml --set ...`` writing (if it ever got that far) under ctx.runs."""
     args = ["train", str(TINY), "--quiet", "--no-mlflow", "--set", f"tracking.directory={ctx.runs}"]
@@ -271,6 +278,31 @@ ROWS: list[Row] = [
         lambda c: load_config(TINY, ["evolution.hp_config.lr_actor.min=0.1",
                                      "evolution.hp_config.lr_actor.max=0.01"]),
         ConfigError, r"evolution\.hp_config\.lr_actor: min 0\.1 is greater than max 0\.01"),
+    Row("prioritised replay alpha < 0",
+        lambda c: load_config(TINY, ["buffer.prioritized_replay=true",
+                                     "buffer.prioritized_replay_alpha=-0.5"]),
+        ConfigError, r"buffer\.prioritized_replay_alpha: Input should be greater than or equal "
+                     r"to 0 \(got -0\.5\)"),
+    Row("prioritised replay on an on-policy algorithm",
+        lambda c: load_config(CONNECT_FOUR, ["buffer.prioritized_replay=true"]),
+        ConfigError, r"buffer\.prioritized_replay: IPPO members read their own fragments"),
+    Row("a mutation range for a replay setting the run lacks, distmarl train",
+        lambda c: train_cli(c, "evolution.hp_config.prioritized_replay_beta.min=0.4",
+                            "evolution.hp_config.prioritized_replay_beta.max=1"),
+        CliExit, r"evolution\.hp_config\.prioritized_replay_beta: set "
+                 r"buffer\.prioritized_replay: true first", runs_dir),
+    Row("a mutation range for a setting the member's algorithm lacks",
+        lambda c: load_config(CONNECT_FOUR, ["evolution.hp_config.replay_ratio.min=0.1",
+                                             "evolution.hp_config.replay_ratio.max=0.9"]),
+        ConfigError, r"\['replay_ratio'\] are not hyperparameters of IPPO"),
+    Row("a mutated replay_ratio with no starting value",
+        lambda c: load_config(TINY, ["buffer.replay_ratio=null",
+                                     "evolution.hp_config.replay_ratio.min=0.1",
+                                     "evolution.hp_config.replay_ratio.max=0.9"]),
+        ConfigError, r"evolution\.hp_config\.replay_ratio: members need a starting value"),
+    Row("prioritised replay's update on a uniform buffer",
+        lambda c: uniform_update(),
+        ValueError, r"update_priorities needs a prioritized buffer"),
     # what only the env and the algorithm can check (preflight, before Ray starts)
     Row("unknown env",
         lambda c: preflight(load_config(TINY, ["env.spec=mpe2:nothing_v1"])),

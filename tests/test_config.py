@@ -102,7 +102,9 @@ def test_yaml_round_trip_and_overrides(tmp_path) -> None:
                              "env.kwargs.max_cycles=50", "population.size=2"])
     assert cfg.buffer.capacity == 5000 and cfg.buffer.replay_ratio == 0.5
     assert cfg.algorithm.hp.lr_actor == 1e-3
-    assert cfg.algorithm.hp.as_dict() == {**default_hp("MADDPG"), "lr_actor": 1e-3}
+    # a member's replay_ratio left null starts from the buffer's
+    assert cfg.algorithm.hp.as_dict() == {**default_hp("MADDPG"), "lr_actor": 1e-3,
+                                          "replay_ratio": 0.5}
     assert cfg.env.kwargs["max_cycles"] == 50 and cfg.population.size == 2
     again = config_from_dict(yaml.safe_load(cfg.to_yaml()))
     assert again == cfg
@@ -130,7 +132,8 @@ def test_override_and_file_errors(tmp_path) -> None:
 MADDPG_DEFAULTS = {"batch_size": 64, "lr_actor": 1e-3, "lr_critic": 1e-2, "learn_step": 5,
                    "gamma": 0.95, "tau": 0.01, "O_U_noise": True, "expl_noise": 0.1,
                    "mean_noise": 0.0, "theta": 0.15, "dt": 1e-2, "max_grad_norm": 0.0,
-                   "actor_reg": 0.0}
+                   "actor_reg": 0.0, "replay_ratio": None, "prioritized_replay_alpha": None,
+                   "prioritized_replay_beta": None}
 IPPO_DEFAULTS = {"batch_size": 256, "lr": 3e-4, "learn_step": 128, "gamma": 0.99,
                  "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01, "vf_coef": 0.5,
                  "max_grad_norm": 0.5, "update_epochs": 4, "target_kl": None, "value_norm": True}

@@ -139,6 +139,12 @@ class Algorithm(ABC):
     def learn(self, batch: Batch) -> dict[str, float]:
         """One update from a batch; metric keys like ``loss/critic/<agent>``."""
 
+    def learn_weighted(self, batch: Batch, weights: torch.Tensor | None
+                       ) -> tuple[dict[str, float], np.ndarray]:
+        """Off-policy algorithms: :meth:`learn` with prioritised replay's importance weights
+        ``(B,)`` (None: all 1), returning the rows' new priorities ``(B,)`` too."""
+        raise NotImplementedError(f"{self.name} does not learn from replayed batches")
+
     @abstractmethod
     def get_weights(self) -> dict[str, Any]:
         """``{"arch": ..., "params": {name: np.ndarray}, "hp": {...}}``: what acting needs."""

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from distmarl.buffers.schema import BufferSchema
-from distmarl.buffers.storage import MEMBER_COLUMN
+from distmarl.buffers.storage import MEMBER_COLUMN, PRIORITY_COLUMN
 
 META_KEY = b"distmarl.buffer"
 
@@ -89,7 +89,8 @@ def read_state(path: Path) -> dict[str, Any]:
     columns: dict[str, np.ndarray] = {}
     if meta.get("schema") is not None:
         schema = BufferSchema.from_json(meta["schema"])
-        expected = {c.name for c in schema.columns} | {MEMBER_COLUMN}
+        priorities = [PRIORITY_COLUMN.format(name) for name in meta.get("priorities", {})]
+        expected = {c.name for c in schema.columns} | {MEMBER_COLUMN} | set(priorities)
         missing = sorted(expected - set(table.column_names))
         unknown = sorted(set(table.column_names) - expected)
         if missing or unknown:
@@ -100,4 +101,6 @@ def read_state(path: Path) -> dict[str, Any]:
                                              spec.name, path)
         columns[MEMBER_COLUMN] = _from_arrow(table.column(MEMBER_COLUMN), (), np.dtype(np.int32),
                                              MEMBER_COLUMN, path)
+        for name in priorities:
+            columns[name] = _from_arrow(table.column(name), (), np.dtype(np.float64), name, path)
     return {"meta": meta, "columns": columns}

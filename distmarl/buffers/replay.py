@@ -9,7 +9,8 @@ Usage (one env step at a time, or a whole vectorised step)::
 
 Extensions over AgileRL: rows tagged with a population ``member``; per-consumer sampling
 (``replay_ratio``: mix-in of the newest unreceived rows, in-order streaming, or uniform replay;
-see :mod:`distmarl.buffers.sampling`); ``learning_starts``; a samples-per-insert rate limiter;
+see :mod:`distmarl.buffers.sampling`); prioritised replay with a sum-tree per consumer
+(:mod:`distmarl.buffers.priorities`); ``learning_starts``; a samples-per-insert rate limiter;
 state_dict and Arrow files. A bad save raises ``ValueError`` before any row is written.
 
 The buffer composes its parts, each owning and serialising its own state: a
@@ -22,6 +23,7 @@ optional :class:`~distmarl.buffers.sampling.SampleToInsertRatio`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -29,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from distmarl.buffers.layout import ColumnLayout, check_mappings
+from distmarl.buffers.priorities import PriorityParams
 from distmarl.buffers.sampling import ConsumerState, Sampler, SampleToInsertRatio
 from distmarl.buffers.schema import BufferSchema, flatten, unflatten
-from distmarl.buffers.storage import RingStorage
+from distmarl.buffers.storage import PRIORITY_COLUMN, RingStorage
 from distmarl.types import SampleBatch
 
 #: Version of the :meth:`MultiAgentReplayBuffer.state_dict` layout; a load refuses others.
@@ -66,6 +69,8 @@ class MultiAgentReplayBuffer:
     :param seed: seed of the sampling generator.
     :param samples_per_insert: optional rate limit, sampled rows allowed per inserted row.
     :param error_buffer: allowed drift of the rate limit, in sampled rows.
+    :param prioritized: prioritised replay's ``{alpha, beta, eps}`` (see
+        :class:`~distmarl.buffers.priorities.PriorityParams`); None: uniform replay.
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class MultiAgentReplayBuffer:
         seed: int | None = None,
         samples_per_insert: float | None = None,
         error_buffer: float | None = None,
+        prioritized: Mapping[str, float] | None = None,
     ) -> None:
         _check_config(memory_size, field_names, agent_ids, replay_ratio, learning_starts)
         self.memory_size = int(memory_size)
@@ -90,8 +96,9 @@ class MultiAgentReplayBuffer:
         self.seed = seed
         self.samples_per_insert = samples_per_insert
         self.error_buffer = error_buffer
+        self.prioritized = None if prioritized is None else PriorityParams(**prioritized)
         self.rate_limiter = self._make_rate_limiter()
-        self._sampler = Sampler(seed)
+        self._sampler = Sampler(seed, self.prioritized)
         # Both exist from the first save on (the schema is inferred from it), or from a load.
         self._layout: ColumnLayout | None = None
         self.storage: RingStorage | None = None
@@ -200,6 +207,7 @@ class MultiAgentReplayBuffer:
     def sample_numpy(self, batch_size: int, consumer: str = "default",
                      member: int | None = None,
                      replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+                     alpha: float | None = None, beta: float | None = None,
                      ) -> SampleBatch | None:
         """A batch as numpy arrays (see :class:`~distmarl.types.SampleBatch`), new rows first,
         or None before ``learning_starts``, while rate-limited, or when there is nothing to
@@ -207,19 +215,31 @@ class MultiAgentReplayBuffer:
 
         ``member`` restricts the batch to that member's rows; ``replay_ratio`` overrides the
         buffer's ratio for this call (an on-policy learner streams its own member's rows with
-        ``member=m, replay_ratio=0`` while off-policy learners mix in replay)."""
+        ``member=m, replay_ratio=0`` while off-policy learners mix in replay). With prioritised
+        replay the batch carries importance ``weights`` and ``alpha`` / ``beta`` override the
+        buffer's exponents for this consumer (a member's own values)."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         r = self.replay_ratio if isinstance(replay_ratio, BufferRatio) else _check_ratio(replay_ratio)
         if not self.can_sample(batch_size):
             return None
         assert self.storage is not None and self._layout is not None
-        indices, num_new = self._sampler.draw(self.storage, int(batch_size), consumer, member, r)
+        indices, num_new, weights = self._sampler.draw(self.storage, int(batch_size), consumer,
+                                                       member, r, alpha, beta)
         if len(indices) == 0:
             return None
         if self.rate_limiter is not None:
             self.rate_limiter.record_sample(len(indices))
-        return SampleBatch(self._layout.assemble(self.storage.gather(indices)), num_new, indices)
+        data = self._layout.assemble(self.storage.gather(indices))
+        return SampleBatch(data, num_new, indices, weights)
+
+    def update_priorities(self, consumer: str, indices: np.ndarray, td_errors: np.ndarray) -> int:
+        """Set ``consumer``'s priorities of the rows at global ``indices`` (a batch's
+        ``indices``) to ``|td_errors| + eps``; rows overwritten since are left alone. Returns
+        the rows updated. ValueError on a buffer without prioritised replay."""
+        if self.storage is None:
+            return 0
+        return self._sampler.update_priorities(self.storage, consumer, indices, td_errors)
 
     def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
                replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
@@ -257,6 +277,7 @@ class MultiAgentReplayBuffer:
             "seed": self.seed,
             "samples_per_insert": self.samples_per_insert,
             "error_buffer": self.error_buffer,
+            "prioritized": None if self.prioritized is None else asdict(self.prioritized),
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -265,11 +286,17 @@ class MultiAgentReplayBuffer:
         ``meta`` is JSON-able: ``version``, ``config``, ``schema``, ``counter`` (rows ever
         added), ``consumers`` (name -> counters) and ``rng`` (the sampler's), ``rate_limiter``.
         ``columns`` holds every stored row in insertion order, one array per column
-        (``agent/field[/key]``) plus ``__member__``. Checkpoints, buffer files and actor
-        snapshots share this one form.
+        (``agent/field[/key]``) plus ``__member__`` and, with prioritised replay, one
+        ``__priority__/<consumer>`` per consumer (``meta['priorities']`` holds the rest of its
+        state). Checkpoints, buffer files and actor snapshots share this one form.
         """
-        stored = {"counter": 0, "columns": {}} if self.storage is None else self.storage.state_dict()
-        sampler = self._sampler.state_dict()
+        stored: dict[str, Any] = ({"counter": 0, "columns": {}} if self.storage is None
+                                  else self.storage.state_dict())
+        sampler = self._sampler.state_dict(self.storage)
+        priorities = {}
+        for name, tree in sampler["priorities"].items():
+            stored["columns"][PRIORITY_COLUMN.format(name)] = tree.pop("priorities")
+            priorities[name] = tree
         meta = {
             "version": STATE_VERSION,
             "config": self.config(),
@@ -278,6 +305,7 @@ class MultiAgentReplayBuffer:
             "consumers": sampler["consumers"],
             "rate_limiter": None if self.rate_limiter is None else self.rate_limiter.state_dict(),
             "rng": sampler["rng"],
+            "priorities": priorities,
         }
         return {"meta": meta, "columns": stored["columns"]}
 
@@ -299,8 +327,11 @@ class MultiAgentReplayBuffer:
                                  f"agents {layout.agent_ids}, this buffer {mine}")
             storage = RingStorage(self.memory_size, layout.schema.columns)
             storage.load_state_dict({"counter": meta["counter"], "columns": state["columns"]})
-        sampler = Sampler(self.seed)
-        sampler.load_state_dict({"consumers": meta["consumers"], "rng": meta["rng"]})
+        sampler = Sampler(self.seed, self.prioritized)
+        priorities = {name: {**p, "priorities": state["columns"][PRIORITY_COLUMN.format(name)]}
+                      for name, p in meta.get("priorities", {}).items()}
+        sampler.load_state_dict({"consumers": meta["consumers"], "rng": meta["rng"],
+                                 "priorities": priorities}, self.memory_size, int(meta["counter"]))
         limiter = self._make_rate_limiter()
         if limiter is not None and meta["rate_limiter"] is not None:
             limiter.load_state_dict(meta["rate_limiter"])

@@ -1,4 +1,5 @@
-"""Which rows a sample returns: per-consumer new rows, uniform replay, rate limiting.
+"""Which rows a sample returns: per-consumer new rows, uniform or prioritised replay, rate
+limiting.
 
 A batch of ``batch_size`` rows drawn with ``replay_ratio``:
 
@@ -23,6 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from distmarl.buffers.priorities import (
+    ConsumerPriorities,
+    PriorityParams,
+    check_priority_params,
+)
 from distmarl.buffers.storage import RingStorage
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -137,11 +143,16 @@ class Sampler:
     """The consumers' cursors and the replay generator: picks the global rows of each batch.
 
     :param seed: seed of the generator that draws replay rows.
+    :param prioritized: prioritised replay's parameters (None: uniform replay). The replay
+        part of a batch is then drawn from the consumer's own priorities
+        (:mod:`distmarl.buffers.priorities`); new rows of the mix-in part get weight 1.
     """
 
-    def __init__(self, seed: int | None) -> None:
+    def __init__(self, seed: int | None, prioritized: PriorityParams | None = None) -> None:
         self.rng = np.random.default_rng(seed)
+        self.prioritized = prioritized
         self.consumers: dict[str, ConsumerState] = {}
+        self.priorities: dict[str, ConsumerPriorities] = {}
 
     def consumer(self, name: str, storage: RingStorage | None) -> ConsumerState:
         """The named consumer; a new one starts at the oldest stored row."""
@@ -152,34 +163,87 @@ class Sampler:
         return state
 
     def draw(self, storage: RingStorage, batch_size: int, consumer: str, member: int | None,
-             replay_ratio: float | None) -> tuple[np.ndarray, int]:
-        """Global indices of one batch, new rows first, and how many are new (see the module
-        docstring for what each ``replay_ratio`` returns)."""
+             replay_ratio: float | None, alpha: float | None = None, beta: float | None = None
+             ) -> tuple[np.ndarray, int, np.ndarray | None]:
+        """Global indices of one batch, new rows first, how many are new, and the rows'
+        importance weights (None without prioritised replay). See the module docstring for
+        what each ``replay_ratio`` returns; ``alpha`` and ``beta`` override the buffer's
+        prioritised-replay exponents for this consumer (a member's own, evolved values)."""
         state = self.consumer(consumer, storage)
-        if replay_ratio is None:
-            return uniform_rows(storage, batch_size, self.rng, member), 0
         if replay_ratio == 0:
             new = state.stream(storage, batch_size, member)
-            return new, len(new)
-        new = state.mix_in(storage, new_row_share(batch_size, replay_ratio), member)
-        replay = uniform_rows(storage, batch_size - len(new), self.rng, member)
-        return np.concatenate([new, replay]), len(new)
+            return new, len(new), None
+        new = (_NO_ROWS if replay_ratio is None
+               else state.mix_in(storage, new_row_share(batch_size, replay_ratio), member))
+        if self.prioritized is None:
+            replay = uniform_rows(storage, batch_size - len(new), self.rng, member)
+            return (np.concatenate([new, replay]) if len(new) else replay), len(new), None
+        tree = self._tree(consumer, storage, member, alpha)
+        replay, weights = tree.draw(storage, batch_size - len(new), self._beta(beta), self.rng)
+        ones = np.ones(len(new), dtype=np.float32)
+        return np.concatenate([new, replay]), len(new), np.concatenate([ones, weights])
+
+    def update_priorities(self, storage: RingStorage, consumer: str, indices: np.ndarray,
+                          td_errors: np.ndarray) -> int:
+        """``consumer``'s priorities of the rows at ``indices`` from their TD errors; rows
+        overwritten since they were sampled are left out. Returns rows updated."""
+        if self.prioritized is None:
+            raise ValueError("update_priorities needs a prioritized buffer "
+                             "(buffer.prioritized_replay is off)")
+        tree = self.priorities.get(consumer)
+        if tree is None:
+            raise ValueError(f"consumer {consumer!r} has sampled nothing: no priorities to update")
+        return tree.update(storage, indices, td_errors, self.prioritized.eps)
+
+    def _tree(self, consumer: str, storage: RingStorage, member: int | None,
+              alpha: float | None) -> ConsumerPriorities:
+        assert self.prioritized is not None
+        a = self.prioritized.alpha if alpha is None else float(alpha)
+        tree = self.priorities.get(consumer)
+        if tree is None:
+            check_priority_params(a, self.prioritized.beta)
+            tree = self.priorities[consumer] = ConsumerPriorities(storage.capacity, a, member)
+        elif tree.member != member:
+            raise ValueError(f"consumer {consumer!r} sampled member {tree.member}'s rows "
+                             f"before; it cannot sample member {member}'s")
+        if a != tree.alpha:
+            check_priority_params(a, self.prioritized.beta)
+            tree.set_alpha(a)
+        return tree
+
+    def _beta(self, beta: float | None) -> float:
+        assert self.prioritized is not None
+        if beta is None:
+            return self.prioritized.beta
+        check_priority_params(self.prioritized.alpha, beta)
+        return float(beta)
 
     def stats(self, storage: RingStorage | None) -> dict[str, dict[str, int]]:
         """Per consumer: its counters and ``pending`` (unreceived rows still stored)."""
         return {name: {**s.state_dict(), "pending": s.pending(storage)}
                 for name, s in self.consumers.items()}
 
-    def state_dict(self) -> dict[str, Any]:
-        """``consumers`` (name -> counters) and ``rng`` (the generator's state): JSON-able."""
+    def state_dict(self, storage: RingStorage | None = None) -> dict[str, Any]:
+        """``consumers`` (name -> counters), ``rng`` (the generator's state) and
+        ``priorities`` (name -> :meth:`ConsumerPriorities.state_dict`, its arrays aligned
+        with ``storage``'s stored rows)."""
         return {"consumers": {name: s.state_dict() for name, s in self.consumers.items()},
-                "rng": self.rng.bit_generator.state}
+                "rng": self.rng.bit_generator.state,
+                "priorities": {name: t.state_dict(storage)
+                               for name, t in self.priorities.items()}}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any], capacity: int = 0,
+                        counter: int = 0) -> None:
+        """Load :meth:`state_dict` into a sampler of a ring of ``capacity`` rows whose
+        newest row is ``counter - 1``."""
         consumers = {str(name): ConsumerState.from_state(c)
                      for name, c in state["consumers"].items()}
+        priorities = {str(name): ConsumerPriorities.from_state(capacity, p, counter)
+                      for name, p in state.get("priorities", {}).items()}
+        if self.prioritized is None:  # prioritised replay switched off: nothing to keep
+            priorities = {}
         self.rng.bit_generator.state = state["rng"]
-        self.consumers = consumers
+        self.consumers, self.priorities = consumers, priorities
 
 
 class SampleToInsertRatio:

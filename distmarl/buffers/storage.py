@@ -19,6 +19,8 @@ from distmarl.buffers.schema import ColumnSpec
 NO_MEMBER = -1
 #: Name of the member-tag column in a storage state (and in buffer files).
 MEMBER_COLUMN = "__member__"
+#: Name of a consumer's priority column (one per stored row) in a buffer state and file.
+PRIORITY_COLUMN = "__priority__/{}"
 
 
 class RingStorage:

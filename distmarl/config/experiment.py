@@ -23,6 +23,7 @@ from distmarl.config.hparams import (
     MATD3Hyperparameters,
     check_search_ranges,
 )
+from distmarl.config.replay import replay_hp
 from distmarl.config.section import Section
 
 
@@ -162,6 +163,10 @@ class BufferConfig(Section):
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
+    prioritized_replay: bool = Field(False, description="off-policy: replay rows in proportion to each learner's own TD errors (a sum-tree per learner), with importance weights in its critic losses")
+    prioritized_replay_alpha: float = Field(0.6, ge=0, description="prioritised replay: priority exponent (0: uniform, 1: proportional to |TD error|); members may override and evolve it (algorithm.hp)")
+    prioritized_replay_beta: float = Field(0.4, ge=0, le=1, description="prioritised replay: importance-weight exponent (1: full correction); members may override and evolve it (algorithm.hp)")
+    prioritized_replay_eps: float = Field(1e-6, gt=0, description="prioritised replay: added to every |TD error|, so no row's priority is 0")
 
 
 class TrainingConfig(Section):
@@ -242,6 +247,17 @@ class ExperimentConfig(Section):
             check_search_ranges(self.algorithm.name, ranges)
         except ValueError as err:
             raise ValueError(f"evolution.hp_config: {err}") from None
+        b = self.buffer
+        prioritized = ((b.prioritized_replay_alpha, b.prioritized_replay_beta)
+                       if b.prioritized_replay else None)
+        try:
+            filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), b.replay_ratio,
+                               prioritized, set(ranges))
+        except ValueError as err:
+            raise ValueError(str(err)) from None
+        if filled:
+            hp = self.algorithm.hp.model_copy(update=filled)
+            self.algorithm = self.algorithm.model_copy(update={"hp": hp})
         return self
 
     def to_yaml(self) -> str:

@@ -131,7 +131,8 @@ def test_hyperparameters_are_checked() -> None:
         make("MADDPG", lr_actor=0.0)
     assert sorted(make("MADDPG").hp) == sorted([
         "batch_size", "lr_actor", "lr_critic", "learn_step", "gamma", "tau", "expl_noise",
-        "O_U_noise", "mean_noise", "theta", "dt", "max_grad_norm", "actor_reg"])
+        "O_U_noise", "mean_noise", "theta", "dt", "max_grad_norm", "actor_reg", "replay_ratio",
+        "prioritized_replay_alpha", "prioritized_replay_beta"])
     assert {"policy_freq", "policy_noise", "noise_clip"} <= set(agent.hp)
 
 

@@ -245,3 +245,29 @@ def test_policy_lag_is_bounded_by_max_policy_lag(ray_local, tmp_path, max_lag: i
         assert lags == [0, 0]
     else:
         assert 1 <= max(lags) <= max_lag
+
+
+def test_prioritised_replay_learns_with_evolved_exponents_and_checkpoints_priorities(
+        ray_local, tmp_path) -> None:
+    """Each learner's TD errors reach its own priorities (through its next sample call), its
+    exponents mutate like any hyperparameter, and the checkpoint carries the priorities."""
+    from distmarl.checkpoint import load_checkpoint
+    from distmarl.runtime.trainer import train
+
+    cfg = tiny(tmp_path, sets=[
+        "tracking.mlflow=false", "buffer.prioritized_replay=true", "buffer.replay_ratio=0.5",
+        "evolution.mutation.rl_hp=1.0", "evolution.mutation.architecture=0.0",
+        "evolution.mutation.parameters=0.0", "evolution.mutation.mutate_elite=true",
+        "evolution.hp_config={prioritized_replay_beta: {min: 0.1, max: 1.0}, "
+        "replay_ratio: {min: 0.1, max: 0.9}}"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    state = load_checkpoint(tmp_path / "run" / "checkpoints").buffer_state
+    assert state is not None
+    assert set(state["meta"]["priorities"]) == {"learner-0", "learner-1"}
+    for name in ("learner-0", "learner-1"):
+        p = np.asarray(state["columns"][f"__priority__/{name}"])
+        assert len(p) == len(state["columns"]["__member__"])
+        assert len(np.unique(p)) > 10, f"{name}'s TD errors never reached its priorities"
+    hps = [m["hp"] for m in summary["members"]]
+    changed = [(h["prioritized_replay_beta"], h["replay_ratio"]) != (0.4, 0.5) for h in hps]
+    assert any(changed), "no member's replay settings were mutated"

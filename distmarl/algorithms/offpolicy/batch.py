@@ -96,6 +96,9 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return kept.sum() / mask.sum().clamp_min(1.0)
 
 
-def masked_mse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean squared error over the active rows."""
-    return masked_mean((pred - target) ** 2, mask)
+def masked_mse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor,
+               weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean squared error over the active rows, each scaled by its importance weight
+    (``(B, 1)``; prioritised replay) when given."""
+    err = (pred - target) ** 2
+    return masked_mean(err if weights is None else err * weights, mask)

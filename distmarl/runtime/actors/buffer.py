@@ -27,7 +27,7 @@ import ray
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.replay import BUFFER_RATIO, BufferRatio
 from distmarl.buffers.wire import pack_batches
-from distmarl.types import SampleBatch, TransitionChunk
+from distmarl.types import PriorityUpdate, SampleBatch, TransitionChunk
 
 
 class AddResult(NamedTuple):
@@ -63,12 +63,19 @@ class BufferShell:
 
     def sample_many(self, batch_size: int, consumer: str, num_batches: int,
                     member: int | None = None,
-                    replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> list[SampleBatch]:
+                    replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+                    alpha: float | None = None, beta: float | None = None,
+                    priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
         """Up to ``num_batches`` batches in one call (stops at the first None): a learner that
-        does several updates per step pays Ray's per-call cost once."""
+        does several updates per step pays Ray's per-call cost once. With prioritised replay,
+        ``priorities`` (the consumer's TD errors of its last call's batches) are applied
+        first, so a learner's priority updates ride on its next sample call."""
+        if priorities is not None:
+            self.buffer.update_priorities(consumer, priorities.indices, priorities.td_errors)
         out = []
         for _ in range(num_batches):
-            batch = self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio)
+            batch = self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio,
+                                             alpha, beta)
             if batch is None:
                 break
             out.append(batch)
@@ -83,10 +90,17 @@ class BufferShell:
 
     def sample_many_packed(self, batch_size: int, consumer: str, num_batches: int,
                            member: int | None = None,
-                           replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> bytes:
+                           replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+                           alpha: float | None = None, beta: float | None = None,
+                           priorities: PriorityUpdate | None = None) -> bytes:
         """:meth:`sample_many` as one bytes object (read it with ``unpack_batches``)."""
         return pack_batches(self.sample_many(batch_size, consumer, num_batches, member,
-                                             replay_ratio))
+                                             replay_ratio, alpha, beta, priorities))
+
+    def update_priorities(self, consumer: str, update: PriorityUpdate) -> int:
+        """``consumer``'s priorities from TD errors (see
+        :meth:`MultiAgentReplayBuffer.update_priorities`); rows updated."""
+        return self.buffer.update_priorities(consumer, update.indices, update.td_errors)
 
     def stats(self) -> dict[str, Any]:
         return {**self.buffer.stats(), "refused_chunks": self.refused_chunks}

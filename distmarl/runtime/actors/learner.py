@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import ray
 
+from distmarl.buffers.replay import BUFFER_RATIO
 from distmarl.buffers.tensors import to_torch
 from distmarl.buffers.wire import unpack_batches
 from distmarl.collect import fragment_to_batch
@@ -33,7 +34,7 @@ from distmarl.factory import make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
-from distmarl.types import OFF_POLICY_FIELDS, SampleBatch
+from distmarl.types import OFF_POLICY_FIELDS, PriorityUpdate, SampleBatch
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class LearnerShell:
         self.version = 0
         self._since_publish = 0
         self._incarnation = uuid.uuid4().hex
+        #: TD errors of the last train call's prioritised batches, sent with the next sample
+        self._priorities: PriorityUpdate | None = None
 
     def incarnation(self) -> str:
         return self._incarnation
@@ -87,11 +90,7 @@ class LearnerShell:
             metrics = [self._learn_fragment(b) for b in
                        self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)]
         else:
-            batch_size = int(self.algo.hp["batch_size"])
-            batches = unpack_batches(ray.get(
-                self.buffer.sample_many_packed.remote(batch_size, self.consumer, num_updates)))
-            metrics = [self.algo.learn(to_torch(dict(zip(OFF_POLICY_FIELDS, b.data)),
-                                                self.device)) for b in batches]
+            metrics = self._learn_replay(num_updates)
         n = len(metrics)
         self.updates += n
         self._since_publish += n
@@ -100,6 +99,32 @@ class LearnerShell:
             weights = self.publish()
         return TrainResult(n, _means(metrics), time.perf_counter() - start, weights,
                            self._incarnation)
+
+    def _learn_replay(self, num_updates: int) -> list[dict[str, float]]:
+        """Off-policy: up to ``num_updates`` batches in one sample call, with this member's
+        replay settings (its ``replay_ratio`` and prioritised replay's exponents, which may
+        evolve); the TD errors of prioritised batches go back with the next sample call."""
+        import torch
+
+        hp = self.algo.hp
+        ratio = BUFFER_RATIO if hp["replay_ratio"] is None else hp["replay_ratio"]
+        batches = unpack_batches(ray.get(self.buffer.sample_many_packed.remote(
+            int(hp["batch_size"]), self.consumer, num_updates, None, ratio,
+            hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"],
+            self._priorities)))
+        self._priorities = None
+        metrics, indices, errors = [], [], []
+        for b in batches:
+            data = to_torch(dict(zip(OFF_POLICY_FIELDS, b.data)), self.device)
+            weights = None if b.weights is None else torch.as_tensor(b.weights)
+            m, td = self.algo.learn_weighted(data, weights)
+            metrics.append(m)
+            if b.weights is not None:
+                indices.append(b.indices)
+                errors.append(td)
+        if indices:
+            self._priorities = PriorityUpdate(np.concatenate(indices), np.concatenate(errors))
+        return metrics
 
     def _learn_fragment(self, batch: SampleBatch) -> dict[str, float]:
         """One PPO update on one fragment (rows ``(T * E, ...)`` -> tensors ``(T, E, ...)``)."""

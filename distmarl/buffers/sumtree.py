@@ -1,0 +1,121 @@
+"""A sum-tree over a power-of-two number of leaves, its loops compiled with numba.
+
+``tree[1]`` is the total, ``tree[i] = tree[2i] + tree[2i+1]``, leaf ``k`` at
+``tree[leaves + k]``. A search or an update walks one root-to-leaf path per value: a loop of
+``log2(leaves)`` steps that numpy can only run as that many whole-array passes (each a
+Python-level call), so the loops are compiled; ``cache=True`` keeps the machine code beside the
+module, so only the first process on a machine pays the compile.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _set(tree: np.ndarray, leaves: int, positions: np.ndarray, values: np.ndarray,
+         alpha: float) -> None:
+    # Every leaf first (``values ** alpha``, 0 stays 0), then each level's parents over all
+    # positions (independent loads, as in _find); a parent shared by several positions is
+    # summed again with the same result.
+    idx = positions + leaves
+    for j in range(len(idx)):
+        v = values[j]
+        tree[idx[j]] = v ** alpha if v > 0.0 else 0.0
+    width = leaves
+    while width > 1:
+        for j in range(len(idx)):
+            i = idx[j] >> 1
+            tree[i] = tree[2 * i] + tree[2 * i + 1]
+            idx[j] = i
+        width >>= 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _find(tree: np.ndarray, leaves: int, prefix: np.ndarray) -> np.ndarray:
+    # Level by level over all values rather than value by value down the tree: the loads of
+    # one level are independent, so the CPU overlaps their cache misses. Branch-free steps:
+    # the branch would be a coin flip the CPU mispredicts.
+    n = len(prefix)
+    u = prefix.copy()
+    idx = np.ones(n, dtype=np.int64)
+    width = 1
+    while width < leaves:
+        for j in range(n):
+            i = idx[j]
+            left = tree[2 * i]
+            right = np.int64((u[j] >= left) & (tree[2 * i + 1] > 0.0))
+            u[j] -= left * right
+            idx[j] = 2 * i + right
+        width *= 2
+    return idx - leaves
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw(tree: np.ndarray, leaves: int, uniforms: np.ndarray, beta: float
+          ) -> tuple[np.ndarray, np.ndarray]:
+    # One value per equal slice of the total, found as in _find; weights relative to the
+    # least likely leaf drawn.
+    n = len(uniforms)
+    total = tree[1]
+    step = total / n
+    prefix = np.empty(n)
+    for j in range(n):
+        prefix[j] = min((j + uniforms[j]) * step, total * (1.0 - 1e-12))
+    pos = _find(tree, leaves, prefix)
+    weights = np.empty(n, dtype=np.float32)
+    least = np.inf
+    for j in range(n):
+        least = min(least, tree[leaves + pos[j]])
+    b = np.float32(-beta)
+    for j in range(n):  # float32 pow: half the cost of float64's, and weights are float32
+        weights[j] = np.float32(tree[leaves + pos[j]] / least) ** b
+    return pos, weights
+
+
+class SumTree:
+    """Sums of non-negative leaf values; updates and searches take whole index arrays."""
+
+    def __init__(self, capacity: int) -> None:
+        self.leaves = 1 << max(0, int(capacity) - 1).bit_length()
+        self.tree = np.zeros(2 * self.leaves, dtype=np.float64)
+
+    @property
+    def total(self) -> float:
+        return float(self.tree[1])
+
+    def values(self, positions: np.ndarray) -> np.ndarray:
+        out: np.ndarray = self.tree[self.leaves + positions]
+        return out
+
+    def set(self, positions: np.ndarray, values: np.ndarray, alpha: float = 1.0) -> None:
+        """Leaves at ``positions`` take ``values ** alpha`` (0 stays 0; a repeated position
+        keeps its last value)."""
+        _set(self.tree, self.leaves, np.ascontiguousarray(positions, dtype=np.int64),
+             np.ascontiguousarray(values, dtype=np.float64), float(alpha))
+
+    def rebuild(self, leaf_values: np.ndarray) -> None:
+        """Every leaf at once (``leaf_values`` of length ``leaves``), summing level by level."""
+        self.tree[self.leaves:] = leaf_values
+        level = self.leaves
+        while level > 1:
+            parent = level // 2
+            self.tree[parent:level] = self.tree[level:2 * level:2] + self.tree[level + 1:2 * level:2]
+            level = parent
+
+    def draw(self, uniforms: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Stratified draws, one leaf per equal slice of the total (``uniforms`` in ``[0, 1)``
+        place each in its slice), and their importance weights ``(P_i / P_min) ** -beta``
+        over the drawn leaves (so at most 1)."""
+        pos, weights = _draw(self.tree, self.leaves,
+                             np.ascontiguousarray(uniforms, dtype=np.float64), float(beta))
+        return pos, weights
+
+    def find(self, prefix: np.ndarray) -> np.ndarray:
+        """For each value ``u`` in ``[0, total)``, the leaf ``k`` whose cumulative range
+        ``[sum(leaves < k), sum(leaves <= k))`` holds it. A value that float rounding carries
+        past the last non-empty leaf stays in the non-empty part of the tree."""
+        found: np.ndarray = _find(self.tree, self.leaves,
+                                  np.ascontiguousarray(prefix, dtype=np.float64))
+        return found

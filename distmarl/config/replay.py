@@ -1,0 +1,50 @@
+"""Members' replay settings: the buffer's values as each member's starting hyperparameters.
+
+``replay_ratio`` and prioritised replay's ``alpha`` / ``beta`` are read per sample call, so
+each off-policy member can hold its own (``algorithm.hp``) and ``evolution.hp_config`` can
+mutate them like a learning rate. A member's value left null starts from the ``buffer``
+section's; a setting the run cannot use is an error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from typing import Any
+
+from distmarl.config.hparams import hp_model
+
+#: The off-policy hyperparameters a member's buffer reads take from, by ``buffer`` field.
+REPLAY_HP = ("replay_ratio", "prioritized_replay_alpha", "prioritized_replay_beta")
+
+
+def replay_hp(algorithm: str, hp: Mapping[str, Any], buffer_ratio: float | None,
+              prioritized: tuple[float, float] | None, searched: Set[str]) -> dict[str, Any]:
+    """The replay hyperparameters ``hp`` leaves null, filled from the buffer's values
+    (``buffer_ratio``; ``prioritized``: ``(alpha, beta)``, None when prioritised replay is off).
+
+    ValueError: prioritised replay on an algorithm without replay (IPPO, MAPPO read their own
+    fragments in order); a member's ``alpha`` / ``beta`` (set or searched) without
+    prioritised replay; a searched ``replay_ratio`` with no starting value (uniform replay).
+    """
+    if not set(REPLAY_HP) <= set(hp_model(algorithm).model_fields):
+        if prioritized is not None:
+            raise ValueError(f"buffer.prioritized_replay: {algorithm} members read their own "
+                             "fragments in order, once; prioritised replay is for MADDPG and "
+                             "MATD3")
+        return {}
+    out: dict[str, Any] = {}
+    for i, name in enumerate(REPLAY_HP[1:]):
+        if prioritized is None and (hp[name] is not None or name in searched):
+            where = ("evolution.hp_config" if name in searched else "algorithm.hp")
+            raise ValueError(f"{where}.{name}: set buffer.prioritized_replay: true first (this "
+                             "run replays uniformly)")
+        if prioritized is not None and hp[name] is None:
+            out[name] = prioritized[i]
+    if hp["replay_ratio"] is None:
+        if "replay_ratio" in searched and buffer_ratio is None:
+            raise ValueError("evolution.hp_config.replay_ratio: members need a starting value "
+                             "to mutate; set buffer.replay_ratio or algorithm.hp.replay_ratio "
+                             "(null: uniform replay)")
+        if buffer_ratio is not None:
+            out["replay_ratio"] = buffer_ratio
+    return out

@@ -1,0 +1,71 @@
+"""learn_weighted(): prioritised replay's importance weights scale each row's critic error,
+and each row's new priority is its mean absolute TD error over the active agents' critics."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from distmarl.algorithms.offpolicy.batch import masked_mse
+from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
+from tests.algorithms.test_learning import _poison, critic_loss
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_unit_weights_learn_exactly_as_learn(algo: str) -> None:
+    b = batch(ACTION_SETS["box"], size=32, seed=1)
+    one = make(algo, "box")
+    two = one.clone()
+    m1 = one.learn(b)
+    m2, priorities = two.learn_weighted(b, torch.ones(32))
+    assert m1 == pytest.approx(m2, rel=1e-6) and priorities.shape == (32,)
+    p1, p2 = params(one), params(two)
+    assert all(torch.allclose(p1[k], p2[k], atol=1e-7) for k in p1)
+
+
+def test_weights_scale_each_rows_squared_error() -> None:
+    pred, target = torch.tensor([[1.0], [2.0], [3.0]]), torch.zeros(3, 1)
+    mask, w = torch.tensor([[1.0], [1.0], [0.0]]), torch.tensor([[0.5], [0.25], [9.0]])
+    assert float(masked_mse(pred, target, mask, w)) == pytest.approx((0.5 * 1 + 0.25 * 4) / 2)
+
+
+def test_zero_weights_leave_the_critics_alone() -> None:
+    agent = make("MADDPG", "box")
+    before = params(agent)
+    agent.learn_weighted(batch(ACTION_SETS["box"], size=32, seed=2), torch.zeros(32))
+    after = params(agent)
+    critics = [k for k in before if k.startswith("critic")]
+    actors = [k for k in before if k.startswith("actor")]
+    assert critics and all(torch.equal(before[k], after[k]) for k in critics)
+    assert any(not torch.equal(before[k], after[k]) for k in actors)  # the actors still learn
+
+
+def test_priorities_are_mean_abs_td_errors_of_the_active_agents() -> None:
+    b = _poison(batch(ACTION_SETS["box"], size=16, seed=3), slice(0, 8), ["listener_0"])
+    agent = make("MADDPG", "box")
+    gen = agent._torch_gen.get_state()
+    errs = {}
+    for a in AGENTS:  # per-row |q - y| by hand, before learning changes the critics
+        errs[a] = critic_loss_rows(agent, b, f"critic/{a}", gen)
+    agent._torch_gen.set_state(gen)
+    _, priorities = agent.learn_weighted(b, None)
+    expected = torch.cat([errs["speaker_0"][:8],  # listener inactive: the speaker's alone
+                          (errs["speaker_0"][8:] + errs["listener_0"][8:]) / 2])
+    assert torch.allclose(torch.as_tensor(priorities), expected, rtol=1e-5, atol=1e-6)
+    assert critic_loss(agent, b, "critic/speaker_0", gen) >= 0
+
+
+def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torch.Tensor:
+    """Per-row ``|Q(s, a) - y|`` of critic ``name`` ``(B,)``, as learn_weighted sees it."""
+    from distmarl.algorithms.offpolicy.batch import clean_batch, td_target
+
+    _, a = name.split("/")
+    agent._torch_gen.set_state(gen_state)
+    c = clean_batch(b, agent.readers, agent.codecs, agent.device)
+    with torch.no_grad():
+        next_act = agent._joint({x: agent._target_action(x, c.next_obs[x]) for x in AGENTS},
+                                c.active)
+        y = td_target(c.reward[a], c.terminated[a], agent._next_q(a, c.joint_next_obs(), next_act),
+                      agent.hp["gamma"])
+        q = agent.nets.online[name](c.joint_obs(), agent._joint(c.action, c.active))
+    return (q - y).abs().reshape(-1)
