@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from distmarl.algorithms import Algorithm
 from distmarl.algorithms.registry import algorithm_class
 from distmarl.config import AlgorithmConfig, EnvConfig, ExperimentConfig
+from distmarl.types import N_STEPS_FIELD
 
 #: A buffer holds at least this many times the fragments an on-policy population can have
 #: waiting at once (see :func:`check_on_policy_buffer`).
@@ -127,7 +128,10 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
     b = cfg.buffer
     on_policy = is_on_policy(cfg.algorithm.name)
     check_on_policy_buffer(cfg)
-    return {"memory_size": b.capacity, "field_names": list(buffer_fields(cfg.algorithm.name, global_state)),
+    fields = list(buffer_fields(cfg.algorithm.name, global_state))
+    if b.n_step > 1:
+        fields.append(N_STEPS_FIELD)
+    return {"memory_size": b.capacity, "field_names": fields,
             "agent_ids": agents, "replay_ratio": b.replay_ratio,
             "learning_starts": 0 if on_policy else b.learning_starts,
             "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,

@@ -65,6 +65,11 @@ OFF_POLICY_FIELDS: tuple[str, ...] = (
     "obs", "action", "reward", "next_obs", "terminated", "truncated", "active",
 )
 
+#: The field n-step off-policy rows add (``buffer.n_step > 1``), after ``OFF_POLICY_FIELDS``:
+#: how many env steps the row spans (1 .. n), so a learner bootstraps with ``gamma ** n_steps``;
+#: such rows' ``reward`` holds the window's ``n`` rewards undiscounted, shape ``(n,)``.
+N_STEPS_FIELD = "n_steps"
+
 #: The fields an on-policy member (IPPO, MAPPO) stores, in buffer order: the transition
 #: without its next observation, plus what the behaviour policy recorded when it acted:
 #: ``log_prob`` of the stored action, its value estimate ``value`` of ``obs``, and

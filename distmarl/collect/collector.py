@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from distmarl.algorithms import Algorithm
+from distmarl.collect.nstep import NStepWindow
 from distmarl.collect.rows import ChunkRows
 from distmarl.collect.seating import MatchResult, Seating
 from distmarl.envs import (
@@ -43,7 +44,8 @@ from distmarl.envs import (
 @dataclass
 class Rollout:
     """``data[field][agent]`` has shape ``(num_steps * num_envs, ...)``, time-major: row
-    ``t * num_envs + e`` is sub-env ``e`` at step ``t``. ``episode_scores`` are the summed
+    ``t * num_envs + e`` is sub-env ``e`` at step ``t`` (n-step rows: those completed, by
+    their first step). ``episode_scores`` are the summed
     rewards over agents of the episodes that ended during the collection."""
 
     data: dict[str, dict[str, np.ndarray]]
@@ -95,7 +97,7 @@ class Collector:
     """
 
     def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None,
-                 seating: Seating | None = None) -> None:
+                 seating: Seating | None = None, n_step: int = 1) -> None:
         self.venv, self.algo, self.seating = venv, algo, seating
         self.agents = list(venv.possible_agents)
         self.on_policy = algo.on_policy
@@ -105,6 +107,11 @@ class Collector:
                              f"with record_state=True")
         self.fields = algo.fields
         self._step = self._on_policy_step if self.on_policy else self._off_policy_step
+        if n_step > 1 and self.on_policy:
+            raise ValueError(f"n_step {n_step}: {algo.name} learns from whole fragments with "
+                             "GAE; n-step rows are for off-policy members")
+        #: off-policy with n_step > 1: rows leave as n-step rows (:mod:`distmarl.collect.nstep`)
+        self.window = NStepWindow(n_step, venv.num_envs) if n_step > 1 else None
         obs, self.infos = venv.reset(seed=seed)
         self.obs = fold_info_masks(obs, self.infos)
         self.episodes = EpisodeScores(venv.num_envs)
@@ -123,8 +130,10 @@ class Collector:
         scores: list[float] = []
         lengths: list[int] = []
         results: list[MatchResult] = []
+        ended = np.zeros((num_steps, self.venv.num_envs), dtype=bool)
         for t in range(num_steps):
             rew, infos = self._step(rows, t)
+            ended[t] = infos["_final_obs"]
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
             if self.seating is not None:
                 results += self.seating.step(rew, np.asarray(infos["_final_obs"], dtype=bool))
@@ -132,7 +141,8 @@ class Collector:
             state = self.infos["state"] if self.uses_state else None
             self._fill_next_values(self.algo.value_estimates(self.obs, state))
         self.total_steps += num_steps * self.venv.num_envs
-        return Rollout(rows.data(), num_steps * self.venv.num_envs, scores, lengths, results)
+        data = rows.data() if self.window is None else self.window.add(rows.data(), ended)
+        return Rollout(data, num_steps * self.venv.num_envs, scores, lengths, results)
 
     def _seated(self, actions: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
                                                                dict[str, np.ndarray] | None]:

@@ -23,7 +23,7 @@ from distmarl.config.hparams import (
     MATD3Hyperparameters,
     check_search_ranges,
 )
-from distmarl.config.replay import replay_hp
+from distmarl.config.replay import check_n_step, replay_hp
 from distmarl.config.section import Section
 
 
@@ -163,6 +163,7 @@ class BufferConfig(Section):
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
+    n_step: int = Field(1, ge=1, description="off-policy: each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n")
     prioritized_replay: bool = Field(False, description="off-policy: replay rows in proportion to each learner's own TD errors (a sum-tree per learner), with importance weights in its critic losses")
     prioritized_replay_alpha: float = Field(0.6, ge=0, description="prioritised replay: priority exponent (0: uniform, 1: proportional to |TD error|); members may override and evolve it (algorithm.hp)")
     prioritized_replay_beta: float = Field(0.4, ge=0, le=1, description="prioritised replay: importance-weight exponent (1: full correction); members may override and evolve it (algorithm.hp)")
@@ -250,6 +251,7 @@ class ExperimentConfig(Section):
         b = self.buffer
         prioritized = ((b.prioritized_replay_alpha, b.prioritized_replay_beta)
                        if b.prioritized_replay else None)
+        check_n_step(self.algorithm.name, b.n_step)
         try:
             filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), b.replay_ratio,
                                prioritized, set(ranges))

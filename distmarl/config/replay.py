@@ -17,6 +17,18 @@ from distmarl.config.hparams import hp_model
 REPLAY_HP = ("replay_ratio", "prioritized_replay_alpha", "prioritized_replay_beta")
 
 
+def replays(algorithm: str) -> bool:
+    """Whether members of ``algorithm`` learn from replayed rows (they have replay settings)."""
+    return set(REPLAY_HP) <= set(hp_model(algorithm).model_fields)
+
+
+def check_n_step(algorithm: str, n_step: int) -> None:
+    """ValueError for n-step rows on an algorithm that learns from its own fragments."""
+    if n_step > 1 and not replays(algorithm):
+        raise ValueError(f"buffer.n_step {n_step}: {algorithm} members learn from whole "
+                         "fragments with GAE (gae_lambda); n-step rows are for MADDPG and MATD3")
+
+
 def replay_hp(algorithm: str, hp: Mapping[str, Any], buffer_ratio: float | None,
               prioritized: tuple[float, float] | None, searched: Set[str]) -> dict[str, Any]:
     """The replay hyperparameters ``hp`` leaves null, filled from the buffer's values
@@ -26,7 +38,7 @@ def replay_hp(algorithm: str, hp: Mapping[str, Any], buffer_ratio: float | None,
     fragments in order); a member's ``alpha`` / ``beta`` (set or searched) without
     prioritised replay; a searched ``replay_ratio`` with no starting value (uniform replay).
     """
-    if not set(REPLAY_HP) <= set(hp_model(algorithm).model_fields):
+    if not replays(algorithm):
         if prioritized is not None:
             raise ValueError(f"buffer.prioritized_replay: {algorithm} members read their own "
                              "fragments in order, once; prioritised replay is for MADDPG and "

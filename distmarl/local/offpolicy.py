@@ -19,7 +19,6 @@ from distmarl.collect import Collector, progress_score
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, env_spaces, is_on_policy, make_algorithm, make_venv
 from distmarl.local.result import LocalResult
-from distmarl.types import OFF_POLICY_FIELDS
 
 
 def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
@@ -43,7 +42,8 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     venv = make_venv(cfg.env, seed=seed)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
     buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0])), "seed": seed})
-    collector = Collector(venv, algo, seed=seed)
+    collector = Collector(venv, algo, seed=seed, n_step=cfg.buffer.n_step)
+    fields = buffer.field_names
     owed, updates, done, next_eval = 0.0, 0, 0, eval_every
     history: list[tuple[int, float]] = []
     train_scores: list[tuple[int, float]] = []
@@ -62,7 +62,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
             batch = buffer.sample_numpy(int(algo.hp["batch_size"]))
             if batch is None:  # rate-limited (buffer.samples_per_insert): owed until more data
                 break
-            metrics = algo.learn(to_torch(dict(zip(OFF_POLICY_FIELDS, batch.data))))
+            metrics = algo.learn(to_torch(dict(zip(fields, batch.data, strict=True))))
             owed -= 1
             updates += 1
         learn_time += time.perf_counter() - t

@@ -70,7 +70,7 @@ class TrainingRun:
         self.fleet = Fleet(
             cfg.population, cfg.env, algo, spaces,
             buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), reads_state(algo, spaces)),
-            snapshot_interval_s=cfg.buffer.snapshot_interval_s,
+            snapshot_interval_s=cfg.buffer.snapshot_interval_s, n_step=cfg.buffer.n_step,
             weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
             resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
                                      cfg.num_members),

@@ -94,7 +94,7 @@ class Fleet:
 
     def __init__(self, population: PopulationConfig, env: EnvConfig,
                  algorithm: AlgorithmConfig, spaces: tuple[Any, ...], *,
-                 buffer_kwargs: dict[str, Any], snapshot_interval_s: float,
+                 buffer_kwargs: dict[str, Any], snapshot_interval_s: float, n_step: int,
                  weight_sync_updates: int, seed: int, resources: ActorResources,
                  path: DataPath, state: RunState, scheduler: Scheduler,
                  members: int | None = None, league: LeagueGame | None = None) -> None:
@@ -106,12 +106,13 @@ class Fleet:
         self.learners: list[Any] = [
             LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
                 member, algorithm, spaces, self.buffer, seed=seed * 1009 + member,
-                weight_sync_updates=weight_sync_updates, num_envs=env.num_envs)
+                weight_sync_updates=weight_sync_updates, num_envs=env.num_envs,
+                fields=tuple(buffer_kwargs["field_names"]))
             for member in range(count)]
         self.workers: list[list[Any]] = [
             [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
                 member, w, env, algorithm, spaces, self.buffer,
-                seed=seed * 7919 + member * 101 + w, league=league)
+                seed=seed * 7919 + member * 101 + w, league=league, n_step=n_step)
              for w in range(population.workers_per_member)]
             for member in range(count)]
         self.faults = FaultLog()

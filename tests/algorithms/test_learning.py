@@ -259,3 +259,29 @@ def test_a_seat_the_member_does_not_play_is_part_of_the_env_to_its_critics(algo:
     p1, p2 = params(one), params(two)
     speaker = [k for k in p1 if "speaker_0" in k]
     assert speaker and all(torch.allclose(p1[k], p2[k], atol=1e-6) for k in speaker)
+
+
+def test_n_step_targets_discount_each_reward_and_bootstrap_with_gamma_to_the_k() -> None:
+    reward = torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 0.0], [5.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    n_steps = torch.tensor([[3.0], [2.0], [1.0], [3.0]])
+    terminated = torch.tensor([[0.0], [0.0], [0.0], [1.0]])
+    next_q = torch.full((4, 1), 10.0)
+    y = td_target(reward, terminated, next_q, 0.9, n_steps)
+    expected = [1 + 0.9 * 2 + 0.81 * 3 + 0.729 * 10, 1 + 0.9 * 2 + 0.81 * 10, 5 + 0.9 * 10,
+                1 + 0.9 + 0.81]  # the last terminated inside its window: no bootstrap
+    assert y.reshape(-1).tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_n_step_batches_learn_and_one_step_windows_learn_as_one_step_rows(algo: str) -> None:
+    b = batch(ACTION_SETS["box"], size=32, seed=6)
+    windowed = {**b, "reward": {a: v.reshape(-1, 1) for a, v in b["reward"].items()},
+                "n_steps": {a: torch.ones(32) for a in AGENTS}}
+    hp = {"policy_noise": 0.0} if algo == "MATD3" else {}
+    one = make(algo, "box", **hp)
+    two = one.clone()
+    assert one.learn(b) == pytest.approx(two.learn(windowed), rel=1e-6)
+    three = {**b, "reward": {a: v.reshape(-1, 1).repeat(1, 3) for a, v in b["reward"].items()},
+             "n_steps": {a: torch.full((32,), 3.0) for a in AGENTS}}
+    metrics = make(algo, "box", **hp).learn(three)
+    assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())

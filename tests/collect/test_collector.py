@@ -8,7 +8,7 @@ import numpy as np
 from distmarl.algorithms import MADDPG
 from distmarl.collect import Collector, evaluate
 from distmarl.envs import make_vector_env
-from distmarl.types import OFF_POLICY_FIELDS
+from distmarl.types import N_STEPS_FIELD, OFF_POLICY_FIELDS
 
 NET = {"latent_dim": 8, "encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}
 
@@ -55,3 +55,35 @@ def test_evaluate_scores_each_sub_env_episode_once() -> None:
         scores = evaluate(venv, algo, episodes=2, seed=3)
         again = evaluate(venv, algo, episodes=2, seed=3)
     assert len(scores) == 4 and scores == again and all(s < 0 for s in scores)
+
+
+def test_n_step_rows_sum_each_episodes_rewards_once_and_never_cross_a_reset() -> None:
+    n, steps, envs = 3, 12, 2
+    with make_vector_env("mpe2:simple_spread_v3", envs, mode="sync", seed=0,
+                         continuous_actions=True, max_cycles=5) as venv:
+        agents = list(venv.possible_agents)
+        spaces = ({a: venv.single_observation_space(a) for a in agents},
+                  {a: venv.single_action_space(a) for a in agents})
+        one = Collector(venv, MADDPG(*spaces, NET, seed=0), seed=0).collect(steps)
+    with make_vector_env("mpe2:simple_spread_v3", envs, mode="sync", seed=0,
+                         continuous_actions=True, max_cycles=5) as venv:
+        collector = Collector(venv, MADDPG(*spaces, NET, seed=0), seed=0, n_step=n)
+        multi = collector.collect(steps)
+    data = multi.data
+    assert list(data) == [*OFF_POLICY_FIELDS, N_STEPS_FIELD] and multi.env_steps == steps * envs
+    # episodes of 5 steps (0-4, 5-9): steps 10 and 11 wait for their windows
+    assert len(data["reward"]["agent_0"]) == steps * envs - collector.window.pending == 20
+    k = data[N_STEPS_FIELD]["agent_0"].reshape(10, envs)[:, 0]
+    assert k.tolist() == [3, 3, 3, 2, 1, 3, 3, 3, 2, 1]
+    # the same actions (same seeds): row t's window holds rewards t .. t + k - 1
+    r1 = one.data["reward"]["agent_0"].reshape(steps, envs)
+    rn = data["reward"]["agent_0"].reshape(10, envs, n)
+    for t in range(10):
+        for i in range(n):
+            expected = r1[t + i] if i < k[t] else 0.0
+            np.testing.assert_allclose(rn[t, :, i], expected, rtol=1e-6)
+    # next_obs is the window's last step's (the true final one where the episode ended)
+    np.testing.assert_array_equal(data["next_obs"]["agent_1"].reshape(10, envs, -1)[3],
+                                  one.data["next_obs"]["agent_1"].reshape(steps, envs, -1)[4])
+    assert data["truncated"]["agent_0"].reshape(10, envs)[:, 0].tolist() == [
+        False, False, True, True, True] * 2

@@ -57,3 +57,12 @@ def test_distmarl_local_imports_neither_ray_nor_mlflow() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_off_policy_n_step_rows_reach_the_buffer_and_learn() -> None:
+    cfg = load_config(TINY, ["buffer.n_step=3"])
+    result = train_off_policy(cfg, steps=200, seed=3, log=False)
+    # rows leave two steps (4 rows) behind their env steps: 64 rows are stored at step 68,
+    # so (200 - 66) / 8 = 16.75 -> 16 updates, one fewer than one-step rows get
+    assert result.updates == 16
+    assert result.last_metrics and all(np.isfinite(v) for v in result.last_metrics.values())

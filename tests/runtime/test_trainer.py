@@ -247,15 +247,17 @@ def test_policy_lag_is_bounded_by_max_policy_lag(ray_local, tmp_path, max_lag: i
         assert 1 <= max(lags) <= max_lag
 
 
-def test_prioritised_replay_learns_with_evolved_exponents_and_checkpoints_priorities(
+def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_priorities(
         ray_local, tmp_path) -> None:
-    """Each learner's TD errors reach its own priorities (through its next sample call), its
-    exponents mutate like any hyperparameter, and the checkpoint carries the priorities."""
+    """Workers store 3-step rows; each learner's TD errors reach its own priorities (through
+    its next sample call), its replay settings mutate like any hyperparameter, and the
+    checkpoint carries the priorities."""
     from distmarl.checkpoint import load_checkpoint
     from distmarl.runtime.trainer import train
 
     cfg = tiny(tmp_path, sets=[
         "tracking.mlflow=false", "buffer.prioritized_replay=true", "buffer.replay_ratio=0.5",
+        "buffer.n_step=3",
         "evolution.mutation.rl_hp=1.0", "evolution.mutation.architecture=0.0",
         "evolution.mutation.parameters=0.0", "evolution.mutation.mutate_elite=true",
         "evolution.hp_config={prioritized_replay_beta: {min: 0.1, max: 1.0}, "
@@ -264,6 +266,10 @@ def test_prioritised_replay_learns_with_evolved_exponents_and_checkpoints_priori
     state = load_checkpoint(tmp_path / "run" / "checkpoints").buffer_state
     assert state is not None
     assert set(state["meta"]["priorities"]) == {"learner-0", "learner-1"}
+    cols = state["columns"]
+    assert cols["speaker_0/reward"].shape[1:] == (3,)
+    assert set(np.unique(cols["speaker_0/n_steps"])) <= {1, 2, 3}
+    assert (cols["speaker_0/n_steps"] == 3).mean() > 0.8  # 25-step episodes: few cut short
     for name in ("learner-0", "learner-1"):
         p = np.asarray(state["columns"][f"__priority__/{name}"])
         assert len(p) == len(state["columns"]["__member__"])

@@ -20,7 +20,7 @@ import torch
 from distmarl.algorithms.common.observations import Input, ObsReader, joint_input, joint_tensor
 from distmarl.algorithms.common.space_tensors import ActionCodec, require_batch_keys
 from distmarl.networks.inputs import InputSpec
-from distmarl.types import OFF_POLICY_FIELDS
+from distmarl.types import N_STEPS_FIELD, OFF_POLICY_FIELDS
 
 Tensors = dict[str, torch.Tensor]
 
@@ -30,13 +30,14 @@ class CleanBatch(NamedTuple):
 
     obs: dict[str, Input]  #: network input per agent (vectors (B, obs_dim)), NaN -> 0
     action: Tensors  #: (B, act_dim) critic form
-    reward: Tensors  #: (B, 1), 0 where inactive
+    reward: Tensors  #: (B, n) the row's n rewards undiscounted (n-step rows; else n = 1), 0 where inactive
     next_obs: dict[str, Input]  #: the true next observation, as ``obs``
     terminated: Tensors  #: (B, 1) 0/1, 0 where inactive
     active: Tensors  #: (B, 1) 0/1
     joint: InputSpec  #: what the centralised critics read
     mask: dict[str, torch.Tensor | None]  #: (B, n) bool legal actions, or None (all legal)
     next_mask: dict[str, torch.Tensor | None]  #: the next observation's legal actions
+    n_steps: Tensors  #: (B, 1) env steps the row spans (1 without n-step rows)
 
     def joint_obs(self) -> Input:
         """All agents' observations as the critics read them (vectors: ``(B, sum obs_dim)``)."""
@@ -61,12 +62,17 @@ def clean_batch(
         t = torch.as_tensor(batch[field][a], device=device)
         return t.reshape(t.shape[0], 1).float()
 
+    def rewards(a: str) -> torch.Tensor:
+        t = torch.as_tensor(batch["reward"][a], device=device).float()
+        return t.reshape(t.shape[0], -1)  # (B, n): n-step rows hold n rewards
+
     active = {a: (col("active", a) > 0).float() for a in agents}
+    n_step = N_STEPS_FIELD in batch
     return CleanBatch(
         obs={a: readers[a].tensor(batch["obs"][a], device) for a in agents},
         action={a: codecs[a].encode(torch.as_tensor(batch["action"][a], device=device))
                 for a in agents},
-        reward={a: _zero_inactive(col("reward", a), active[a]) for a in agents},
+        reward={a: _zero_inactive(rewards(a), active[a]) for a in agents},
         next_obs={a: readers[a].tensor(batch["next_obs"][a], device) for a in agents},
         terminated={a: _zero_inactive((col("terminated", a) > 0).float(), active[a])
                     for a in agents},
@@ -74,6 +80,8 @@ def clean_batch(
         joint=joint_input(readers),
         mask={a: readers[a].mask(batch["obs"][a], device) for a in agents},
         next_mask={a: readers[a].mask(batch["next_obs"][a], device) for a in agents},
+        n_steps={a: col(N_STEPS_FIELD, a) if n_step else torch.ones_like(active[a])
+                 for a in agents},
     )
 
 
@@ -82,9 +90,15 @@ def _zero_inactive(x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
 
 
 def td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor,
-              gamma: float) -> torch.Tensor:
-    """``r + gamma * (1 - terminated) * Q'(s', a')``; all ``(B, 1)``. Truncation bootstraps."""
-    return reward + gamma * (1.0 - terminated) * next_q
+              gamma: float, n_steps: torch.Tensor | None = None) -> torch.Tensor:
+    """``sum_i gamma^i r_i + gamma^k * (1 - terminated) * Q'(s', a')`` over a row's ``n``
+    rewards ``(B, n)`` (one-step rows: ``n = k = 1``), ``k = n_steps`` ``(B, 1)`` (None: 1);
+    the rest ``(B, 1)``. Truncation bootstraps."""
+    discounts = gamma ** torch.arange(reward.shape[-1], device=reward.device,
+                                      dtype=reward.dtype)
+    ret = (reward * discounts).sum(dim=-1, keepdim=True)
+    bootstrap = gamma if n_steps is None else gamma ** n_steps
+    return ret + bootstrap * (1.0 - terminated) * next_q
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -153,7 +153,7 @@ class OffPolicyMultiAgent(Algorithm):
         for a in self.agents:
             with torch.no_grad():
                 y = td_target(b.reward[a], b.terminated[a], self._next_q(a, next_obs, next_act),
-                              self.hp["gamma"])
+                              self.hp["gamma"], b.n_steps[a])
             for role in self.CRITIC_ROLES:
                 q = self.nets.online[f"{role}/{a}"](joint_obs, joint_act)
                 losses[f"{role}/{a}"] = masked_mse(q, y, b.active[a], w)

@@ -52,7 +52,7 @@ class LearnerShell:
 
     def __init__(self, member: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
                  buffer: Any, seed: int, weight_sync_updates: int = 8,
-                 num_envs: int = 1) -> None:
+                 num_envs: int = 1, fields: tuple[str, ...] = OFF_POLICY_FIELDS) -> None:
         import torch
 
         torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
@@ -68,6 +68,7 @@ class LearnerShell:
         self.weight_sync_updates = weight_sync_updates
         self.on_policy = self.algo.on_policy
         self.num_envs = num_envs  # sub-envs per rollout worker: a fragment's E
+        self.fields = fields  # the buffer's, in order (off-policy: n-step rows add n_steps)
         self.fragments = (FragmentReader(buffer, self.consumer, member, num_envs)
                           if self.on_policy else None)
         self.updates = 0
@@ -115,7 +116,7 @@ class LearnerShell:
         self._priorities = None
         metrics, indices, errors = [], [], []
         for b in batches:
-            data = to_torch(dict(zip(OFF_POLICY_FIELDS, b.data)), self.device)
+            data = to_torch(dict(zip(self.fields, b.data, strict=True)), self.device)
             weights = None if b.weights is None else torch.as_tensor(b.weights)
             m, td = self.algo.learn_weighted(data, weights)
             metrics.append(m)
