@@ -6,8 +6,10 @@ Shapes are speaker-listener's (obs 3 and 11, actions 3 and 5, two agents; fields
 reward, next_obs, done). Prints:
   * in-process add rows/s with 8-row and 1000-row batches,
   * add(8 rows) + sample(1024) calls/s and sampled rows/s (buffer of 100k rows, and 1M rows),
+    and prioritised replay's add + sample(1024) + update_priorities calls/s,
   * bytes per stored transition at 1M capacity (RSS growth / raw bytes of the stored arrays),
-  * through the ReplayBufferActor: sample(1024) calls/s summed over 4 concurrent readers,
+  * through the ReplayBufferActor: sample(1024) calls/s summed over 4 concurrent readers (and
+    prioritised batches, each call carrying the TD errors of the one before),
 each with its ratio against the plain ring, and against AgileRL's ReplayBuffer and RLlib's
 MultiAgentMixInReplayBuffer where the `bench` extra installed them.
 """
@@ -144,7 +146,7 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
         f"plain add+sample(1024) calls/s ({label})": plain_rate,
         f"distmarl add+sample(1024) calls/s ({label})": rate(ours, seconds),
         f"prioritized add+sample(1024)+update calls/s ({label})": per_rate,
-        f"prioritized / plain add+sample ({label})": per_rate / plain_rate,
+        f"prioritized+update / plain add+sample ({label})": per_rate / plain_rate,
         f"distmarl sampled rows/s ({label})": rate(lambda: buf.sample_numpy(1024, "x"), seconds) * 1024,
         f"plain sampled rows/s ({label})": rate(lambda: ring.sample(1024), seconds) * 1024,
     }
@@ -206,14 +208,17 @@ def bench_actor(seconds: float) -> dict[str, float]:
     from distmarl.buffers.wire import unpack_batches
     from distmarl.runtime.actors.buffer import make_buffer_actor
     from distmarl.runtime.cluster import init_ray
-    from distmarl.types import TransitionChunk
+    from distmarl.types import PriorityUpdate, TransitionChunk
 
     init_ray(num_cpus=2, dashboard=False)
-    buffer = make_buffer_actor({"memory_size": 100_000, "field_names": FIELDS,
-                                "agent_ids": AGENTS, "replay_ratio": 0.5, "seed": 0}, num_cpus=0)
+    kwargs = {"memory_size": 100_000, "field_names": FIELDS, "agent_ids": AGENTS,
+              "replay_ratio": 0.5, "seed": 0}
+    buffer = make_buffer_actor(kwargs, num_cpus=0)
+    prioritized = make_buffer_actor(
+        {**kwargs, "prioritized": {"alpha": 0.6, "beta": 0.4, "eps": 1e-6}}, num_cpus=0)
     big = make_step(1000, np.random.default_rng(3))
     chunk = TransitionChunk(dict(zip(FIELDS, big)))
-    ray.get([buffer.add.remote(chunk) for _ in range(50)])
+    ray.get([b.add.remote(chunk) for _ in range(50) for b in (buffer, prioritized)])
 
     @ray.remote(num_cpus=0)
     class Reader:
@@ -222,15 +227,24 @@ def bench_actor(seconds: float) -> dict[str, float]:
 
         def run(self, seconds: float, method: str, per_call: int) -> float:
             """Batches/s, keeping one request queued behind the one in service (a learner
-            prefetches its next batch while it trains on the last)."""
-            call = getattr(buffer, method)
+            prefetches its next batch while it trains on the last). ``prioritized``: the
+            prioritised buffer, each call carrying TD errors for the batches of the one
+            before it, as a learner's do."""
+            target = prioritized if method == "prioritized" else buffer
+            call = getattr(target, "sample_many_packed" if method == "prioritized" else method)
             args = (1024, self.name) if per_call == 1 else (1024, self.name, per_call)
+            errors = np.random.default_rng(0).random(1024 * per_call)
+            update = None
             refs, done_batches, start = [call.remote(*args)], 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
-                refs.append(call.remote(*args))
+                extra = (None, 0.5, None, None, update) if method == "prioritized" else ()
+                refs.append(call.remote(*args, *extra))
                 got = ray.get(refs.pop(0))
-                if method.endswith("_packed"):
+                if method.endswith("_packed") or method == "prioritized":
                     got = unpack_batches(got)
+                    if method == "prioritized" and got:
+                        idx = np.concatenate([b.indices for b in got])
+                        update = PriorityUpdate(idx, errors[:len(idx)])
                 done_batches += len(got) if isinstance(got, list) else 1
             ray.get(refs)
             return done_batches / (time.perf_counter() - start)
@@ -239,7 +253,9 @@ def bench_actor(seconds: float) -> dict[str, float]:
     cases = {"actor sample(1024) calls/s, 4 readers": ("sample", 1),
              "actor sample_packed(1024) calls/s, 4 readers": ("sample_packed", 1),
              "actor batches of 1024/s, 4 readers, sample_many_packed 4 per call":
-                 ("sample_many_packed", 4)}
+                 ("sample_many_packed", 4),
+             "actor prioritized batches of 1024/s, 4 readers, 4 per call + priority updates":
+                 ("prioritized", 4)}
     for key, (method, per_call) in cases.items():
         readers = [Reader.remote(f"reader-{i}") for i in range(4)]
         ray.get([r.run.remote(0.5, method, per_call) for r in readers])
@@ -278,7 +294,8 @@ def report(results: dict[str, float]) -> None:
             ratios = [f"{value / results[f'{b} {rest}']:.2f}x {b}"
                       for b in ("plain", "agilerl", "rllib") if f"{b} {rest}" in results]
             ratio = ", ".join(ratios)
-        print(f"{key:<68} {value:>14,.1f}  {ratio}")
+        shown = f"{value:>14,.1f}" if abs(value) >= 10 else f"{value:>14.2f}"
+        print(f"{key:<68} {shown}  {ratio}")
 
 
 if __name__ == "__main__":

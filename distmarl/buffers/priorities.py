@@ -104,18 +104,15 @@ class ConsumerPriorities:
         """Priorities ``|td_errors| + eps`` for the rows at global ``indices`` that are still
         stored and entered (a row the ring overwrote since it was sampled keeps its new
         row's priority); returns how many rows were updated."""
-        indices = np.asarray(indices, dtype=np.int64)
-        errors = np.abs(np.asarray(td_errors, dtype=np.float64)).reshape(-1)
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        errors = np.asarray(td_errors, dtype=np.float64).reshape(-1)
         if len(indices) != len(errors):
             raise ValueError(f"update_priorities got {len(indices)} indices and "
                              f"{len(errors)} td errors")
-        keep = (indices >= storage.oldest) & (indices < self.synced)
-        if not keep.any():
-            return 0
-        raw = errors[keep] + float(eps)
-        self.max_priority = max(self.max_priority, float(raw.max()))
-        self._set(storage.positions(indices[keep]), raw)
-        return int(keep.sum())
+        n, largest = self.tree.update(self.raw, indices, errors, storage.oldest, self.synced,
+                                      eps, self.alpha)
+        self.max_priority = max(self.max_priority, largest)
+        return n
 
     def state_dict(self, storage: RingStorage | None) -> dict[str, Any]:
         """``alpha``, ``synced``, ``max_priority``, ``member`` and ``priorities``: the raw

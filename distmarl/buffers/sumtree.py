@@ -16,20 +16,52 @@ import numpy as np
 @numba.njit(cache=True, nogil=True)
 def _set(tree: np.ndarray, leaves: int, positions: np.ndarray, values: np.ndarray,
          alpha: float) -> None:
-    # Every leaf first (``values ** alpha``, 0 stays 0), then each level's parents over all
-    # positions (independent loads, as in _find); a parent shared by several positions is
-    # summed again with the same result.
+    # Every leaf first (``values ** alpha``, 0 stays 0), then each level's parents over the
+    # positions (independent loads, as in _find). Positions mostly arrive sorted (stratified
+    # draws come out in leaf order), so a parent equal to the one before is skipped: near the
+    # root most are. One that repeats out of order is summed again, to the same result.
     idx = positions + leaves
     for j in range(len(idx)):
         v = values[j]
         tree[idx[j]] = v ** alpha if v > 0.0 else 0.0
+    n = len(idx)
     width = leaves
-    while width > 1:
-        for j in range(len(idx)):
+    while width > 1 and n > 0:
+        m = 0
+        last = -1
+        for j in range(n):
             i = idx[j] >> 1
-            tree[i] = tree[2 * i] + tree[2 * i + 1]
-            idx[j] = i
+            if i != last:
+                tree[i] = tree[2 * i] + tree[2 * i + 1]
+                idx[m] = i
+                m += 1
+                last = i
+        n = m
         width >>= 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _update(tree: np.ndarray, raw: np.ndarray, leaves: int, indices: np.ndarray,
+            errors: np.ndarray, oldest: int, synced: int, eps: float, alpha: float
+            ) -> tuple[int, float]:
+    # The rows still stored and entered (oldest <= g < synced) take |error| + eps; returns
+    # how many, and the largest priority set (0 if none).
+    cap = len(raw)
+    positions = np.empty(len(indices), dtype=np.int64)
+    values = np.empty(len(indices))
+    n = 0
+    largest = 0.0
+    for j in range(len(indices)):
+        g = indices[j]
+        if oldest <= g < synced:
+            p = abs(errors[j]) + eps
+            positions[n] = g % cap
+            values[n] = p
+            raw[g % cap] = p
+            largest = max(largest, p)
+            n += 1
+    _set(tree, leaves, positions[:n], values[:n], alpha)
+    return n, largest
 
 
 @numba.njit(cache=True, nogil=True)
@@ -103,6 +135,17 @@ class SumTree:
             parent = level // 2
             self.tree[parent:level] = self.tree[level:2 * level:2] + self.tree[level + 1:2 * level:2]
             level = parent
+
+    def update(self, raw: np.ndarray, indices: np.ndarray, errors: np.ndarray, oldest: int,
+               synced: int, eps: float, alpha: float) -> tuple[int, float]:
+        """Priorities ``|errors| + eps`` into ``raw`` (one per ring position, ``capacity``
+        long) and the leaves, for the global ``indices`` with ``oldest <= g < synced``;
+        returns how many and the largest set (0 if none)."""
+        n, largest = _update(self.tree, raw, self.leaves,
+                             np.ascontiguousarray(indices, dtype=np.int64),
+                             np.ascontiguousarray(errors, dtype=np.float64).reshape(-1),
+                             int(oldest), int(synced), float(eps), float(alpha))
+        return int(n), float(largest)
 
     def draw(self, uniforms: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
         """Stratified draws, one leaf per equal slice of the total (``uniforms`` in ``[0, 1)``
