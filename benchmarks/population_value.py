@@ -9,7 +9,9 @@ Arms, per task and seed (``--arms``):
 * ``single``: one member with the config's hyperparameters, ``population.size`` times the
   env steps per member (the same total), evaluated every ``population.size * evo_steps``;
 * ``sampled``: the evolving population started from hyperparameters drawn from the
-  ``hp_config`` ranges (``evolution.initial_hp: sampled``), not among the default arms.
+  ``hp_config`` ranges (``evolution.initial_hp: sampled``), not among the default arms;
+* ``per_nstep``: the evolving population with prioritised replay (alpha 0.6, beta 0.4) and
+  3-step rows, at the same update-to-data ratio (off-policy tasks; not among the defaults).
 
 Every run ends with every member scored on the same fixed 100 episodes (the run's own final
 evaluation, ``evolution.final_episodes``). Per arm the report gives the elite's final score (the
@@ -61,7 +63,7 @@ TASKS = {
     "speaker_listener": Task(CONFIGS / "speaker_listener_maddpg.yaml", -30.0, steps=60_000),
     "spread": Task(CONFIGS / "spread_mappo.yaml", -45.0, steps=150_000),
 }
-ARMS = ("evolving", "independent", "single", "sampled")
+ARMS = ("evolving", "independent", "single", "sampled", "per_nstep")
 
 
 def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
@@ -77,6 +79,9 @@ def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
                 f"evolution.evo_steps={evo_steps * size}"]
     if arm == "sampled":
         return [f"training.max_steps={steps}", "evolution.initial_hp=sampled"]
+    if arm == "per_nstep":
+        return [f"training.max_steps={steps}", "buffer.prioritized_replay=true",
+                "buffer.n_step=3"]
     raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
 
 
@@ -166,7 +171,8 @@ def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
     out = []
     pairs = [("evolving", "final_score", "independent", "best_member_score"),
              ("evolving", "final_score", "independent", "final_score"),
-             ("sampled", "final_score", "evolving", "final_score")]
+             ("sampled", "final_score", "evolving", "final_score"),
+             ("per_nstep", "final_score", "evolving", "final_score")]
     for a, a_key, b, b_key in pairs:
         first = {r["seed"]: r[a_key] for r in by_arm[a]}
         second = {r["seed"]: r[b_key] for r in by_arm[b]}

@@ -14,6 +14,8 @@ def test_each_arm_spends_the_same_total_env_steps() -> None:
     assert {"training.max_steps=240000", "population.size=1",
             "evolution.evo_steps=20000"} <= set(single)
     assert "evolution.initial_hp=sampled" in arm_overrides("sampled", 4, 5000, 60000)
+    assert {"buffer.prioritized_replay=true", "buffer.n_step=3"} <= set(
+        arm_overrides("per_nstep", 4, 5000, 60000))
     with pytest.raises(ValueError, match="unknown arm 'both'"):
         arm_overrides("both", 4, 5000, 60000)
 
@@ -32,7 +34,7 @@ def test_paired_difference_pairs_seeds_and_calls_noise_unresolved() -> None:
 
     by_arm = {"evolving": runs("evolving", {0: -20.0, 1: -22.0, 2: -21.0}),
               "independent": runs("independent", {0: -30.0, 1: -31.0, 3: -5.0}),
-              "sampled": [], "single": []}
+              "sampled": [], "single": [], "per_nstep": []}
     lines = paired("task", by_arm)
     # seeds 0 and 1 only; against independent's best member (its score + 1): +9.0 and +8.0
     assert lines[0].startswith("- task: evolving elite minus independent best member, seeds [0, 1]: +8.50 (standard error 0.50)")
