@@ -157,7 +157,8 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     except Exception as err:
         raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
     try:
-        make_algorithm(cfg.algorithm, spaces, seed=cfg.seed)
+        for algorithm in {a.name: a for a in cfg.member_algorithm_configs()}.values():
+            make_algorithm(algorithm, spaces, seed=cfg.seed)
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"algorithm: {err}") from None
     try:

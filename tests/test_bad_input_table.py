@@ -300,6 +300,36 @@ ROWS: list[Row] = [
                                      "evolution.hp_config.replay_ratio.min=0.1",
                                      "evolution.hp_config.replay_ratio.max=0.9"]),
         ConfigError, r"evolution\.hp_config\.replay_ratio: members need a starting value"),
+    Row("mixed population whose counts miss population.size",
+        lambda c: load_config(TINY, ["population.members=[{algorithm: MADDPG, count: 1}]"]),
+        ConfigError, r"population\.members: counts 1 = 1 members, but population\.size is 2"),
+    Row("mixed population of two families",
+        lambda c: load_config(TINY, ["population.members=[{algorithm: MADDPG, count: 1}, "
+                                     "{algorithm: IPPO, count: 1}]",
+                                     "evolution.tournament.size=1"]),
+        ConfigError, r"population\.members\[1\]\.algorithm IPPO is not of the family of "
+                     r"MADDPG"),
+    Row("mixed population naming an unknown algorithm",
+        lambda c: load_config(TINY, ["population.members=[{algorithm: MADDPG, count: 1}, "
+                                     "{algorithm: MATD4, count: 1}]"]),
+        ConfigError, r"population\.members\[1\]\.algorithm: unknown algorithm 'MATD4'"),
+    Row("a mutation range a mixed population's algorithm lacks",
+        lambda c: load_config(TINY, ["population.members=[{algorithm: MADDPG, count: 1}, "
+                                     "{algorithm: MATD3, count: 1}]",
+                                     "evolution.tournament.size=1",
+                                     "evolution.hp_config.policy_freq={min: 1, max: 4}"]),
+        ConfigError, r"evolution\.hp_config \(for population\.members\[0\], MADDPG\): "
+                     r"hyperparameter\(s\) \['policy_freq'\] are not hyperparameters of MADDPG"),
+    Row("a tournament larger than an algorithm's group",
+        lambda c: load_config(TINY, ["population.members=[{algorithm: MADDPG, count: 1}, "
+                                     "{algorithm: MATD3, count: 1}]"]),
+        ConfigError, r"evolution\.tournament\.size 2 is larger than "
+                     r"population\.members\[0\]\.count 1 \(MADDPG\)"),
+    Row("a group's bad hyperparameter",
+        lambda c: load_config(TINY, ["population.members=[{algorithm: MATD3, count: 2, "
+                                     "hp: {policy_freq: 0}}]"]),
+        ConfigError, r"population\.members\[0\]\.hp: MATD3 hyperparameter policy_freq must be "
+                     r"an int >= 1, got 0"),
     Row("n_step < 1",
         lambda c: load_config(TINY, ["buffer.n_step=0"]),
         ConfigError, r"buffer\.n_step: Input should be greater than or equal to 1 \(got 0\)"),

@@ -97,15 +97,19 @@ class Collector:
     """
 
     def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None,
-                 seating: Seating | None = None, n_step: int = 1) -> None:
+                 seating: Seating | None = None, n_step: int = 1,
+                 record_state: bool = False) -> None:
         self.venv, self.algo, self.seating = venv, algo, seating
         self.agents = list(venv.possible_agents)
         self.on_policy = algo.on_policy
         self.uses_state = algo.uses_state
-        if self.uses_state and venv.state_space is None:
+        #: rows carry the global state: the algorithm reads it, or (``record_state``) other
+        #: members sharing the buffer do (an IPPO member in a population with MAPPO members)
+        self.records_state = self.on_policy and (self.uses_state or record_state)
+        if self.records_state and venv.state_space is None:
             raise ValueError(f"{algo.name} reads the env's global state: make the vector env "
                              f"with record_state=True")
-        self.fields = algo.fields
+        self.fields = algo.buffer_fields(self.records_state) if self.on_policy else algo.fields
         self._step = self._on_policy_step if self.on_policy else self._off_policy_step
         if n_step > 1 and self.on_policy:
             raise ValueError(f"n_step {n_step}: {algo.name} learns from whole fragments with "
@@ -179,8 +183,9 @@ class Collector:
         values, and the global state when it reads one); writes its rows as step ``t``,
         returns ``(rewards, infos)``. Its ``next_value`` rows stay pending (the stored rows
         themselves) until the next step's values fill them."""
-        state = self.infos["state"] if self.uses_state else None
-        chosen, extras = self.algo.act_with_info(self.obs, state=state)
+        state = self.infos["state"] if self.records_state else None
+        chosen, extras = self.algo.act_with_info(self.obs,
+                                                 state=state if self.uses_state else None)
         self._fill_next_values(extras["value"])
         chosen, mine = self._seated(chosen)
         actions = apply_env_defined_actions(chosen, self.infos)
@@ -195,7 +200,7 @@ class Collector:
                 active = active & mine[a]
             values = (self.obs[a], actions[a], rew[a], term[a], trunc[a], active,
                       extras["log_prob"][a], extras["value"][a], next_value[a],
-                      *((state,) if self.uses_state else ()))
+                      *((state,) if self.records_state else ()))
             for name, value in zip(self.fields, values, strict=True):
                 stored = rows.put(t, name, a, value)
                 if name == "next_value":

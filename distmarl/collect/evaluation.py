@@ -187,7 +187,7 @@ def load_member(path: Path, member: int | None = None, seed: int | None = None
         raise ValueError(f"--member {index} is not a member of {ckpt.path} "
                          f"(0..{len(ckpt.members) - 1})")
     seed = cfg.evolution.final_seed if seed is None else seed
-    algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=seed)
+    algo = make_algorithm(cfg.member_algorithm_configs()[index], env_spaces(cfg.env), seed=seed)
     algo.load_state_dict(ckpt.members[index]["algo"])
     return cfg, algo, index, str(ckpt.path)
 

@@ -23,7 +23,13 @@ from distmarl.config.hparams import (
     MATD3Hyperparameters,
     check_search_ranges,
 )
-from distmarl.config.replay import check_n_step, replay_hp
+from distmarl.config.members import (
+    check_group_ranges,
+    check_group_tournaments,
+    member_algorithms,
+    member_hp,
+)
+from distmarl.config.replay import check_n_step, replay_hp, replays
 from distmarl.config.section import Section
 
 
@@ -101,9 +107,16 @@ AnyAlgorithmConfig = Annotated[
 ]
 
 
+class MemberGroupConfig(Section):
+    algorithm: str = Field(description="these members' algorithm (MADDPG, MATD3, IPPO, MAPPO)")
+    count: int = Field(1, ge=1, description="how many members run it")
+    hp: dict[str, Any] = Field(default_factory=dict, description="their hyperparameters over the algorithm section's (those their algorithm has)")
+
+
 class PopulationConfig(Section):
     size: int = Field(4, ge=1, description="number of population members (one learner each)")
     workers_per_member: int = Field(1, ge=1, description="rollout workers per member")
+    members: list[MemberGroupConfig] | None = Field(None, description="a population of mixed algorithms of one family: groups of members, in member order ({algorithm: MATD3, count: 2}); their counts add up to size. Members copy only members of their own algorithm. None: every member runs the algorithm section")
 
 
 class RLParameterConfig(Section):
@@ -244,6 +257,9 @@ class ExperimentConfig(Section):
             raise ValueError("league runs evolve in generations: evolution.mode sync or "
                              "independent, not async")
         ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}
+        if self.population.members is not None:  # the section is the groups' base
+            self._check_groups(set(ranges))
+            return self
         try:
             check_search_ranges(self.algorithm.name, ranges)
         except ValueError as err:
@@ -261,6 +277,45 @@ class ExperimentConfig(Section):
             hp = self.algorithm.hp.model_copy(update=filled)
             self.algorithm = self.algorithm.model_copy(update={"hp": hp})
         return self
+
+    def _check_groups(self, searched: set[str]) -> None:
+        groups = [g.model_dump() for g in self.population.members or []]
+        member_algorithms(groups, self.population.size)
+        if replays(groups[0]["algorithm"]) != replays(self.algorithm.name):
+            raise ValueError(f"algorithm.name {self.algorithm.name} is not of the family of "
+                             f"population.members ({groups[0]['algorithm']}): the algorithm "
+                             "section is the members' base (hyperparameters, net_config); name "
+                             "one of their algorithms")
+        if self.league.enabled:
+            raise ValueError("population.members: a league's population runs the algorithm "
+                             "section (mixed algorithms are for cooperative games)")
+        check_group_ranges(groups, {n: (p.min, p.max)
+                                    for n, p in self.evolution.hp_config.items()})
+        check_group_tournaments(groups, self.evolution.tournament.size)
+        for i, _ in enumerate(groups):
+            self.group_algorithm(i, searched)
+
+    def group_algorithm(self, index: int, searched: set[str] | None = None) -> AlgorithmConfig:
+        """The algorithm section of ``population.members[index]``'s members (see
+        :mod:`distmarl.config.members`)."""
+        group = (self.population.members or [])[index]
+        where = f"population.members[{index}]"
+        hp = member_hp(self.algorithm.hp.as_dict(), group.algorithm, group.hp, where)
+        b = self.buffer
+        prioritized = ((b.prioritized_replay_alpha, b.prioritized_replay_beta)
+                       if b.prioritized_replay else None)
+        hp.update(replay_hp(group.algorithm, hp, b.replay_ratio, prioritized,
+                            searched or set(self.evolution.hp_config)))
+        check_n_step(group.algorithm, b.n_step)
+        return ALGORITHM_CONFIGS[group.algorithm].model_validate(
+            {"name": group.algorithm, "hp": hp, "net_config": self.algorithm.net_config})
+
+    def member_algorithm_configs(self) -> list[AlgorithmConfig]:
+        """Each member's algorithm section, in member order (every side's in a league)."""
+        if self.population.members is None:
+            return [self.algorithm] * self.num_members
+        return [self.group_algorithm(i) for i, g in enumerate(self.population.members)
+                for _ in range(g.count)]
 
     def to_yaml(self) -> str:
         return str(yaml.safe_dump(json.loads(self.model_dump_json()), sort_keys=False))

@@ -27,14 +27,18 @@ class Individual:
     hyperparameters: dict[str, Any]
     fitness: list[float] = field(default_factory=list)
     mutation_detail: dict[str, Any] = field(default_factory=dict)
+    algorithm: str = ""  #: its algorithm (a copy keeps its parent's; "" where unrecorded)
 
 
 class Lineage:
     """The population's family tree; ``current[member]`` is the id of each member's individual."""
 
-    def __init__(self, hps: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, hps: Sequence[Mapping[str, Any]],
+                 algorithms: Sequence[str] | None = None) -> None:
+        names = list(algorithms) if algorithms is not None else [""] * len(hps)
         self.individuals: list[Individual] = [
-            Individual(i, None, i, 0, "initial", dict(hp)) for i, hp in enumerate(hps)
+            Individual(i, None, i, 0, "initial", dict(hp), algorithm=names[i])
+            for i, hp in enumerate(hps)
         ]
         self.current: list[int] = list(range(len(hps)))
         self.generation = 0
@@ -59,7 +63,8 @@ class Lineage:
             label = plan.describe() if mutated and plan is not None else "copy"
             child = Individual(len(self.individuals), parents[source], member, self.generation,
                                label, dict(hps[member]),
-                               mutation_detail=dict(plan.detail) if mutated and plan else {})
+                               mutation_detail=dict(plan.detail) if mutated and plan else {},
+                               algorithm=self.individuals[parents[source]].algorithm)
             self.individuals.append(child)
             self.current[member] = child.id
         return list(self.current)
@@ -69,7 +74,8 @@ class Lineage:
         """Asynchronous mode: ``member`` copied ``source`` (then ``plan``); returns the new id."""
         label = plan.describe() if plan is not None and plan.kind != "none" else "copy"
         child = Individual(len(self.individuals), self.current[source], member, self.generation,
-                           label, dict(hp), mutation_detail=dict(plan.detail) if plan else {})
+                           label, dict(hp), mutation_detail=dict(plan.detail) if plan else {},
+                           algorithm=self.individuals[self.current[source]].algorithm)
         self.individuals.append(child)
         self.current[member] = child.id
         return child.id

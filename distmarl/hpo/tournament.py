@@ -96,9 +96,11 @@ class TournamentSelection:
 
 def select_by_side(selection: TournamentSelection, histories: Sequence[Sequence[float]],
                    side_of_member: Sequence[str], rng: np.random.Generator) -> SelectionPlan:
-    """Tournaments within each side of a league (``selection`` sized for one side): a member
-    only ever copies a member of its own side, whose rating was earned against the same
-    opponents. The plan's ``elite`` is the first side's, ``elites`` every side's."""
+    """Tournaments within each group of members (``selection``'s settings; a group may be of
+    any size of at least the tournament's): a member only ever copies a member of its own
+    group. A league's groups are its sides (a rating is earned against one side's opponents);
+    a mixed population's its algorithms (a state loads only into its own algorithm). The
+    plan's ``elite`` is the first group's, ``elites`` every group's."""
     if len(histories) != len(side_of_member):
         raise ValueError(f"{len(histories)} fitness histories for {len(side_of_member)} members")
     sides = list(dict.fromkeys(side_of_member))
@@ -107,7 +109,9 @@ def select_by_side(selection: TournamentSelection, histories: Sequence[Sequence[
     elites: list[int] = []
     for side in sides:
         members = [i for i, s in enumerate(side_of_member) if s == side]
-        plan = selection.select([histories[i] for i in members], rng)
+        group = TournamentSelection(selection.tournament_size, selection.elitism, len(members),
+                                    selection.eval_loop)
+        plan = group.select([histories[i] for i in members], rng)
         for local, src in enumerate(plan.sources):
             sources[members[local]] = members[src]
         if plan.elite is not None:

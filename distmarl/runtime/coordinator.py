@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +57,12 @@ class TrainingRun:
         self.stop_requested = stop
         self.asynchronous = cfg.evolution.mode == "async"
         self.max_env_steps = cfg.training.max_steps * cfg.num_members
-        algo, evo, training = cfg.algorithm, cfg.evolution, cfg.training
+        evo, training = cfg.evolution, cfg.training
+        #: each member's algorithm (a mixed population's differ; one family)
+        algos = cfg.member_algorithm_configs()
+        algo = algos[0]
         # a bad range fails before any actor starts
-        hp_config = make_hp_config(evo.hp_config, algo.name)
+        hp_config = make_hp_config(evo.hp_config, sorted({a.name for a in algos}))
         spaces = env_spaces(cfg.env)
         self.state = RunState()
         path = make_datapath(algo.name, training, cfg.buffer)
@@ -68,8 +70,9 @@ class TrainingRun:
                                    cfg.env.num_envs)
         self.league = make_league(cfg, spaces, self.state)
         self.fleet = Fleet(
-            cfg.population, cfg.env, algo, spaces,
-            buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), reads_state(algo, spaces)),
+            cfg.population, cfg.env, algos, spaces,
+            buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]),
+                                        any(reads_state(a, spaces) for a in algos)),
             snapshot_interval_s=cfg.buffer.snapshot_interval_s, n_step=cfg.buffer.n_step,
             weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
             resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
@@ -79,17 +82,20 @@ class TrainingRun:
                                                                cfg.league.win_above),
             path=path, state=self.state, scheduler=self.scheduler)
         first = min(evo.evo_steps, training.max_steps)
-        self.state.members = [MemberState(i, first, hp)
+        self.state.members = [MemberState(i, first, hp, algorithm=algos[i].name)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
-                                       hp_config, self.league)
-        tags = {"distmarl.version": __version__, "env": cfg.env.spec, "algorithm": algo.name,
+                                       hp_config, self.league,
+                                       groups=[a.name for a in algos] if len(
+                                           {a.name for a in algos}) > 1 else None)
+        tags = {"distmarl.version": __version__, "env": cfg.env.spec,
+                "algorithm": "+".join(dict.fromkeys(a.name for a in algos)),
                 "ray.address": str(ray_address or "local"),
                 "population": str(cfg.num_members)}
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
             tags=tags, max_steps=training.max_steps, evo_steps=evo.evo_steps,
-            new_policy=partial(make_algorithm, algo, spaces, seed=cfg.seed),
+            new_policy=lambda member: make_algorithm(algos[member], spaces, seed=cfg.seed),
             state=self.state, fleet=self.fleet, generations=self.generations)
         if resume:
             self.recorder.restore(resume)

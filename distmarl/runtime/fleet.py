@@ -41,6 +41,7 @@ from distmarl.runtime.resources import ActorResources
 from distmarl.runtime.run_state import RunState
 from distmarl.runtime.scheduler import Call, Scheduler
 from distmarl.runtime.snapshots import Snapshots, load_first
+from distmarl.types import STATE_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +87,15 @@ class Fleet:
     """The buffer actor (built from ``buffer_kwargs``, see
     :func:`distmarl.factory.buffer_kwargs`), one learner per member (``members``, default
     ``population.size``; a league has that many per side),
-    ``workers_per_member`` rollout workers per member, each building its algorithm from
-    ``algorithm`` (workers their envs from ``env``) with a seed derived from ``seed``; what they
+    ``workers_per_member`` rollout workers per member, each building its member's algorithm
+    from ``algorithms[member]`` (workers their envs from ``env``) with a seed derived from
+    ``seed``; what they
     cost in faults (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
     buffer is snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of
     fragments clears the member's owed updates in ``scheduler``."""
 
     def __init__(self, population: PopulationConfig, env: EnvConfig,
-                 algorithm: AlgorithmConfig, spaces: tuple[Any, ...], *,
+                 algorithms: Sequence[AlgorithmConfig], spaces: tuple[Any, ...], *,
                  buffer_kwargs: dict[str, Any], snapshot_interval_s: float, n_step: int,
                  weight_sync_updates: int, seed: int, resources: ActorResources,
                  path: DataPath, state: RunState, scheduler: Scheduler,
@@ -105,14 +107,15 @@ class Fleet:
                                              **ACTOR_OPTIONS)
         self.learners: list[Any] = [
             LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
-                member, algorithm, spaces, self.buffer, seed=seed * 1009 + member,
+                member, algorithms[member], spaces, self.buffer, seed=seed * 1009 + member,
                 weight_sync_updates=weight_sync_updates, num_envs=env.num_envs,
                 fields=tuple(buffer_kwargs["field_names"]))
             for member in range(count)]
         self.workers: list[list[Any]] = [
             [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
-                member, w, env, algorithm, spaces, self.buffer,
-                seed=seed * 7919 + member * 101 + w, league=league, n_step=n_step)
+                member, w, env, algorithms[member], spaces, self.buffer,
+                seed=seed * 7919 + member * 101 + w, league=league, n_step=n_step,
+                record_state=bool(set(STATE_FIELDS) & set(buffer_kwargs["field_names"])))
              for w in range(population.workers_per_member)]
             for member in range(count)]
         self.faults = FaultLog()

@@ -43,14 +43,15 @@ LOST = (RayActorError, ObjectLostError)
 
 
 def make_hp_config(ranges: Mapping[str, RLParameterConfig],
-                   algorithm: str) -> HyperparameterConfig:
+                   algorithms: Sequence[str]) -> HyperparameterConfig:
     """The mutable hyperparameters' ranges (``evolution.hp_config``), checked against those
-    of ``algorithm`` (its name)."""
+    of every one of ``algorithms`` (names: a mixed population's)."""
     hp_config = HyperparameterConfig(**{
         name: RLParameter(p.min, p.max, p.grow_factor, p.shrink_factor,
                           int if p.dtype == "int" else float)
         for name, p in ranges.items()})
-    hp_config.check_against(algorithm)
+    for algorithm in algorithms:
+        hp_config.check_against(algorithm)
     return hp_config
 
 
@@ -61,7 +62,7 @@ class Generations:
 
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
                  state: RunState, hp_config: HyperparameterConfig,
-                 league: LeagueRun | None = None) -> None:
+                 league: LeagueRun | None = None, groups: Sequence[str] | None = None) -> None:
         self.evo = evo
         self.max_steps = training.max_steps
         self.target = training.target
@@ -70,6 +71,8 @@ class Generations:
         self.hp_config = hp_config
         #: a competitive game's league: fitness is a rating, tournaments stay within a side
         self.league = league
+        #: a mixed population's algorithm per member: members copy only their own algorithm's
+        self.groups = None if groups is None else list(groups)
         per_side = len(state.members) if league is None else \
             len(state.members) // len(set(league.league.side_of_member))
         self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
@@ -79,7 +82,8 @@ class Generations:
                                    m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,
                                    m.mutate_elite)
         self.exploit = AsyncExploit(evo.bottom_frac, evo.top_frac)
-        self.lineage = Lineage([m.hp for m in state.members])
+        self.lineage = Lineage([m.hp for m in state.members],
+                               [m.algorithm for m in state.members])
 
     # ------------------------------------------------------------------ modes
     def evolve_sync(self) -> None:
@@ -103,11 +107,14 @@ class Generations:
             self._next_boundary(member)
 
     def _select(self, histories: list[list[float]]) -> SelectionPlan:
-        """Tournament selection over the population, or within each side of a league."""
-        if self.league is None:
-            return self.selection.select(histories, self.rng)
-        return select_by_side(self.selection, histories, self.league.league.side_of_member,
-                              self.rng)
+        """Tournament selection over the population, or within each side of a league, or
+        within each algorithm of a mixed population."""
+        if self.league is not None:
+            return select_by_side(self.selection, histories, self.league.league.side_of_member,
+                                  self.rng)
+        if self.groups is not None:
+            return select_by_side(self.selection, histories, self.groups, self.rng)
+        return self.selection.select(histories, self.rng)
 
     def evolve_async(self, member: int) -> None:
         """Population-based training's exploit and explore for one member at its boundary."""
@@ -119,7 +126,9 @@ class Generations:
         if m.env_steps >= self.max_steps:
             m.phase = DONE
             return
-        latest = {x.member: x.fitness[-1] for x in self.state.members if x.fitness}
+        latest = {x.member: x.fitness[-1] for x in self.state.members
+                  if x.fitness and (self.groups is None
+                                    or self.groups[x.member] == self.groups[member])}
         source = self.exploit.decide(member, latest, self.rng)
         if source is not None:
             plan = self.mutations.plan([self.state.members[source].hp], self.hp_config,
@@ -139,7 +148,7 @@ class Generations:
         for m, hp in zip(members, hps):
             m.hp = hp
         self._republish(list(range(len(members))))
-        self.lineage = Lineage([m.hp for m in members])
+        self.lineage = Lineage([m.hp for m in members], [m.algorithm for m in members])
         self.state.event(initial_hp="sampled", values=[dict(v) for v in values])
 
     def pretrain_mutation(self) -> None:

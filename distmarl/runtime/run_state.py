@@ -46,6 +46,7 @@ class MemberState:
     train_seconds: float = 0.0
     max_lag_seen: int = 0  # most weight versions a finished chunk lagged behind the learner
     evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
+    algorithm: str = ""  # the member's algorithm (a mixed population's differ)
 
     @property
     def learn_step(self) -> float:
@@ -88,7 +89,8 @@ class MemberState:
         return float(sum(self.scores) / len(self.scores)) if self.scores else None
 
     def summary(self) -> dict[str, Any]:
-        return {"member": self.member, "fitness": self.fitness, "hp": self.hp,
+        return {"member": self.member, "algorithm": self.algorithm, "fitness": self.fitness,
+                "hp": self.hp,
                 "env_steps": self.env_steps, "updates": self.updates,
                 "max_policy_lag_seen": self.max_lag_seen, "mean_score": self.mean_score(),
                 "episodes": self.episodes}
@@ -97,7 +99,8 @@ class MemberState:
         return {"member": self.member, "boundary": self.boundary, "hp": dict(self.hp),
                 "env_steps": self.env_steps, "owed": self.owed, "updates": self.updates,
                 "fitness": list(self.fitness), "scores": list(self.scores),
-                "episodes": self.episodes, "evaluated_at": self.evaluated_at}
+                "episodes": self.episodes, "evaluated_at": self.evaluated_at,
+                "algorithm": self.algorithm}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> MemberState:
@@ -107,7 +110,8 @@ class MemberState:
         m = MemberState(member=int(member), boundary=d["boundary"], hp=dict(d["hp"]),
                         env_steps=d["env_steps"], owed=d["owed"], updates=d["updates"],
                         fitness=list(d["fitness"]), episodes=d["episodes"],
-                        evaluated_at=d.get("evaluated_at", -1))
+                        evaluated_at=d.get("evaluated_at", -1),
+                        algorithm=str(d.get("algorithm", "")))
         m.scheduled_steps = m.env_steps
         m.scores.extend(d["scores"])
         return m

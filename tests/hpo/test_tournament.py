@@ -91,3 +91,20 @@ def test_league_tournaments_stay_within_each_side() -> None:
         assert plan.sources[2] == 2 and plan.sources[5] == 5
     with pytest.raises(ValueError, match="5 fitness histories for 6 members"):
         select_by_side(selection, histories[:5], sides, np.random.default_rng(0))
+
+
+def test_a_mixed_populations_algorithms_hold_tournaments_of_their_own_sizes() -> None:
+    from distmarl.hpo.tournament import select_by_side
+
+    algos = ["MADDPG", "MADDPG", "MATD3", "MATD3", "MATD3"]
+    # MATD3's members are all better than MADDPG's, yet a MADDPG member never copies one:
+    # its state would not load into a MADDPG learner
+    histories = [[-30.0], [-20.0], [-5.0], [-1.0], [-9.0]]
+    selection = TournamentSelection(2, True, 5, 1)
+    sources = set()
+    for seed in range(30):
+        plan = select_by_side(selection, histories, algos, np.random.default_rng(seed))
+        assert all(algos[src] == algos[m] for m, src in enumerate(plan.sources))
+        assert plan.elites == (1, 3) and plan.sources[1] == 1 and plan.sources[3] == 3
+        sources |= {(m, s) for m, s in enumerate(plan.sources) if m != s}
+    assert (0, 1) in sources and (2, 3) in sources  # the losers of each group do copy

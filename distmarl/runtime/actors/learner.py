@@ -129,7 +129,7 @@ class LearnerShell:
 
     def _learn_fragment(self, batch: SampleBatch) -> dict[str, float]:
         """One PPO update on one fragment (rows ``(T * E, ...)`` -> tensors ``(T, E, ...)``)."""
-        data = dict(zip(self.algo.fields, batch.data, strict=True))
+        data = dict(zip(self.fields, batch.data, strict=True))
         return self.algo.learn(fragment_to_batch(data, self.num_envs, self.device))
 
     def discard_pending(self) -> int:

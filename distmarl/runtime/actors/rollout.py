@@ -49,7 +49,8 @@ class RolloutShell:
 
     def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
                  spaces: tuple[Any, ...], buffer: Any, seed: int,
-                 league: LeagueGame | None = None, n_step: int = 1) -> None:
+                 league: LeagueGame | None = None, n_step: int = 1,
+                 record_state: bool = False) -> None:
         import torch
 
         torch.set_num_threads(1)
@@ -58,8 +59,9 @@ class RolloutShell:
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.action_spaces = spaces[1]
         self.venv = make_venv(env_cfg, seed=seed,
-                              record_state=self.algo.uses_state)
-        self.collector = Collector(self.venv, self.algo, seed=seed, n_step=n_step)
+                              record_state=self.algo.uses_state or record_state)
+        self.collector = Collector(self.venv, self.algo, seed=seed, n_step=n_step,
+                                   record_state=record_state)
         self.eval_venv: Any = None
         #: a league's game, its opponents and the seating of its sub-envs (None: cooperative)
         self.league = league
