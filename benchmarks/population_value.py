@@ -11,7 +11,12 @@ Arms, per task and seed (``--arms``):
 * ``sampled``: the evolving population started from hyperparameters drawn from the
   ``hp_config`` ranges (``evolution.initial_hp: sampled``), not among the default arms;
 * ``per_nstep``: the evolving population with prioritised replay (alpha 0.6, beta 0.4) and
-  3-step rows, at the same update-to-data ratio (off-policy tasks; not among the defaults).
+  3-step rows, at the same update-to-data ratio (off-policy tasks; not among the defaults);
+* ``mixed``: the evolving population as 2 MADDPG and 2 MATD3 members, and ``matd3``: all
+  MATD3 (speaker-listener's config is MADDPG: ``evolving`` is the all-MADDPG arm);
+* ``replay_0.25``, ``replay_0.5``, ``replay_0.75``: the evolving population with that fixed
+  mix-in ``replay_ratio`` (the config's replay is uniform), and ``replay_evolved``: starting
+  at 0.5, each member's ratio mutating within ``[0.05, 0.95]``.
 
 Every run ends with every member scored on the same fixed 100 episodes (the run's own final
 evaluation, ``evolution.final_episodes``). Per arm the report gives the elite's final score (the
@@ -63,7 +68,9 @@ TASKS = {
     "speaker_listener": Task(CONFIGS / "speaker_listener_maddpg.yaml", -30.0, steps=60_000),
     "spread": Task(CONFIGS / "spread_mappo.yaml", -45.0, steps=150_000),
 }
-ARMS = ("evolving", "independent", "single", "sampled", "per_nstep")
+REPLAY_ARMS = {"replay_0.25": 0.25, "replay_0.5": 0.5, "replay_0.75": 0.75}
+ARMS = ("evolving", "independent", "single", "sampled", "per_nstep", "mixed", "matd3",
+        *REPLAY_ARMS, "replay_evolved")
 
 
 def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
@@ -82,6 +89,18 @@ def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     if arm == "per_nstep":
         return [f"training.max_steps={steps}", "buffer.prioritized_replay=true",
                 "buffer.n_step=3"]
+    if arm == "mixed":
+        half = size // 2
+        return [f"training.max_steps={steps}",
+                f"population.members=[{{algorithm: MADDPG, count: {size - half}}}, "
+                f"{{algorithm: MATD3, count: {half}}}]"]
+    if arm == "matd3":
+        return [f"training.max_steps={steps}", "algorithm.name=MATD3"]
+    if arm in REPLAY_ARMS:
+        return [f"training.max_steps={steps}", f"buffer.replay_ratio={REPLAY_ARMS[arm]}"]
+    if arm == "replay_evolved":
+        return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
+                "evolution.hp_config.replay_ratio={min: 0.05, max: 0.95}"]
     raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
 
 
@@ -172,7 +191,9 @@ def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
     pairs = [("evolving", "final_score", "independent", "best_member_score"),
              ("evolving", "final_score", "independent", "final_score"),
              ("sampled", "final_score", "evolving", "final_score"),
-             ("per_nstep", "final_score", "evolving", "final_score")]
+             ("per_nstep", "final_score", "evolving", "final_score"),
+             ("mixed", "final_score", "evolving", "final_score"),
+             ("mixed", "final_score", "matd3", "final_score")]
     for a, a_key, b, b_key in pairs:
         first = {r["seed"]: r[a_key] for r in by_arm[a]}
         second = {r["seed"]: r[b_key] for r in by_arm[b]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.population_value import arm_overrides, paired, to_target
+from benchmarks.population_value import ARMS, arm_overrides, paired, to_target
 
 
 def test_each_arm_spends_the_same_total_env_steps() -> None:
@@ -16,6 +16,10 @@ def test_each_arm_spends_the_same_total_env_steps() -> None:
     assert "evolution.initial_hp=sampled" in arm_overrides("sampled", 4, 5000, 60000)
     assert {"buffer.prioritized_replay=true", "buffer.n_step=3"} <= set(
         arm_overrides("per_nstep", 4, 5000, 60000))
+    mixed = arm_overrides("mixed", 4, 5000, 60000)
+    assert mixed[1] == ("population.members=[{algorithm: MADDPG, count: 2}, "
+                        "{algorithm: MATD3, count: 2}]")
+    assert "buffer.replay_ratio=0.75" in arm_overrides("replay_0.75", 4, 5000, 60000)
     with pytest.raises(ValueError, match="unknown arm 'both'"):
         arm_overrides("both", 4, 5000, 60000)
 
@@ -34,7 +38,7 @@ def test_paired_difference_pairs_seeds_and_calls_noise_unresolved() -> None:
 
     by_arm = {"evolving": runs("evolving", {0: -20.0, 1: -22.0, 2: -21.0}),
               "independent": runs("independent", {0: -30.0, 1: -31.0, 3: -5.0}),
-              "sampled": [], "single": [], "per_nstep": []}
+              **{a: [] for a in ARMS if a not in ("evolving", "independent")}}
     lines = paired("task", by_arm)
     # seeds 0 and 1 only; against independent's best member (its score + 1): +9.0 and +8.0
     assert lines[0].startswith("- task: evolving elite minus independent best member, seeds [0, 1]: +8.50 (standard error 0.50)")
