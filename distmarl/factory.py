@@ -9,11 +9,12 @@ rate limit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from distmarl.algorithms import Algorithm
 from distmarl.algorithms.registry import algorithm_class
-from distmarl.config import AlgorithmConfig, EnvConfig, ExperimentConfig
+from distmarl.config import ALGORITHM_CONFIGS, AlgorithmConfig, EnvConfig, ExperimentConfig
 from distmarl.types import N_STEPS_FIELD
 
 #: A buffer holds at least this many times the fragments an on-policy population can have
@@ -59,6 +60,15 @@ def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = 
         extra["state_space"] = spaces[2] if len(spaces) > 2 else None
     return cls(obs_spaces, act_spaces, cfg.net_config, hp=cfg.hp.as_dict(), device=device, seed=seed,
                **extra)
+
+
+def converted(cfg: AlgorithmConfig, name: str, hp: Mapping[str, Any] | None = None
+              ) -> AlgorithmConfig:
+    """``cfg``'s networks for algorithm ``name`` with ``hp`` (None: its defaults): what a member
+    that takes another algorithm's state is rebuilt from before it loads the state (which
+    brings its own architecture and hyperparameters)."""
+    return ALGORITHM_CONFIGS[name].model_validate(
+        {"name": name, "hp": dict(hp or {}), "net_config": cfg.net_config})
 
 
 def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = None,

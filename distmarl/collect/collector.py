@@ -123,6 +123,18 @@ class Collector:
         #: the last step's ``next_value`` rows, NaN where the next step's ``value`` goes
         self._pending: dict[str, np.ndarray] | None = None
 
+    def set_algorithm(self, algo: Algorithm) -> None:
+        """Act with ``algo`` from now on (a member that took another algorithm's state); it
+        must store the same fields (one family; an on-policy one records the state already if
+        any member reads it)."""
+        fields = (algo.buffer_fields(self.records_state) if self.on_policy else algo.fields)
+        if algo.on_policy != self.on_policy or fields != self.fields:
+            raise ValueError(f"{algo.name} stores {fields}, these rows {self.fields}")
+        if algo.uses_state and not self.records_state:
+            raise ValueError(f"{algo.name} reads the env's global state this collector does "
+                             "not record")
+        self.algo, self.uses_state = algo, algo.uses_state
+
     def set_seating(self, seating: Seating) -> None:
         """Play league games from now on: ``seating``'s opponents hold their seats."""
         self.seating = seating

@@ -12,7 +12,7 @@ import numpy as np
 from distmarl.checkpoint import load_checkpoint
 from distmarl.config import ExperimentConfig
 from distmarl.envs import apply_env_defined_actions, fold_info_masks
-from distmarl.factory import env_spaces, make_algorithm, make_venv
+from distmarl.factory import converted, env_spaces, make_algorithm, make_venv
 
 #: Episodes per sub-env of the reference trainers' progress evaluations (4 x 8 sub-envs = 32
 #: episodes: one speaker-listener episode's score varies by about +-60, so a handful of episodes
@@ -187,8 +187,10 @@ def load_member(path: Path, member: int | None = None, seed: int | None = None
         raise ValueError(f"--member {index} is not a member of {ckpt.path} "
                          f"(0..{len(ckpt.members) - 1})")
     seed = cfg.evolution.final_seed if seed is None else seed
-    algo = make_algorithm(cfg.member_algorithm_configs()[index], env_spaces(cfg.env), seed=seed)
-    algo.load_state_dict(ckpt.members[index]["algo"])
+    state = ckpt.members[index]["algo"]
+    algo = make_algorithm(converted(cfg.algorithm, state["algorithm"], state["hp"]),
+                          env_spaces(cfg.env), seed=seed)
+    algo.load_state_dict(state)
     return cfg, algo, index, str(ckpt.path)
 
 

@@ -116,7 +116,8 @@ class MemberGroupConfig(Section):
 class PopulationConfig(Section):
     size: int = Field(4, ge=1, description="number of population members (one learner each)")
     workers_per_member: int = Field(1, ge=1, description="rollout workers per member")
-    members: list[MemberGroupConfig] | None = Field(None, description="a population of mixed algorithms of one family: groups of members, in member order ({algorithm: MATD3, count: 2}); their counts add up to size. Members copy only members of their own algorithm. None: every member runs the algorithm section")
+    members: list[MemberGroupConfig] | None = Field(None, description="a population of mixed algorithms of one family: groups of members, in member order ({algorithm: MATD3, count: 2}); their counts add up to size. None: every member runs the algorithm section")
+    cross_algorithm: Literal["refuse", "convert"] = Field("refuse", description="a mixed population's copies: refuse (tournaments within each algorithm, a member copies only its own algorithm's) or convert (tournaments over all members; a member whose winner runs another algorithm is rebuilt for it and takes its state)")
 
 
 class RLParameterConfig(Section):
@@ -291,7 +292,8 @@ class ExperimentConfig(Section):
                              "section (mixed algorithms are for cooperative games)")
         check_group_ranges(groups, {n: (p.min, p.max)
                                     for n, p in self.evolution.hp_config.items()})
-        check_group_tournaments(groups, self.evolution.tournament.size)
+        if self.population.cross_algorithm == "refuse":
+            check_group_tournaments(groups, self.evolution.tournament.size)
         for i, _ in enumerate(groups):
             self.group_algorithm(i, searched)
 

@@ -25,7 +25,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.collect.seating import LeagueGame
 from distmarl.config import ExperimentConfig
-from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, reads_state
+from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, reads_state
 from distmarl.runtime.datapath import make_datapath
 from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations, make_hp_config
@@ -80,14 +80,16 @@ class TrainingRun:
             members=cfg.num_members,
             league=None if self.league is None else LeagueGame(self.league.sides,
                                                                cfg.league.win_above),
-            path=path, state=self.state, scheduler=self.scheduler)
+            path=path, state=self.state, scheduler=self.scheduler,
+            convert=cfg.population.cross_algorithm == "convert")
         first = min(evo.evo_steps, training.max_steps)
         self.state.members = [MemberState(i, first, hp, algorithm=algos[i].name)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
-        self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
-                                       hp_config, self.league,
-                                       groups=[a.name for a in algos] if len(
-                                           {a.name for a in algos}) > 1 else None)
+        mixed = len({a.name for a in algos}) > 1
+        self.generations = Generations(
+            evo, training, cfg.seed, self.fleet, self.state, hp_config, self.league,
+            groups=[a.name for a in algos] if mixed else None,
+            convert=cfg.population.cross_algorithm == "convert")
         tags = {"distmarl.version": __version__, "env": cfg.env.spec,
                 "algorithm": "+".join(dict.fromkeys(a.name for a in algos)),
                 "ray.address": str(ray_address or "local"),
@@ -95,7 +97,7 @@ class TrainingRun:
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
             tags=tags, max_steps=training.max_steps, evo_steps=evo.evo_steps,
-            new_policy=lambda member: make_algorithm(algos[member], spaces, seed=cfg.seed),
+            new_policy=lambda name: make_algorithm(converted(algo, name), spaces, seed=cfg.seed),
             state=self.state, fleet=self.fleet, generations=self.generations)
         if resume:
             self.recorder.restore(resume)

@@ -99,7 +99,8 @@ class Fleet:
                  buffer_kwargs: dict[str, Any], snapshot_interval_s: float, n_step: int,
                  weight_sync_updates: int, seed: int, resources: ActorResources,
                  path: DataPath, state: RunState, scheduler: Scheduler,
-                 members: int | None = None, league: LeagueGame | None = None) -> None:
+                 members: int | None = None, league: LeagueGame | None = None,
+                 convert: bool = False) -> None:
         self.path, self.state, self.scheduler = path, state, scheduler
         count = population.size if members is None else members
         # actor handles are typed Any: their methods are called through ``.remote``
@@ -109,7 +110,7 @@ class Fleet:
             LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
                 member, algorithms[member], spaces, self.buffer, seed=seed * 1009 + member,
                 weight_sync_updates=weight_sync_updates, num_envs=env.num_envs,
-                fields=tuple(buffer_kwargs["field_names"]))
+                fields=tuple(buffer_kwargs["field_names"]), convert=convert)
             for member in range(count)]
         self.workers: list[list[Any]] = [
             [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(

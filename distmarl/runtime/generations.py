@@ -62,7 +62,8 @@ class Generations:
 
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
                  state: RunState, hp_config: HyperparameterConfig,
-                 league: LeagueRun | None = None, groups: Sequence[str] | None = None) -> None:
+                 league: LeagueRun | None = None, groups: Sequence[str] | None = None,
+                 convert: bool = False) -> None:
         self.evo = evo
         self.max_steps = training.max_steps
         self.target = training.target
@@ -71,8 +72,10 @@ class Generations:
         self.hp_config = hp_config
         #: a competitive game's league: fitness is a rating, tournaments stay within a side
         self.league = league
-        #: a mixed population's algorithm per member: members copy only their own algorithm's
+        #: a mixed population's algorithm per member: members copy only their own algorithm's,
+        #: or (``convert``) any member's, taking its algorithm with its state
         self.groups = None if groups is None else list(groups)
+        self.convert = convert
         per_side = len(state.members) if league is None else \
             len(state.members) // len(set(league.league.side_of_member))
         self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
@@ -112,7 +115,7 @@ class Generations:
         if self.league is not None:
             return select_by_side(self.selection, histories, self.league.league.side_of_member,
                                   self.rng)
-        if self.groups is not None:
+        if self.groups is not None and not self.convert:
             return select_by_side(self.selection, histories, self.groups, self.rng)
         return self.selection.select(histories, self.rng)
 
@@ -127,7 +130,7 @@ class Generations:
             m.phase = DONE
             return
         latest = {x.member: x.fitness[-1] for x in self.state.members
-                  if x.fitness and (self.groups is None
+                  if x.fitness and (self.groups is None or self.convert
                                     or self.groups[x.member] == self.groups[member])}
         source = self.exploit.decide(member, latest, self.rng)
         if source is not None:
@@ -306,6 +309,7 @@ class Generations:
     def _carry_out(self, copies: Sequence[tuple[int, int]],
                    plans: Sequence[MutationPlan]) -> None:
         learners, members = self.fleet.learners, self.state.members
+        algorithms = [m.algorithm for m in members]  # before any copy (copies may swap)
         sources = sorted({src for _, src in copies})
         states = {src: learners[src].get_state.remote() for src in sources}
         source_sums = {src: learners[src].weights_checksum.remote() for src in sources}
@@ -317,6 +321,11 @@ class Generations:
                                                ray.get([source_sums[s] for _, s in copies]),
                                                ray.get(copied_sums)):
             members[i].hp = hp
+            if algorithms[i] != algorithms[src]:  # a converting population
+                members[i].algorithm = algorithms[src]
+                if self.groups is not None:
+                    self.groups[i] = algorithms[src]
+                self.state.event(member=i, converted=algorithms[src], was=algorithms[i])
             self.state.copy_log.append({"generation": self.state.generation, "member": i,
                                         "source": src, "source_checksum": before,
                                         "copy_checksum": after})

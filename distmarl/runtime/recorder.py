@@ -76,12 +76,12 @@ class Recorder:
     to ``config.yaml``, logged as the tracking run's parameters and stored in every checkpoint.
     ``tags`` go to the tracking run (the git commit is added). ``max_steps`` (env steps per
     member) sets the ``"auto"`` cadences, and with ``evo_steps`` the boundaries after a resume.
-    ``new_policy(member)`` builds a fresh algorithm of that member's kind, for the elite
+    ``new_policy(name)`` builds a fresh algorithm of that name (the elite's), for the elite
     model."""
 
     def __init__(self, tracking: TrackingConfig, run_dir: Path, *, name: str,
                  config: dict[str, Any], tags: dict[str, str], max_steps: int, evo_steps: int,
-                 new_policy: Callable[[int], Algorithm], state: RunState, fleet: Fleet,
+                 new_policy: Callable[[str], Algorithm], state: RunState, fleet: Fleet,
                  generations: Generations) -> None:
         self.tracking, self.run_dir, self.name = tracking, run_dir, name
         self.config, self.tags, self.new_policy = config, tags, new_policy
@@ -264,8 +264,8 @@ class Recorder:
 
         elite = self._elite()
         try:
-            algo = self.new_policy(elite)
             state = get_with_retry(self.fleet.learners[elite].get_state.remote)
+            algo = self.new_policy(state["algo"]["algorithm"])
             algo.load_state_dict(state["algo"])
         except Exception as err:
             log.warning("could not log the elite model to MLflow: %s", err)

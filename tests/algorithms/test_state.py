@@ -82,7 +82,7 @@ def test_weights_are_plain_numpy_copies_that_reproduce_greedy_actions() -> None:
     agent, _ = trained("MADDPG", "mixed")
     agent.mutate_architecture("add_node", np.random.default_rng(3))
     weights = agent.get_weights()
-    assert set(weights) == {"arch", "params", "hp"}
+    assert set(weights) == {"arch", "params", "hp", "algorithm"}
     assert all(isinstance(v, np.ndarray) for v in weights["params"].values())
     assert all(k.startswith("actor/") for k in weights["params"])
     json.dumps(weights["arch"]), json.dumps(weights["hp"])

@@ -4,6 +4,7 @@ observations, episode figures, exploration noise restarted where an episode ende
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from distmarl.algorithms import MADDPG
 from distmarl.collect import Collector, evaluate
@@ -87,3 +88,20 @@ def test_n_step_rows_sum_each_episodes_rewards_once_and_never_cross_a_reset() ->
                                   one.data["next_obs"]["agent_1"].reshape(steps, envs, -1)[4])
     assert data["truncated"]["agent_0"].reshape(10, envs)[:, 0].tolist() == [
         False, False, True, True, True] * 2
+
+
+def test_a_collector_takes_another_algorithm_of_its_family_only() -> None:
+    from distmarl.algorithms import IPPO, MATD3
+
+    with make_vector_env("mpe2:simple_spread_v3", 2, mode="sync", seed=0,
+                         continuous_actions=True, max_cycles=5) as venv:
+        agents = list(venv.possible_agents)
+        spaces = ({a: venv.single_observation_space(a) for a in agents},
+                  {a: venv.single_action_space(a) for a in agents})
+        collector = Collector(venv, MADDPG(*spaces, NET, seed=0), seed=0)
+        collector.collect(2)
+        matd3 = MATD3(*spaces, NET, seed=0)
+        collector.set_algorithm(matd3)
+        assert collector.algo is matd3 and collector.collect(2).env_steps == 4
+        with pytest.raises(ValueError, match="IPPO stores"):
+            collector.set_algorithm(IPPO(*spaces, NET, seed=0))

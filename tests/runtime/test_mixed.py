@@ -56,3 +56,33 @@ def test_ippo_members_record_the_state_mappo_members_read(ray_local, tmp_path) -
     assert [m["algorithm"] for m in summary["members"]] == ["IPPO", "MAPPO"]
     assert all(m["updates"] >= 8 for m in summary["members"])
     assert summary["copies"] == []  # one member per algorithm: nobody to copy
+
+
+def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(ray_local,
+                                                                           tmp_path) -> None:
+    """With cross_algorithm: convert the tournament runs over all members; a member whose
+    winner runs the other algorithm is rebuilt for it, loads the winner's state, and its
+    workers act with the new algorithm."""
+    from distmarl.checkpoint import load_checkpoint
+    from distmarl.runtime.trainer import train
+
+    cfg = load_config(CONFIGS / "tiny.yaml", [
+        f"tracking.directory={tmp_path}", "tracking.mlflow=false", "population.size=4",
+        "population.cross_algorithm=convert", "evolution.tournament.size=4",
+        "population.members=[{algorithm: MADDPG, count: 2}, {algorithm: MATD3, count: 2}]",
+        "training.max_steps=1200", "evolution.mutation.no_mutation=1.0",
+        "evolution.mutation.rl_hp=0.0", "evolution.mutation.architecture=0.0",
+        "evolution.mutation.parameters=0.0"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    algos = [m["algorithm"] for m in summary["members"]]
+    converted = [e for e in summary["events"] if "converted" in e]
+    # a tournament of all 4 is won by the best member: the other algorithm's pair converts
+    assert converted, "no member took another algorithm's state"
+    expected = ["MADDPG", "MADDPG", "MATD3", "MATD3"]
+    for e in converted:
+        assert expected[e["member"]] == e["was"] != e["converted"]
+        expected[e["member"]] = e["converted"]
+    assert algos == expected and len(set(algos)) == 1
+    ckpt = load_checkpoint(tmp_path / "run" / "checkpoints", with_buffer=False)
+    assert [m["algo"]["algorithm"] for m in ckpt.members] == algos
+    assert all(m["updates"] > 0 for m in summary["members"])

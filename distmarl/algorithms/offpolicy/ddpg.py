@@ -213,13 +213,15 @@ class OffPolicyMultiAgent(Algorithm):
     # -- weights and state -----------------------------------------------------------------
 
     def get_weights(self) -> dict[str, Any]:
-        """Actors' architectures and weights (numpy copies) and the exploration hyperparameters."""
+        """Actors' architectures and weights (numpy copies), the exploration hyperparameters
+        and the ``algorithm``'s name (a worker whose member changed algorithm rebuilds)."""
         params: dict[str, np.ndarray] = {}
         for a in self.agents:
             for k, v in self.actor(a).state_dict().items():
                 params[f"actor/{a}/{k}"] = v.detach().cpu().numpy().copy()
         return {"arch": {"actors": {a: self.actor(a).arch.to_dict() for a in self.agents}},
-                "params": params, "hp": {k: self.hp[k] for k in NOISE_HP}}
+                "params": params, "hp": {k: self.hp[k] for k in NOISE_HP},
+                "algorithm": self.name}
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
         """Load actors from :meth:`get_weights`. An actor whose architecture differs is rebuilt

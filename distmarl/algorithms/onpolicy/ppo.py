@@ -297,8 +297,10 @@ class OnPolicyMultiAgent(Algorithm):
     def get_weights(self) -> dict[str, Any]:
         """Every network's architecture and weights (numpy copies): acting needs the policies
         and log-stds, the recorded ``value`` the value networks and ``value_norm/<group>``
-        (layout: :mod:`~distmarl.algorithms.onpolicy.weights`)."""
-        return pack_weights(self.nets, self.log_std, self.value_moments)
+        (layout: :mod:`~distmarl.algorithms.onpolicy.weights`), and the ``algorithm``'s name
+        (a worker whose member changed algorithm rebuilds)."""
+        return {**pack_weights(self.nets, self.log_std, self.value_moments),
+                "algorithm": self.name}
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
         """Load :meth:`get_weights` output (:func:`~distmarl.algorithms.onpolicy.weights.

@@ -30,7 +30,7 @@ from distmarl.buffers.tensors import to_torch
 from distmarl.buffers.wire import unpack_batches
 from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
-from distmarl.factory import make_algorithm
+from distmarl.factory import converted, make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
@@ -52,7 +52,8 @@ class LearnerShell:
 
     def __init__(self, member: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
                  buffer: Any, seed: int, weight_sync_updates: int = 8,
-                 num_envs: int = 1, fields: tuple[str, ...] = OFF_POLICY_FIELDS) -> None:
+                 num_envs: int = 1, fields: tuple[str, ...] = OFF_POLICY_FIELDS,
+                 convert: bool = False) -> None:
         import torch
 
         torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
@@ -62,7 +63,10 @@ class LearnerShell:
             log.warning("learner %d was given GPU %s but torch sees no CUDA device: using CPU",
                         member, gpu_ids)
         self.member = member
+        self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
         self.algo = make_algorithm(algo_cfg, spaces, device=self.device, seed=seed)
+        #: a mixed population that converts: a state of another algorithm rebuilds the learner
+        self.convert = convert
         self.buffer = buffer
         self.consumer = f"learner-{member}"
         self.weight_sync_updates = weight_sync_updates
@@ -153,7 +157,13 @@ class LearnerShell:
 
     def load_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """Become a copy of another member (or of a checkpoint); on-policy, the fragments the
-        previous policy collected are discarded."""
+        previous policy collected are discarded. A state of another algorithm rebuilds the
+        learner for it where the population converts members (else the load refuses it)."""
+        name = state["algo"]["algorithm"]
+        if name != self.algo.name and self.convert:
+            cfg = converted(self.algo_cfg, name, state["algo"]["hp"])
+            self.algo = make_algorithm(cfg, self.spaces, device=self.device, seed=self.seed)
+            self._priorities = None  # TD errors of the old critic
         self.algo.load_state_dict(state["algo"])
         self.updates = int(state.get("updates", self.updates))
         self.discard_pending()

@@ -26,7 +26,7 @@ from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
 from distmarl.collect.opponents import Opponents
 from distmarl.collect.seating import LeagueGame, LeaguePlan, MatchResult, Seating, play_games
 from distmarl.config import AlgorithmConfig, EnvConfig
-from distmarl.factory import make_algorithm, make_venv
+from distmarl.factory import converted, make_algorithm, make_venv
 from distmarl.hpo.league_state import member_id
 from distmarl.types import TransitionChunk
 
@@ -56,6 +56,7 @@ class RolloutShell:
         torch.set_num_threads(1)
         self.member, self.worker = member, worker
         self.env_cfg, self.buffer = env_cfg, buffer
+        self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.action_spaces = spaces[1]
         self.venv = make_venv(env_cfg, seed=seed,
@@ -76,8 +77,16 @@ class RolloutShell:
             weights = weights_box[0]
             if isinstance(weights, ray.ObjectRef):
                 weights = ray.get(weights)
+            if weights["algorithm"] != self.algo.name:  # the member took another's state
+                self._rebuild(weights["algorithm"])
             self.algo.set_weights(weights)
             self.version = version
+
+    def _rebuild(self, name: str) -> None:
+        """Act as a member of algorithm ``name`` from now on (its weights load next)."""
+        self.algo = make_algorithm(converted(self.algo_cfg, name), self.spaces, device="cpu",
+                                   seed=self.seed)
+        self.collector.set_algorithm(self.algo)
 
     def collect(self, num_steps: int, version: int, weights_box: list[Any] | None,
                 plan: LeaguePlan | None = None) -> CollectResult:
