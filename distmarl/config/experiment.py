@@ -153,8 +153,13 @@ class MutationConfig(Section):
     pretrain_mutation: bool = Field(False, description="mutate every member once before training")
 
 
+class SubpopulationConfig(Section):
+    size: int = Field(ge=1, description="members of this sub-population")
+    evo_steps: int = Field(ge=1, description="env steps per member between its evolution steps")
+
+
 class EvolutionConfig(Section):
-    mode: Literal["sync", "async", "independent"] = Field("sync", description="generation-synchronous tournaments, asynchronous exploit/explore, or independent members (evaluated at each boundary, never selected, copied or mutated: evolution off)")
+    mode: Literal["sync", "async", "independent", "multi_frequency"] = Field("sync", description="generation-synchronous tournaments, asynchronous exploit/explore, independent members (evaluated at each boundary, never selected, copied or mutated: evolution off), or multiple-frequencies PBT (subpopulations evolving at their own evo_steps, with migration)")
     initial_hp: Literal["config", "sampled"] = Field("config", description="config: every member starts from algorithm.hp (AgileRL); sampled: each member's hp_config hyperparameters are drawn from their ranges (log-uniform for positive ranges), as PBT and random search start")
     evo_steps: int = Field(10_000, ge=1, description="env steps per member between evolution steps")
     eval_steps: int | None = Field(None, ge=1, description="max env steps per evaluation episode (None: the whole episode)")
@@ -168,6 +173,8 @@ class EvolutionConfig(Section):
     hp_config: dict[str, RLParameterConfig] = Field(default_factory=dict, description="hyperparameters rl_hp mutations search, with their ranges")
     bottom_frac: float = Field(0.25, gt=0, le=0.5, description="async mode: share of members that copy")
     top_frac: float = Field(0.25, gt=0, le=0.5, description="async mode: share they copy from")
+    subpopulations: list[SubpopulationConfig] | None = Field(None, description="multi_frequency mode: sub-populations, fastest first (evo_steps increasing), sizes adding up to population.size; each evolves when its members reach their boundary: bottom_frac of its members clone one of its top_frac, and migration_frac of open slots take better members of other sub-populations")
+    migration_frac: float = Field(0.25, ge=0, le=0.5, description="multi_frequency mode: share of each sub-population open to migrants (just above its losers)")
 
 
 class BufferConfig(Section):
@@ -254,9 +261,10 @@ class ExperimentConfig(Section):
                              f"than population.size {self.population.size}")
         if self.league.sides and self.league.symmetric:
             raise ValueError("league: set either sides or symmetric: true, not both")
-        if self.league.enabled and self.evolution.mode == "async":
-            raise ValueError("league runs evolve in generations: evolution.mode sync or "
-                             "independent, not async")
+        if self.league.enabled and self.evolution.mode in ("async", "multi_frequency"):
+            raise ValueError(f"league runs evolve in generations: evolution.mode sync or "
+                             f"independent, not {self.evolution.mode}")
+        self._check_subpopulations()
         ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}
         if self.population.members is not None:  # the section is the groups' base
             self._check_groups(set(ranges))
@@ -278,6 +286,36 @@ class ExperimentConfig(Section):
             hp = self.algorithm.hp.model_copy(update=filled)
             self.algorithm = self.algorithm.model_copy(update={"hp": hp})
         return self
+
+    def _check_subpopulations(self) -> None:
+        evo, subs = self.evolution, self.evolution.subpopulations
+        if (evo.mode == "multi_frequency") != (subs is not None):
+            raise ValueError("evolution.subpopulations go with evolution.mode: multi_frequency "
+                             "(both or neither)")
+        if subs is None:
+            return
+        if len(subs) < 2:
+            raise ValueError("evolution.subpopulations: multi_frequency needs at least 2")
+        if sum(s.size for s in subs) != self.population.size:
+            raise ValueError(f"evolution.subpopulations: sizes {[s.size for s in subs]} add up "
+                             f"to {sum(s.size for s in subs)}, population.size is "
+                             f"{self.population.size}")
+        steps = [s.evo_steps for s in subs]
+        if steps != sorted(set(steps)):
+            raise ValueError(f"evolution.subpopulations: evo_steps {steps} must increase "
+                             "(fastest first), each its own")
+        if self.population.members is not None and self.population.cross_algorithm == "refuse":
+            raise ValueError("evolution.mode multi_frequency migrates members across "
+                             "sub-populations: a mixed population needs "
+                             "population.cross_algorithm: convert")
+
+    def member_evo_steps(self) -> list[int]:
+        """Each member's env steps between its evolution steps (multi_frequency: its
+        sub-population's; members numbered through the sub-populations in order)."""
+        subs = self.evolution.subpopulations
+        if subs is None:
+            return [self.evolution.evo_steps] * self.num_members
+        return [s.evo_steps for s in subs for _ in range(s.size)]
 
     def _check_groups(self, searched: set[str]) -> None:
         groups = [g.model_dump() for g in self.population.members or []]

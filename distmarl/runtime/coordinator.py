@@ -82,21 +82,22 @@ class TrainingRun:
                                                                cfg.league.win_above),
             path=path, state=self.state, scheduler=self.scheduler,
             convert=cfg.population.cross_algorithm == "convert")
-        first = min(evo.evo_steps, training.max_steps)
-        self.state.members = [MemberState(i, first, hp, algorithm=algos[i].name)
+        evo_steps = cfg.member_evo_steps()
+        self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps), hp,
+                                          algorithm=algos[i].name)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         mixed = len({a.name for a in algos}) > 1
         self.generations = Generations(
             evo, training, cfg.seed, self.fleet, self.state, hp_config, self.league,
             groups=[a.name for a in algos] if mixed else None,
-            convert=cfg.population.cross_algorithm == "convert")
+            convert=cfg.population.cross_algorithm == "convert", evo_steps=evo_steps)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec,
                 "algorithm": "+".join(dict.fromkeys(a.name for a in algos)),
                 "ray.address": str(ray_address or "local"),
                 "population": str(cfg.num_members)}
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
-            tags=tags, max_steps=training.max_steps, evo_steps=evo.evo_steps,
+            tags=tags, max_steps=training.max_steps, evo_steps=evo_steps,
             new_policy=lambda name: make_algorithm(converted(algo, name), spaces, seed=cfg.seed),
             state=self.state, fleet=self.fleet, generations=self.generations)
         if resume:
@@ -169,11 +170,17 @@ class TrainingRun:
 
     def _evolve(self) -> None:
         """Evolve members that reached their boundary (each at once in asynchronous mode,
-        all together in synchronous mode); the run ends when every member is done."""
+        a sub-population's together in multi_frequency mode, all together in synchronous
+        mode); the run ends when every member is done."""
+        multi_frequency = self.generations.multi_frequency
         for m in self.state.members:
             if self.scheduler.at_boundary(m.member) and self.asynchronous:
                 self.generations.evolve_async(m.member)
-        if not self.asynchronous and all(m.phase == WAIT for m in self.state.members):
+        if multi_frequency is not None:
+            for k, sub in enumerate(multi_frequency.subpopulations):
+                if all(self.state.members[i].phase == WAIT for i in sub):
+                    self.generations.evolve_subpopulation(k)
+        elif not self.asynchronous and all(m.phase == WAIT for m in self.state.members):
             self.generations.evolve_sync()
         if all(m.phase == DONE for m in self.state.members):
             self.state.stop("max_steps")

@@ -29,6 +29,7 @@ from distmarl.hpo import (
 )
 from distmarl.hpo.league_final import RANDOM, pooled, rows_of
 from distmarl.hpo.league_state import member_id
+from distmarl.hpo.multi_frequency import MultiFrequency
 from distmarl.hpo.pbt import AsyncExploit
 from distmarl.hpo.tournament import SelectionPlan, rank, select_by_side
 from distmarl.runtime.fleet import Fleet, get_with_retry
@@ -63,7 +64,7 @@ class Generations:
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
                  state: RunState, hp_config: HyperparameterConfig,
                  league: LeagueRun | None = None, groups: Sequence[str] | None = None,
-                 convert: bool = False) -> None:
+                 convert: bool = False, evo_steps: Sequence[int] | None = None) -> None:
         self.evo = evo
         self.max_steps = training.max_steps
         self.target = training.target
@@ -76,6 +77,13 @@ class Generations:
         #: or (``convert``) any member's, taking its algorithm with its state
         self.groups = None if groups is None else list(groups)
         self.convert = convert
+        #: each member's env steps between its evolution steps
+        self.evo_steps = (list(evo_steps) if evo_steps is not None
+                          else [evo.evo_steps] * len(state.members))
+        #: multi_frequency mode: the sub-populations and their steps' plans
+        self.multi_frequency = None if evo.subpopulations is None else MultiFrequency(
+            _consecutive([s.size for s in evo.subpopulations]), evo.top_frac, evo.bottom_frac,
+            evo.migration_frac)
         per_side = len(state.members) if league is None else \
             len(state.members) // len(set(league.league.side_of_member))
         self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
@@ -118,6 +126,49 @@ class Generations:
         if self.groups is not None and not self.convert:
             return select_by_side(self.selection, histories, self.groups, self.rng)
         return self.selection.select(histories, self.rng)
+
+    def evolve_subpopulation(self, sub: int) -> None:
+        """Multiple-frequencies PBT: sub-population ``sub``'s members all reached their
+        boundary: evaluate them, clone winners over losers (the clones mutate), let better
+        members of other sub-populations migrate into its open slots (weights only from a
+        faster one: the slot takes its elite's hyperparameters), record, run on."""
+        assert self.multi_frequency is not None
+        members = self.multi_frequency.subpopulations[sub]
+        self.evaluate(members)
+        self.state.end_subpopulation(members)
+        if self._finished(check_steps=False):
+            return
+        if all(self.state.members[i].env_steps >= self.max_steps for i in members):
+            for i in members:
+                self.state.members[i].phase = DONE
+            return
+        state = self.state.members
+        latest = {m.member: m.fitness[-1] for m in state if m.fitness}
+        step = self.multi_frequency.plan(sub, latest, self.rng)
+        plans = [dataclasses.replace(self.mutations.plan([state[src].hp], self.hp_config,
+                                                         self.rng, force=True)[0], member=i)
+                 for i, src in step.clones]
+        elite_hp = {m.member: dict(state[m.elite].hp) for m in step.migrations
+                    if m.weights_only}
+        self.carry_out(step.copies(), plans)
+        if elite_hp:
+            learners = self.fleet.learners
+            hps = ray.get([learners[i].set_hyperparameters.remote(hp)
+                           for i, hp in elite_hp.items()])
+            for i, hp in zip(elite_hp, hps):
+                state[i].hp = hp
+            self._republish(sorted(elite_hp))
+        for (i, src), plan in zip(step.clones, plans):
+            self.lineage.record_copy(i, src, plan, state[i].hp)
+        for m in step.migrations:
+            self.lineage.record_copy(m.member, m.source, None, state[m.member].hp)
+            self.state.event(member=m.member, migrated_from=m.source,
+                             weights_only=m.weights_only)
+        for i in members:
+            if state[i].env_steps >= self.max_steps:
+                state[i].phase = DONE
+            else:
+                self._next_boundary(i)
 
     def evolve_async(self, member: int) -> None:
         """Population-based training's exploit and explore for one member at its boundary."""
@@ -177,7 +228,7 @@ class Generations:
         return True
 
     def _next_boundary(self, member: int) -> None:
-        self.state.members[member].next_boundary(self.evo.evo_steps, self.max_steps)
+        self.state.members[member].next_boundary(self.evo_steps[member], self.max_steps)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, members: Sequence[int]) -> dict[int, float]:
@@ -369,3 +420,12 @@ class Generations:
 def _plain(change: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in change.items()
             if isinstance(v, str | int | float | bool | list | dict)}
+
+
+def _consecutive(sizes: Sequence[int]) -> list[list[int]]:
+    """Members numbered through groups of ``sizes`` in order: ``[2, 3]`` -> ``[[0, 1], [2, 3, 4]]``."""
+    out, start = [], 0
+    for n in sizes:
+        out.append(list(range(start, start + n)))
+        start += n
+    return out

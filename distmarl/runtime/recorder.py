@@ -13,7 +13,7 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +75,14 @@ class Recorder:
     ``config`` is the run's whole config as plain data (its JSON form), kept as it is: written
     to ``config.yaml``, logged as the tracking run's parameters and stored in every checkpoint.
     ``tags`` go to the tracking run (the git commit is added). ``max_steps`` (env steps per
-    member) sets the ``"auto"`` cadences, and with ``evo_steps`` the boundaries after a resume.
+    member) sets the ``"auto"`` cadences, and with ``evo_steps`` (per member) the boundaries
+    after a resume.
     ``new_policy(name)`` builds a fresh algorithm of that name (the elite's), for the elite
     model."""
 
     def __init__(self, tracking: TrackingConfig, run_dir: Path, *, name: str,
-                 config: dict[str, Any], tags: dict[str, str], max_steps: int, evo_steps: int,
+                 config: dict[str, Any], tags: dict[str, str], max_steps: int,
+                 evo_steps: Sequence[int],
                  new_policy: Callable[[str], Algorithm], state: RunState, fleet: Fleet,
                  generations: Generations) -> None:
         self.tracking, self.run_dir, self.name = tracking, run_dir, name
@@ -109,10 +111,10 @@ class Recorder:
                              f"config asks for {len(self.fleet.learners)}")
         self.fleet.load(ckpt.members, ckpt.buffer_state)
         self.state.load_state_dict(ckpt.meta)
-        evo, max_steps = self.evo_steps, self.max_steps
+        max_steps = self.max_steps
         for m in self.state.members:  # a generation finished at the boundary: go on to the next
             if m.evaluated_at == m.boundary and m.boundary < max_steps:
-                m.next_boundary(evo, max_steps)
+                m.next_boundary(self.evo_steps[m.member], max_steps)
         self.generations.load_state_dict(ckpt.meta, ckpt.snapshots)
         if ckpt.meta.get("mlflow", {}).get("parent"):
             self.resume_ids = ckpt.meta["mlflow"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,6 +204,16 @@ class RunState:
         self.generation_marks.append(
             (round(time.perf_counter() - self._clock_t0, 3), self.total_env_steps))
         self.generation += 1
+
+    def end_subpopulation(self, members: Sequence[int]) -> None:
+        """A sub-population's members were evaluated (multi_frequency mode): one evolution
+        step each; the fitness history gets a row of every member's latest fitness (those
+        evaluated so far) at this point."""
+        self.evolutions += len(members)
+        self.generation = self.evolutions // len(self.members)
+        self.fitness_history.append([m.fitness[-1] for m in self.members if m.fitness])
+        self.generation_marks.append(
+            (round(time.perf_counter() - self._clock_t0, 3), self.total_env_steps))
 
     def end_evolution(self) -> None:
         """One member's evolution step (asynchronous mode); a generation is as many steps as

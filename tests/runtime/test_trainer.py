@@ -277,3 +277,20 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
     hps = [m["hp"] for m in summary["members"]]
     changed = [(h["prioritized_replay_beta"], h["replay_ratio"]) != (0.4, 0.5) for h in hps]
     assert any(changed), "no member's replay settings were mutated"
+
+
+def test_multi_frequency_subpopulations_evolve_at_their_own_steps(ray_local, tmp_path) -> None:
+    """A fast sub-population (every 200 env steps) and a slow one (every 400): each evolves
+    when its own members reach their boundary, a loser cloning its winner every step."""
+    from distmarl.runtime.trainer import train
+
+    cfg = tiny(tmp_path, sets=[
+        "tracking.mlflow=false", "population.size=4", "evolution.mode=multi_frequency",
+        "evolution.subpopulations=[{size: 2, evo_steps: 200}, {size: 2, evo_steps: 400}]",
+        "training.max_steps=1200"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    assert [len(m["fitness"]) for m in summary["members"]] == [6, 6, 3, 3]
+    into = [c["member"] for c in summary["copies"]]
+    assert sum(m in (0, 1) for m in into) == 5 and sum(m in (2, 3) for m in into) == 2
+    assert all(m["env_steps"] >= 1200 for m in summary["members"])
+    assert summary["stop_reason"] == "max_steps"
