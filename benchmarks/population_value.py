@@ -14,6 +14,9 @@ Arms, per task and seed (``--arms``):
   3-step rows, at the same update-to-data ratio (off-policy tasks; not among the defaults);
 * ``mixed``: the evolving population as 2 MADDPG and 2 MATD3 members, and ``matd3``: all
   MATD3 (speaker-listener's config is MADDPG: ``evolving`` is the all-MADDPG arm);
+* ``pbt``: the population with asynchronous exploit / explore (``evolution.mode: async``, one
+  frequency), and ``mf_pbt``: multiple-frequencies PBT, half the members evolving every
+  ``evo_steps``, half every ``4 * evo_steps``;
 * ``replay_0.25``, ``replay_0.5``, ``replay_0.75``: the evolving population with that fixed
   mix-in ``replay_ratio`` (the config's replay is uniform), and ``replay_evolved``: starting
   at 0.5, each member's ratio mutating within ``[0.05, 0.95]``.
@@ -70,7 +73,7 @@ TASKS = {
 }
 REPLAY_ARMS = {"replay_0.25": 0.25, "replay_0.5": 0.5, "replay_0.75": 0.75}
 ARMS = ("evolving", "independent", "single", "sampled", "per_nstep", "mixed", "matd3",
-        *REPLAY_ARMS, "replay_evolved")
+        *REPLAY_ARMS, "replay_evolved", "pbt", "mf_pbt")
 
 
 def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
@@ -98,6 +101,13 @@ def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
         return [f"training.max_steps={steps}", "algorithm.name=MATD3"]
     if arm in REPLAY_ARMS:
         return [f"training.max_steps={steps}", f"buffer.replay_ratio={REPLAY_ARMS[arm]}"]
+    if arm == "pbt":
+        return [f"training.max_steps={steps}", "evolution.mode=async"]
+    if arm == "mf_pbt":
+        fast = size // 2
+        return [f"training.max_steps={steps}", "evolution.mode=multi_frequency",
+                f"evolution.subpopulations=[{{size: {fast}, evo_steps: {evo_steps}}}, "
+                f"{{size: {size - fast}, evo_steps: {4 * evo_steps}}}]"]
     if arm == "replay_evolved":
         return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
                 "evolution.hp_config.replay_ratio={min: 0.05, max: 0.95}"]
@@ -193,7 +203,8 @@ def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
              ("sampled", "final_score", "evolving", "final_score"),
              ("per_nstep", "final_score", "evolving", "final_score"),
              ("mixed", "final_score", "evolving", "final_score"),
-             ("mixed", "final_score", "matd3", "final_score")]
+             ("mixed", "final_score", "matd3", "final_score"),
+             ("mf_pbt", "final_score", "pbt", "final_score")]
     for a, a_key, b, b_key in pairs:
         first = {r["seed"]: r[a_key] for r in by_arm[a]}
         second = {r["seed"]: r[b_key] for r in by_arm[b]}
