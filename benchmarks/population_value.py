@@ -14,9 +14,11 @@ Arms, per task and seed (``--arms``):
   3-step rows, at the same update-to-data ratio (off-policy tasks; not among the defaults);
 * ``mixed``: the evolving population as 2 MADDPG and 2 MATD3 members, and ``matd3``: all
   MATD3 (speaker-listener's config is MADDPG: ``evolving`` is the all-MADDPG arm);
-* ``pbt``: the population with asynchronous exploit / explore (``evolution.mode: async``, one
-  frequency), and ``mf_pbt``: multiple-frequencies PBT, half the members evolving every
-  ``evo_steps``, half every ``4 * evo_steps``;
+* ``pbt``: 6 members with asynchronous exploit / explore (``evolution.mode: async``, one
+  frequency), and ``mf_pbt``: 6 members in multiple-frequencies PBT, 3 evolving every
+  ``evo_steps`` and 3 every ``4 * evo_steps``, one slot of each open to migrants (a
+  sub-population needs 3 members for a winner, an open slot and a loser); both at 1.5 times
+  the other arms' total env steps;
 * ``replay_0.25``, ``replay_0.5``, ``replay_0.75``: the evolving population with that fixed
   mix-in ``replay_ratio`` (the config's replay is uniform), and ``replay_evolved``: starting
   at 0.5, each member's ratio mutating within ``[0.05, 0.95]``.
@@ -102,12 +104,12 @@ def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     if arm in REPLAY_ARMS:
         return [f"training.max_steps={steps}", f"buffer.replay_ratio={REPLAY_ARMS[arm]}"]
     if arm == "pbt":
-        return [f"training.max_steps={steps}", "evolution.mode=async"]
+        return [f"training.max_steps={steps}", "population.size=6", "evolution.mode=async"]
     if arm == "mf_pbt":
-        fast = size // 2
-        return [f"training.max_steps={steps}", "evolution.mode=multi_frequency",
-                f"evolution.subpopulations=[{{size: {fast}, evo_steps: {evo_steps}}}, "
-                f"{{size: {size - fast}, evo_steps: {4 * evo_steps}}}]"]
+        return [f"training.max_steps={steps}", "population.size=6",
+                "evolution.mode=multi_frequency", "evolution.migration_frac=0.34",
+                f"evolution.subpopulations=[{{size: 3, evo_steps: {evo_steps}}}, "
+                f"{{size: 3, evo_steps: {4 * evo_steps}}}]"]
     if arm == "replay_evolved":
         return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
                 "evolution.hp_config.replay_ratio={min: 0.05, max: 0.95}"]
