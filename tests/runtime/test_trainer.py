@@ -280,17 +280,28 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
 
 
 def test_multi_frequency_subpopulations_evolve_at_their_own_steps(ray_local, tmp_path) -> None:
-    """A fast sub-population (every 200 env steps) and a slow one (every 400): each evolves
-    when its own members reach their boundary, a loser cloning its winner every step."""
+    """A fast sub-population (every 200 env steps) and a slow one (every 400), 3 members each:
+    each evolves when its own members reach their boundary, its loser cloning its winner
+    every step, its middle slot open to better members of the other (weights only from the
+    faster one)."""
     from distmarl.runtime.trainer import train
 
     cfg = tiny(tmp_path, sets=[
-        "tracking.mlflow=false", "population.size=4", "evolution.mode=multi_frequency",
-        "evolution.subpopulations=[{size: 2, evo_steps: 200}, {size: 2, evo_steps: 400}]",
-        "training.max_steps=1200"])
+        "tracking.mlflow=false", "population.size=6", "evolution.mode=multi_frequency",
+        "evolution.subpopulations=[{size: 3, evo_steps: 200}, {size: 3, evo_steps: 400}]",
+        "evolution.migration_frac=0.34", "training.max_steps=1200"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
-    assert [len(m["fitness"]) for m in summary["members"]] == [6, 6, 3, 3]
+    assert [len(m["fitness"]) for m in summary["members"]] == [6, 6, 6, 3, 3, 3]
+    migrations = [e for e in summary["events"] if "migrated_from" in e]
+    fast = {0, 1, 2}
+    # with 3 members a side, a step with no better member anywhere on the other side is rare
+    assert migrations, "no member migrated in 7 sub-population steps"
+    for e in migrations:
+        assert (e["member"] in fast) != (e["migrated_from"] in fast)
+        assert e["weights_only"] == (e["migrated_from"] in fast)
     into = [c["member"] for c in summary["copies"]]
-    assert sum(m in (0, 1) for m in into) == 5 and sum(m in (2, 3) for m in into) == 2
-    assert all(m["env_steps"] >= 1200 for m in summary["members"])
+    clones_fast = sum(m in fast for m in into) - sum(e["member"] in fast for e in migrations)
+    clones_slow = sum(m not in fast for m in into) - sum(e["member"] not in fast
+                                                         for e in migrations)
+    assert (clones_fast, clones_slow) == (5, 2)  # one loser per step: 5 fast, 2 slow steps
     assert summary["stop_reason"] == "max_steps"
