@@ -411,6 +411,8 @@ class Generations:
         """Restore :meth:`state_dict` output (and a league's snapshots' weights)."""
         self.lineage = Lineage.from_json(d["lineage"])
         self.rng.bit_generator.state = d["rng"]
+        if self.groups is not None:  # a converting population's members may have changed
+            self.groups = [m.algorithm or g for m, g in zip(self.state.members, self.groups)]
         if self.league is not None:
             if "league" not in d:
                 raise ValueError("the checkpoint holds no league: it is of a cooperative run")
