@@ -330,6 +330,20 @@ ROWS: list[Row] = [
                                      "hp: {policy_freq: 0}}]"]),
         ConfigError, r"population\.members\[0\]\.hp: MATD3 hyperparameter policy_freq must be "
                      r"an int >= 1, got 0"),
+    Row("multi_frequency sub-populations that miss population.size",
+        lambda c: load_config(TINY, ["evolution.mode=multi_frequency",
+                                     "evolution.subpopulations=[{size: 1, evo_steps: 100}, "
+                                     "{size: 2, evo_steps: 400}]"]),
+        ConfigError, r"evolution\.subpopulations: sizes \[1, 2\] add up to 3, "
+                     r"population\.size is 2"),
+    Row("multi_frequency with a mixed population",
+        lambda c: load_config(TINY, ["evolution.mode=multi_frequency",
+                                     "evolution.subpopulations=[{size: 1, evo_steps: 100}, "
+                                     "{size: 1, evo_steps: 400}]",
+                                     "evolution.tournament.size=1",
+                                     "population.members=[{algorithm: MADDPG, count: 1}, "
+                                     "{algorithm: MATD3, count: 1}]"]),
+        ConfigError, r"population\.members go with evolution\.mode sync or async"),
     Row("n_step < 1",
         lambda c: load_config(TINY, ["buffer.n_step=0"]),
         ConfigError, r"buffer\.n_step: Input should be greater than or equal to 1 \(got 0\)"),

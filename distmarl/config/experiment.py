@@ -304,10 +304,10 @@ class ExperimentConfig(Section):
         if steps != sorted(set(steps)):
             raise ValueError(f"evolution.subpopulations: evo_steps {steps} must increase "
                              "(fastest first), each its own")
-        if self.population.members is not None and self.population.cross_algorithm == "refuse":
-            raise ValueError("evolution.mode multi_frequency migrates members across "
-                             "sub-populations: a mixed population needs "
-                             "population.cross_algorithm: convert")
+        if self.population.members is not None:
+            raise ValueError("evolution.mode multi_frequency migrates weights between "
+                             "sub-populations, which a mixed population's algorithms cannot "
+                             "share: population.members go with evolution.mode sync or async")
 
     def member_evo_steps(self) -> list[int]:
         """Each member's env steps between its evolution steps (multi_frequency: its
