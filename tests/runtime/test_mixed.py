@@ -66,13 +66,13 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(ray
     from distmarl.checkpoint import load_checkpoint
     from distmarl.runtime.trainer import train
 
-    cfg = load_config(CONFIGS / "tiny.yaml", [
+    sets = [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "population.size=4",
         "population.cross_algorithm=convert", "evolution.tournament.size=4",
         "population.members=[{algorithm: MADDPG, count: 2}, {algorithm: MATD3, count: 2}]",
-        "training.max_steps=800", "evolution.mutation.no_mutation=1.0",
-        "evolution.mutation.rl_hp=0.0", "evolution.mutation.architecture=0.0",
-        "evolution.mutation.parameters=0.0"])
+        "evolution.mutation.no_mutation=1.0", "evolution.mutation.rl_hp=0.0",
+        "evolution.mutation.architecture=0.0", "evolution.mutation.parameters=0.0"]
+    cfg = load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=800"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     algos = [m["algorithm"] for m in summary["members"]]
     converted = [e for e in summary["events"] if "converted" in e]
@@ -86,3 +86,11 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(ray
     ckpt = load_checkpoint(tmp_path / "run" / "checkpoints", with_buffer=False)
     assert [m["algo"]["algorithm"] for m in ckpt.members] == algos
     assert all(m["updates"] > 0 for m in summary["members"])
+    # resume: the config still says 2 + 2, the checkpoint's converted members come back as
+    # they were (their learners rebuild on load) and go on learning
+    again = train(load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=1000"]),
+                  resume=tmp_path / "run", show_progress=False)
+    assert again["resumed_from"]
+    assert [m["algorithm"] for m in again["members"]] == algos
+    assert all(b["updates"] > a["updates"] for a, b in zip(summary["members"],
+                                                            again["members"]))
