@@ -286,10 +286,10 @@ def test_multi_frequency_subpopulations_evolve_at_their_own_steps(ray_local, tmp
     faster one)."""
     from distmarl.runtime.trainer import train
 
-    cfg = tiny(tmp_path, sets=[
-        "tracking.mlflow=false", "population.size=6", "evolution.mode=multi_frequency",
-        "evolution.subpopulations=[{size: 3, evo_steps: 200}, {size: 3, evo_steps: 400}]",
-        "evolution.migration_frac=0.34", "training.max_steps=1200"])
+    sets = ["tracking.mlflow=false", "population.size=6", "evolution.mode=multi_frequency",
+            "evolution.subpopulations=[{size: 3, evo_steps: 200}, {size: 3, evo_steps: 400}]",
+            "evolution.migration_frac=0.34", "training.max_steps=1200"]
+    cfg = tiny(tmp_path, sets=sets)
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     assert [len(m["fitness"]) for m in summary["members"]] == [6, 6, 6, 3, 3, 3]
     migrations = [e for e in summary["events"] if "migrated_from" in e]
@@ -305,3 +305,7 @@ def test_multi_frequency_subpopulations_evolve_at_their_own_steps(ray_local, tmp
                                                          for e in migrations)
     assert (clones_fast, clones_slow) == (5, 2)  # one loser per step: 5 fast, 2 slow steps
     assert summary["stop_reason"] == "max_steps"
+    # resume with 400 more steps per member: each sub-population keeps its own cadence
+    again = train(tiny(tmp_path, sets=[*sets[:-1], "training.max_steps=1600"]),
+                  resume=tmp_path / "run", show_progress=False)
+    assert [len(m["fitness"]) for m in again["members"]] == [8, 8, 8, 4, 4, 4]
