@@ -145,9 +145,7 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
             "agent_ids": agents, "replay_ratio": b.replay_ratio,
             "learning_starts": 0 if on_policy else b.learning_starts,
             "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,
-            "error_buffer": b.error_buffer,
-            "prioritized": ({"alpha": b.prioritized_replay_alpha, "beta": b.prioritized_replay_beta,
-                             "eps": b.prioritized_replay_eps} if b.prioritized_replay else None)}
+            "error_buffer": b.error_buffer, "prioritized": b.prioritized}
 
 
 def preflight(cfg: ExperimentConfig) -> EnvSpaces:

@@ -190,6 +190,15 @@ class BufferConfig(Section):
     prioritized_replay_beta: float = Field(0.4, ge=0, le=1, description="prioritised replay: importance-weight exponent (1: full correction); members may override and evolve it (algorithm.hp)")
     prioritized_replay_eps: float = Field(1e-6, gt=0, description="prioritised replay: added to every |TD error|, so no row's priority is 0")
 
+    @property
+    def prioritized(self) -> dict[str, float] | None:
+        """Prioritised replay's ``{alpha, beta, eps}`` (the buffer's ``prioritized``
+        argument), None when it is off."""
+        if not self.prioritized_replay:
+            return None
+        return {"alpha": self.prioritized_replay_alpha, "beta": self.prioritized_replay_beta,
+                "eps": self.prioritized_replay_eps}
+
 
 class TrainingConfig(Section):
     max_steps: int = Field(300_000, ge=1, description="env steps per member")
@@ -274,14 +283,9 @@ class ExperimentConfig(Section):
         except ValueError as err:
             raise ValueError(f"evolution.hp_config: {err}") from None
         b = self.buffer
-        prioritized = ((b.prioritized_replay_alpha, b.prioritized_replay_beta)
-                       if b.prioritized_replay else None)
         check_n_step(self.algorithm.name, b.n_step)
-        try:
-            filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), b.replay_ratio,
-                               prioritized, set(ranges))
-        except ValueError as err:
-            raise ValueError(str(err)) from None
+        filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), b.replay_ratio,
+                           b.prioritized, set(ranges))
         if filled:
             hp = self.algorithm.hp.model_copy(update=filled)
             self.algorithm = self.algorithm.model_copy(update={"hp": hp})
@@ -342,9 +346,7 @@ class ExperimentConfig(Section):
         where = f"population.members[{index}]"
         hp = member_hp(self.algorithm.hp.as_dict(), group.algorithm, group.hp, where)
         b = self.buffer
-        prioritized = ((b.prioritized_replay_alpha, b.prioritized_replay_beta)
-                       if b.prioritized_replay else None)
-        hp.update(replay_hp(group.algorithm, hp, b.replay_ratio, prioritized,
+        hp.update(replay_hp(group.algorithm, hp, b.replay_ratio, b.prioritized,
                             searched or set(self.evolution.hp_config)))
         check_n_step(group.algorithm, b.n_step)
         return ALGORITHM_CONFIGS[group.algorithm].model_validate(

@@ -30,9 +30,10 @@ def check_n_step(algorithm: str, n_step: int) -> None:
 
 
 def replay_hp(algorithm: str, hp: Mapping[str, Any], buffer_ratio: float | None,
-              prioritized: tuple[float, float] | None, searched: Set[str]) -> dict[str, Any]:
+              prioritized: Mapping[str, float] | None, searched: Set[str]) -> dict[str, Any]:
     """The replay hyperparameters ``hp`` leaves null, filled from the buffer's values
-    (``buffer_ratio``; ``prioritized``: ``(alpha, beta)``, None when prioritised replay is off).
+    (``buffer_ratio``; ``prioritized``: ``{alpha, beta, eps}``, None when prioritised replay is
+    off).
 
     ValueError: prioritised replay on an algorithm without replay (IPPO, MAPPO read their own
     fragments in order); a member's ``alpha`` / ``beta`` (set or searched) without
@@ -45,13 +46,13 @@ def replay_hp(algorithm: str, hp: Mapping[str, Any], buffer_ratio: float | None,
                              "MATD3")
         return {}
     out: dict[str, Any] = {}
-    for i, name in enumerate(REPLAY_HP[1:]):
+    for name, key in zip(REPLAY_HP[1:], ("alpha", "beta"), strict=True):
         if prioritized is None and (hp[name] is not None or name in searched):
             where = ("evolution.hp_config" if name in searched else "algorithm.hp")
             raise ValueError(f"{where}.{name}: set buffer.prioritized_replay: true first (this "
                              "run replays uniformly)")
         if prioritized is not None and hp[name] is None:
-            out[name] = prioritized[i]
+            out[name] = prioritized[key]
     if hp["replay_ratio"] is None:
         if "replay_ratio" in searched and buffer_ratio is None:
             raise ValueError("evolution.hp_config.replay_ratio: members need a starting value "
