@@ -13,7 +13,8 @@ reads one member's rows only. Probabilities are ``p_i ** alpha / sum_j p_j ** al
 largest weight (so they lie in ``(0, 1]`` and ``N`` cancels; the ring's smallest probability
 would need a second tree and only rescales the step size).
 
-Pure numpy over :class:`~distmarl.buffers.storage.RingStorage`'s global row indices.
+Pure index arithmetic over :class:`~distmarl.buffers.storage.RingStorage`'s global row indices;
+the tree's loops are compiled (:mod:`distmarl.buffers.sumtree`).
 """
 
 from __future__ import annotations

@@ -117,10 +117,6 @@ class SumTree:
     def total(self) -> float:
         return float(self.tree[1])
 
-    def values(self, positions: np.ndarray) -> np.ndarray:
-        out: np.ndarray = self.tree[self.leaves + positions]
-        return out
-
     def set(self, positions: np.ndarray, values: np.ndarray, alpha: float = 1.0) -> None:
         """Leaves at ``positions`` take ``values ** alpha`` (0 stays 0; a repeated position
         keeps its last value)."""

@@ -109,7 +109,7 @@ class Collector:
         if self.records_state and venv.state_space is None:
             raise ValueError(f"{algo.name} reads the env's global state: make the vector env "
                              f"with record_state=True")
-        self.fields = algo.buffer_fields(self.records_state) if self.on_policy else algo.fields
+        self.fields = self._fields_of(algo)
         self._step = self._on_policy_step if self.on_policy else self._off_policy_step
         if n_step > 1 and self.on_policy:
             raise ValueError(f"n_step {n_step}: {algo.name} learns from whole fragments with "
@@ -127,13 +127,17 @@ class Collector:
         """Act with ``algo`` from now on (a member that took another algorithm's state); it
         must store the same fields (one family; an on-policy one records the state already if
         any member reads it)."""
-        fields = (algo.buffer_fields(self.records_state) if self.on_policy else algo.fields)
+        fields = self._fields_of(algo)
         if algo.on_policy != self.on_policy or fields != self.fields:
             raise ValueError(f"{algo.name} stores {fields}, these rows {self.fields}")
         if algo.uses_state and not self.records_state:
             raise ValueError(f"{algo.name} reads the env's global state this collector does "
                              "not record")
         self.algo, self.uses_state = algo, algo.uses_state
+
+    def _fields_of(self, algo: Algorithm) -> tuple[str, ...]:
+        """The fields ``algo``'s rows carry here (on-policy: with the state when recorded)."""
+        return algo.buffer_fields(self.records_state) if algo.on_policy else algo.fields
 
     def set_seating(self, seating: Seating) -> None:
         """Play league games from now on: ``seating``'s opponents hold their seats."""

@@ -133,7 +133,7 @@ class OffPolicyMultiAgent(Algorithm):
         the same updates as one network at a time, since no network's parameters appear in
         another's loss, with one backward pass and one Adam call per phase instead of one per
         network (1.16x-1.20x the updates/s for speaker-listener's shapes on a CPU)."""
-        return self.learn_weighted(batch, None)[0]
+        return self._update(batch, None, with_priorities=False)[0]
 
     def learn_weighted(self, batch: Batch, weights: torch.Tensor | None
                        ) -> tuple[dict[str, float], np.ndarray]:
@@ -141,6 +141,14 @@ class OffPolicyMultiAgent(Algorithm):
         row's squared critic error (None: all 1). Also returns each row's new priority
         ``(B,)``: its absolute TD error averaged over the critics of the agents active on it
         (a row's agents share one priority, since the buffer stores a row of all agents)."""
+        metrics, priorities = self._update(batch, weights, with_priorities=True)
+        assert priorities is not None
+        return metrics, priorities
+
+    def _update(self, batch: Batch, weights: torch.Tensor | None, with_priorities: bool
+                ) -> tuple[dict[str, float], np.ndarray | None]:
+        """:meth:`learn_weighted`'s update; the TD-error bookkeeping only when
+        ``with_priorities`` (uniform replay's learners need none of it)."""
         b = clean_batch(batch, self.readers, self.codecs, self.device)
         joint_obs, joint_act = b.joint_obs(), self._joint(b.action, b.active)
         w = None if weights is None else weights.reshape(-1, 1).to(self.device)
@@ -157,7 +165,8 @@ class OffPolicyMultiAgent(Algorithm):
             for role in self.CRITIC_ROLES:
                 q = self.nets.online[f"{role}/{a}"](joint_obs, joint_act)
                 losses[f"{role}/{a}"] = masked_mse(q, y, b.active[a], w)
-                td_sum = td_sum + (q.detach() - y).abs() * b.active[a]
+                if with_priorities:
+                    td_sum = td_sum + (q.detach() - y).abs() * b.active[a]
         self._step(list(losses), losses.values())
         if self._actor_update_due():
             actor_losses = {f"actor/{a}": self._actor_loss(a, b, joint_obs) for a in self.agents}
@@ -165,10 +174,12 @@ class OffPolicyMultiAgent(Algorithm):
             losses.update(actor_losses)
             self.nets.soft_update(list(self.nets.online), self.hp["tau"])
         self.learn_steps += 1
+        metrics = {f"loss/{k}": float(v.detach()) for k, v in losses.items()}
+        if not with_priorities:
+            return metrics, None
         critics = torch.cat([b.active[a] for a in self.agents], dim=-1).sum(dim=-1, keepdim=True)
-        priorities = (td_sum / (critics * len(self.CRITIC_ROLES)).clamp_min(1.0))
-        return ({f"loss/{k}": float(v.detach()) for k, v in losses.items()},
-                priorities.reshape(-1).cpu().numpy())
+        priorities = td_sum / (critics * len(self.CRITIC_ROLES)).clamp_min(1.0)
+        return metrics, priorities.reshape(-1).cpu().numpy()
 
     def _joint(self, actions: Mapping[str, torch.Tensor], active: Mapping[str, torch.Tensor]
                ) -> torch.Tensor:

@@ -121,12 +121,13 @@ class LearnerShell:
         metrics, indices, errors = [], [], []
         for b in batches:
             data = to_torch(dict(zip(self.fields, b.data, strict=True)), self.device)
-            weights = None if b.weights is None else torch.as_tensor(b.weights)
-            m, td = self.algo.learn_weighted(data, weights)
+            if b.weights is None:  # uniform replay: no priorities to send back
+                metrics.append(self.algo.learn(data))
+                continue
+            m, td = self.algo.learn_weighted(data, torch.as_tensor(b.weights))
             metrics.append(m)
-            if b.weights is not None:
-                indices.append(b.indices)
-                errors.append(td)
+            indices.append(b.indices)
+            errors.append(td)
         if indices:
             self._priorities = PriorityUpdate(np.concatenate(indices), np.concatenate(errors))
         return metrics
