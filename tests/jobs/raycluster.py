@@ -33,9 +33,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int, taken: set[int] | None = None) -> list[int]:
+    """``n`` distinct free ports, none in ``taken`` (which gains them).
+
+    All sockets stay bound until every port is picked: one bound and closed at a time, the
+    kernel may hand the same port out twice, and Ray refuses to start when two of its
+    components are given the same port."""
+    taken = set() if taken is None else taken
+    with contextlib.ExitStack() as stack:
+        ports: list[int] = []
+        while len(ports) < n:
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            s.bind(("0.0.0.0", 0))
+            port = s.getsockname()[1]
+            if port not in taken:
+                ports.append(port)
+    taken.update(ports)
+    return ports
 
 
 def _proc_field(pid: int, name: str) -> str:
@@ -68,6 +85,8 @@ class LocalRayCluster:
     dashboard_port: int = 0
     #: more environment for every node and client (e.g. ``RAY_health_check_period_ms``)
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: every port handed to a node so far: no two components of the cluster share one
+    ports_taken: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         # short paths: Ray's unix sockets live under the temp dir (108-byte limit)
@@ -118,12 +137,13 @@ class LocalRayCluster:
         temp_dir = self.base / name
         temp_dir.mkdir()
         log = self.base / f"{name}.log"
+        agent_http, agent_grpc, runtime_env, metrics = free_ports(4, self.ports_taken)
         common = ["--temp-dir", str(temp_dir), "--disable-usage-stats",
                   "--object-store-memory", str(200 * 1024 * 1024),
-                  "--dashboard-agent-listen-port", str(free_port()),
-                  "--dashboard-agent-grpc-port", str(free_port()),
-                  "--runtime-env-agent-port", str(free_port()),
-                  "--metrics-export-port", str(free_port())]
+                  "--dashboard-agent-listen-port", str(agent_http),
+                  "--dashboard-agent-grpc-port", str(agent_grpc),
+                  "--runtime-env-agent-port", str(runtime_env),
+                  "--metrics-export-port", str(metrics)]
         with open(log, "w") as fh:
             proc = subprocess.Popen([str(RAY), "start", *args, *common], stdout=fh,
                                     stderr=subprocess.STDOUT, env=self.env(), cwd=self.base,
@@ -143,10 +163,10 @@ class LocalRayCluster:
         return f"127.0.0.1:{self.gcs_port}"
 
     def start_head(self, num_cpus: int) -> LocalRayCluster:
-        self.gcs_port, self.dashboard_port = free_port(), free_port()
+        self.gcs_port, self.dashboard_port, client = free_ports(3, self.ports_taken)
         self._start(["--head", "--port", str(self.gcs_port), "--num-cpus", str(num_cpus),
                      "--dashboard-host", "127.0.0.1", "--dashboard-port", str(self.dashboard_port),
-                     "--ray-client-server-port", str(free_port())], "head")
+                     "--ray-client-server-port", str(client)], "head")
         self.wait_for_job_server()
         return self
 
