@@ -1,5 +1,5 @@
-"""Stop after the first generation, resume: counters go on, state comes back, one MLflow run.
-And a tracking server that goes away mid-run does not stop training."""
+"""Stop after the first generation, resume: counters go on, state comes back (prioritised
+replay's priorities too), one MLflow run. And a tracking server that goes away mid-run does not stop training."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) ->
     from distmarl.runtime.coordinator import TrainingRun
     from distmarl.runtime.trainer import train
 
-    sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp"]
+    sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp",
+            "buffer.prioritized_replay=true"]
     first = train(load_config(TINY, [*sets, "training.max_steps=200"]), run_dir=tmp_path / "run",
                   show_progress=False)
     assert first["generations"] == 1
@@ -45,8 +46,15 @@ def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) ->
             assert all(torch.equal(saved_t[k], restored_t[k]) for k in saved_t)
         buffer_state = ray.get(run.fleet.buffer.state_dict.remote())
         assert buffer_state["meta"]["counter"] == ckpt.buffer_state["meta"]["counter"] == first["env_steps"]
+        assert buffer_state["columns"].keys() == ckpt.buffer_state["columns"].keys()
         for name, col in ckpt.buffer_state["columns"].items():
             np.testing.assert_array_equal(buffer_state["columns"][name], col, err_msg=name)
+        assert buffer_state["meta"]["priorities"] == ckpt.buffer_state["meta"]["priorities"]
+        saved_priorities = [col for name, col in ckpt.buffer_state["columns"].items()
+                            if name.startswith("__priority__/")]
+        assert len(saved_priorities) == 2  # one per learner
+        for col in saved_priorities:  # learners' TD errors came back: not all the initial value
+            assert len(col) == first["env_steps"] and len(np.unique(col)) > 10
         assert [m.env_steps for m in run.state.members] == [m["env_steps"] for m in first["members"]]
         assert run.state.generation == 1
     finally:
