@@ -22,7 +22,7 @@ Also printed: each side's best rating after the first generation and at the end 
 OpenSkill ordinals on a scale where random play stays at 0).
 
     .venv/bin/python -m benchmarks.league [--games-list tictactoe connect_four simple_tag]
-        [--seeds 0 1 2] [--steps N] [--games 200] [--json results.json]
+        [--seeds 0 1 2] [--steps N] [--games 200] [--json results.json] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -105,15 +105,17 @@ GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any]], dict[str, float]],
 }
 
 
-def train(config: Path, seed: int, steps: int, games: int, workdir: Path
-          ) -> tuple[dict[str, Any], float]:
-    """A training run in its own process; its summary and wall seconds."""
+def train(config: Path, seed: int, steps: int, games: int, workdir: Path,
+          overrides: Sequence[str] = ()) -> tuple[dict[str, Any], float]:
+    """A training run in its own process (the config with ``overrides``, ``--set`` style);
+    its summary and wall seconds."""
     summary = workdir / "summary.json"
     cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
            "--run-dir", str(workdir / "run"), "--summary-json", str(summary),
            "--set", f"seed={seed}", "--set", f"training.max_steps={steps}",
            "--set", f"evolution.final_episodes={games}",
-           "--set", f"tracking.directory={workdir}"]
+           "--set", f"tracking.directory={workdir}",
+           *[a for s in overrides for a in ("--set", s)]]
     started = time.perf_counter()
     with open(workdir / "train.log", "w") as log:
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -143,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, help="env steps per member (default: per game)")
     ap.add_argument("--games", type=int, default=200, help="final games per opponent")
     ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for every game's runs (repeatable)")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {}
     for game in args.games_list:
@@ -151,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = []
         for seed in args.seeds:
             workdir = Path(tempfile.mkdtemp(prefix=f"league-{game}-{seed}-"))
-            summary, seconds = train(CONFIGS / config, seed, steps, args.games, workdir)
+            summary, seconds = train(CONFIGS / config, seed, steps, args.games, workdir,
+                                     args.set)
             f = figures(summary)
             runs.append({"seed": seed, "figures": f, "met": met(f), "seconds": seconds,
                          "ratings": ratings(summary), "run_dir": str(workdir / "run")})
@@ -160,12 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + f"; ratings {runs[-1]['ratings']}; target {'met' if met(f) else 'missed'}",
                   flush=True)
         print(f"\n{game}: {steps:,} env steps per member, {args.games} games per opponent, "
-              f"seeds {args.seeds}")
+              f"seeds {args.seeds}" + (f", overrides {args.set}" if args.set else ""))
         for key in runs[0]["figures"]:
             print(f"  {key}: {mean_se([r['figures'][key] for r in runs])}")
         print(f"  target met in {sum(r['met'] for r in runs)} of {len(runs)} seeds\n",
               flush=True)
-        out[game] = {"steps": steps, "games": args.games, "runs": runs}
+        out[game] = {"steps": steps, "games": args.games, "overrides": args.set, "runs": runs}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

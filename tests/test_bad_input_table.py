@@ -42,6 +42,7 @@ from tests.fakes import AGENTS, FIELDS, rows
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 CONNECT_FOUR = ROOT / "examples" / "configs" / "connect_four_ippo.yaml"  # an IPPO config
+TICTACTOE = ROOT / "examples" / "configs" / "tictactoe_ippo_league.yaml"
 TOY = "tests.envs.toy_envs"
 NET = "speaker: {encoder_config: {hidden_size: [8]}}"  # a net_config entry for group "speaker"
 
@@ -291,6 +292,11 @@ ROWS: list[Row] = [
                             "evolution.hp_config.prioritized_replay_beta.max=1"),
         CliExit, r"evolution\.hp_config\.prioritized_replay_beta: set "
                  r"buffer\.prioritized_replay: true first", runs_dir),
+    Row("league references weighed in training games they never play",
+        lambda c: load_config(TICTACTOE, ["league.reference_share=0",
+                                          "league.reference_pfsp=uniform"]),
+        ConfigError, r"league: reference_pfsp 'uniform' weighs references in training games, "
+                     r"and reference_share is 0"),
     Row("a mutation range for a setting the member's algorithm lacks",
         lambda c: load_config(CONNECT_FOUR, ["evolution.hp_config.replay_ratio.min=0.1",
                                              "evolution.hp_config.replay_ratio.max=0.9"]),

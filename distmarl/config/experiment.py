@@ -234,9 +234,17 @@ class LeagueConfig(Section):
     current_share: float = Field(0.5, ge=0, le=1, description="share of training games against current members; the rest against snapshots, once there are any")
     reference_share: float = Field(0.0, ge=0, le=1, description="share of training games against the references (chosen by PFSP among them); the rest go to members and snapshots as current_share says. 0: references are evaluation opponents only")
     pfsp: Literal["hard", "variance", "uniform"] = Field("hard", description="how opponents are weighted by the learner's win rate p against them: hard (1 - p)^2, variance p (1 - p), uniform")
+    reference_pfsp: Literal["hard", "variance", "uniform"] | None = Field(None, description="how the references are weighted among themselves in reference games (None: as pfsp). uniform keeps a beaten reference in play: under hard, random play is hardly drawn once beaten, and the odd positions only it reaches go untrained")
     references: list[str] = Field(default_factory=lambda: ["random"], description="reference opponents: random (its rating never moves: the scale's 0), minimax (tictactoe), lookahead (connect four), flee (simple_tag's prey); the others are rated with the league")
     win_above: dict[str, float] | None = Field(None, description="mixed games whose scores do not oppose: one side and a threshold; that side wins a game when its agents' summed return is above it, every other side otherwise (simple_tag: {predators: 0}, a catch). None: the side with the highest score wins")
     eval_games: int = Field(20, ge=2, description="evaluation games of every member against each reference and each other member per generation (seats alternate)")
+
+    @model_validator(mode="after")
+    def _references_train(self) -> LeagueConfig:
+        if self.reference_pfsp is not None and self.reference_share == 0:
+            raise ValueError(f"reference_pfsp {self.reference_pfsp!r} weighs references in "
+                             "training games, and reference_share is 0: set it above 0 too")
+        return self
 
     @property
     def enabled(self) -> bool:

@@ -91,25 +91,29 @@ def pfsp_weights(win_rates: Sequence[float], weighting: Weighting = "hard") -> n
 def choose_opponent(learner: str, current: Sequence[str], snapshots: Sequence[str],
                     record: MatchRecord, rng: np.random.Generator, current_share: float = 0.5,
                     weighting: Weighting = "hard", references: Sequence[str] = (),
-                    reference_share: float = 0.0) -> str:
+                    reference_share: float = 0.0,
+                    reference_weighting: Weighting | None = None) -> str:
     """One opponent for ``learner``: with probability ``reference_share`` one of the
     ``references``; otherwise with probability ``current_share`` (or when there are no
     snapshots) one of the ``current`` members, else a snapshot; within the chosen group by
-    :func:`pfsp_weights` of ``learner``'s win rates. ``learner`` itself is never chosen
-    unless it is the only candidate (self-play)."""
+    :func:`pfsp_weights` of ``learner``'s win rates (``reference_weighting`` among the
+    references, None: ``weighting``). ``learner`` itself is never chosen unless it is the
+    only candidate (self-play)."""
     for name, share in (("current_share", current_share), ("reference_share", reference_share)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"{name} must be within [0, 1], got {share}")
     others = [c for c in current if c != learner]
+    how = weighting
     if references and reference_share > 0 and rng.random() < reference_share:
         pool = list(references)
+        how = weighting if reference_weighting is None else reference_weighting
     elif not snapshots or (others and rng.random() < current_share):
         pool = others or list(current)
     else:
         pool = list(snapshots)
     if not pool:
         raise ValueError(f"no opponent for {learner!r}: no other member and no snapshot")
-    probs = pfsp_weights([record.win_rate(learner, o) for o in pool], weighting)
+    probs = pfsp_weights([record.win_rate(learner, o) for o in pool], how)
     return pool[int(rng.choice(len(pool), p=probs))]
 
 
@@ -128,10 +132,12 @@ def plan_matches(learner: str, side: str, sides: Sequence[str],
                  rng: np.random.Generator, games: int, symmetric: bool = False,
                  current_share: float = 0.5, weighting: Weighting = "hard",
                  references: Mapping[str, Sequence[str]] | None = None,
-                 reference_share: float = 0.0) -> list[Match]:
+                 reference_share: float = 0.0,
+                 reference_weighting: Weighting | None = None) -> list[Match]:
     """Seatings of ``games`` games for ``learner``, a member of ``side``: every other side gets
     an opponent from that side's ``current`` members and ``snapshots``
-    (:func:`choose_opponent`; ``references`` by side join with ``reference_share``). In a
+    (:func:`choose_opponent`; ``references`` by side join with ``reference_share``, weighed
+    among themselves by ``reference_weighting``). In a
     symmetric game the sides are seats sharing one population
     (``current`` and ``snapshots`` under ``side``), and the learner's seat turns with the
     game number, so it plays first and second equally often."""
@@ -146,7 +152,8 @@ def plan_matches(learner: str, side: str, sides: Sequence[str],
                 pool = side if symmetric else other
                 seats[other] = choose_opponent(
                     learner, current[pool], snapshots.get(pool, ()), record, rng, current_share,
-                    weighting, (references or {}).get(pool, ()), reference_share)
+                    weighting, (references or {}).get(pool, ()), reference_share,
+                    reference_weighting)
         matches.append(Match(seats, own))
     return matches
 

@@ -56,6 +56,8 @@ class LeagueSettings:
     current_share: float = 0.5
     pfsp: Weighting = "hard"
     reference_share: float = 0.0
+    #: how references are weighed among themselves (None: as ``pfsp``)
+    reference_pfsp: Weighting | None = None
 
 
 class League:
@@ -106,7 +108,7 @@ class League:
                             self.settings.symmetric, self.settings.current_share,
                             self.settings.pfsp,
                             {s: [f"ref/{r}" for r in self.references.get(s, [])] for s in sides},
-                            self.settings.reference_share)
+                            self.settings.reference_share, self.settings.reference_pfsp)
 
     def evaluation_opponents(self, member: int) -> dict[str, list[str]]:
         """Opponent side -> whom ``member`` plays in its evaluation: every reference of that

@@ -82,6 +82,28 @@ def test_references_take_their_share_of_training_games_weighted_by_pfsp() -> Non
                         reference_share=-0.1)
 
 
+def test_references_may_be_weighed_among_themselves_unlike_the_rest() -> None:
+    rec = MatchRecord()
+    for _ in range(20):
+        rec.record("member/0", "ref/random", 1.0)  # random is beaten, minimax unplayed
+        rec.record("member/0", "snapshot/0", 1.0)  # and so is one snapshot
+    rng = np.random.default_rng(2)
+    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0", "snapshot/1"],
+                             rec, rng, current_share=0.5,
+                             references=["ref/random", "ref/minimax"], reference_share=0.4,
+                             reference_weighting="uniform")
+             for _ in range(4000)]
+    share = {o: picks.count(o) / len(picks) for o in set(picks)}
+    # uniform among the references: the beaten one keeps half of the reference games
+    assert share["ref/random"] == pytest.approx(0.2, abs=0.03)
+    assert share["ref/minimax"] == pytest.approx(0.2, abs=0.03)
+    # the snapshots keep hard PFSP: the beaten one is hardly drawn
+    w_beaten, w_unplayed = (1 - 20.5 / 21) ** 2, 0.25
+    assert share["snapshot/1"] == pytest.approx(0.3 * w_unplayed / (w_beaten + w_unplayed),
+                                                abs=0.03)
+    assert share.get("snapshot/0", 0.0) < 0.01
+
+
 def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
     pool = SnapshotPool(max_size=2)
     gone_all = []
