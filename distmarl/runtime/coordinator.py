@@ -214,6 +214,7 @@ class TrainingRun:
             "fitness_history": state.fitness_history,
             "generation_marks": state.generation_marks,
             "members": [m.summary() for m in state.members],
+            "learner_devices": self.fleet.learner_devices,
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),

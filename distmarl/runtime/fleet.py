@@ -124,6 +124,8 @@ class Fleet:
         self.buffer_incarnation: str | None = None
         self.learner_incarnations: dict[int, str] = {}
         self.worker_pids: dict[tuple[int, int], int] = {}
+        #: each learner's torch device (``cuda`` / ``cpu``), as it reported at start
+        self.learner_devices: list[str] = []
         self.census: dict[tuple[int, int], Any] = {}
         self.census_taken = time.monotonic()
         self.train_calls: dict[int, int] = {}
@@ -141,6 +143,8 @@ class Fleet:
             self.snapshot_learner(m.member)
         self.check_buffer()
         self.check_learners()
+        self.learner_devices = [i["device"] for i in ray.get([lr.info.remote()
+                                                               for lr in self.learners])]
         infos = [ray.get([w.info.remote() for w in ws]) for ws in self.workers]
         self.worker_pids = {(member, w): info["pid"] for member, ws in enumerate(infos)
                             for w, info in enumerate(ws)}
