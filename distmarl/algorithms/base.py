@@ -145,6 +145,17 @@ class Algorithm(ABC):
         ``(B,)`` (None: all 1), returning the rows' new priorities ``(B,)`` too."""
         raise NotImplementedError(f"{self.name} does not learn from replayed batches")
 
+    def learn_batches(self, batches: Sequence[Batch],
+                      weights: Sequence[torch.Tensor] | None = None
+                      ) -> tuple[list[dict[str, float]], np.ndarray | None]:
+        """Off-policy algorithms: one update per batch (a learner's train call), each one's
+        metrics, and with ``weights`` (one ``(B,)`` per batch: prioritised replay) every row's
+        new priority, concatenated in batch order (None without ``weights``)."""
+        if weights is None:
+            return [self.learn(b) for b in batches], None
+        done = [self.learn_weighted(b, w) for b, w in zip(batches, weights, strict=True)]
+        return [m for m, _ in done], np.concatenate([p for _, p in done] or [np.empty(0)])
+
     @abstractmethod
     def get_weights(self) -> dict[str, Any]:
         """``{"arch": ..., "params": {name: np.ndarray}, "hp": {...}}``: what acting needs."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,3 +31,44 @@ def to_torch(data: Any, device: Any = None) -> Any:
     if isinstance(data, tuple):
         return tuple([to_torch(v, device) for v in data])
     return to_tensor(np.asarray(data), device)
+
+
+def to_torch_batches(batches: Sequence[Any], device: Any = None,
+                     stack: bool | None = None) -> list[Any]:
+    """:func:`to_torch` of each of ``batches`` (nested dicts / tuples of arrays, one per
+    update of a train call), on ``device``.
+
+    On an accelerator (``stack`` None: any device but the CPU) each array path is stacked
+    across the batches, pinned and sent in one non-blocking copy; the batches are views of it.
+    One copy per path rather than one per path and batch: each host-to-device copy has a fixed
+    cost, and a learner's batches are many small arrays. Paths whose shapes differ between
+    batches go one by one. On the CPU the arrays stay zero-copy, batch by batch.
+    """
+    cpu = device is None or torch.device(device).type == "cpu"
+    if not batches:
+        return []
+    if stack is None:
+        stack = not cpu
+    if not stack or len(batches) == 1:
+        return [to_torch(b, device) for b in batches]
+    return _stacked(list(batches), device, pin=not cpu)
+
+
+def _stacked(batches: list[Any], device: Any, pin: bool) -> list[Any]:
+    """See :func:`to_torch_batches`: the same nesting, every leaf a view of one stacked copy."""
+    first = batches[0]
+    if isinstance(first, dict):
+        parts = {k: _stacked([b[k] for b in batches], device, pin) for k in first}
+        return [{k: parts[k][i] for k in first} for i in range(len(batches))]
+    if isinstance(first, tuple):
+        cols = [_stacked([b[j] for b in batches], device, pin) for j in range(len(first))]
+        return [tuple(c[i] for c in cols) for i in range(len(batches))]
+    arrays = [np.asarray(b) for b in batches]
+    if any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays):
+        return [to_tensor(a, device) for a in arrays]
+    t = to_tensor(np.stack(arrays))  # one host copy; bools become float32 as in to_tensor
+    if pin:
+        t = t.pin_memory()
+    if device is not None:
+        t = t.to(device, non_blocking=True)
+    return list(t.unbind(0))

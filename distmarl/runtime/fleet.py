@@ -143,8 +143,12 @@ class Fleet:
             self.snapshot_learner(m.member)
         self.check_buffer()
         self.check_learners()
-        self.learner_devices = [i["device"] for i in ray.get([lr.info.remote()
-                                                               for lr in self.learners])]
+        learner_infos = ray.get([lr.info.remote() for lr in self.learners])
+        self.learner_devices = [i["device"] for i in learner_infos]
+        notes = [i["device_note"] for i in learner_infos if i["device_note"]]
+        if notes:  # once per run, where the user sees it (each learner's own goes to its log)
+            log.warning("%d of %d learners run on CPU though Ray gave them GPUs: %s",
+                        len(notes), len(learner_infos), notes[0])
         infos = [ray.get([w.info.remote() for w in ws]) for ws in self.workers]
         self.worker_pids = {(member, w): info["pid"] for member, ws in enumerate(infos)
                             for w, info in enumerate(ws)}

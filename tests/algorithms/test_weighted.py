@@ -69,3 +69,34 @@ def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torc
                       agent.hp["gamma"])
         q = agent.nets.online[name](c.joint_obs(), agent._joint(c.action, c.active))
     return (q - y).abs().reshape(-1)
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_learn_batches_is_learn_one_batch_after_another(algo: str, weighted: bool) -> None:
+    """A train call's updates run back to back, read from the device once at the end: the
+    same updates, metrics and priorities as one learn call per batch."""
+    from distmarl.buffers.tensors import to_torch_batches
+
+    raw = [batch(ACTION_SETS["box"], size=16, seed=s) for s in range(3)]
+    one = make(algo, "box")
+    two = one.clone()
+    weights = [torch.rand(16, generator=torch.Generator().manual_seed(s)) for s in range(3)]
+    if weighted:
+        done = [one.learn_weighted(b, w) for b, w in zip(raw, weights)]
+        expected, expected_p = [m for m, _ in done], torch.cat(
+            [torch.as_tensor(p) for _, p in done])
+    else:
+        expected, expected_p = [one.learn(b) for b in raw], None
+    # the stacked path a GPU learner takes, forced on the CPU
+    stacked = to_torch_batches(raw, "cpu", stack=True)
+    got, priorities = two.learn_batches(stacked, weights if weighted else None)
+    assert len(got) == 3 and all(g.keys() == e.keys() for g, e in zip(got, expected))
+    assert all(g == pytest.approx(e, rel=1e-6) for g, e in zip(got, expected))
+    if weighted:
+        assert priorities is not None and priorities.shape == (48,)
+        assert torch.allclose(torch.as_tensor(priorities), expected_p, rtol=1e-6)
+    else:
+        assert priorities is None
+    p1, p2 = params(one), params(two)
+    assert all(torch.allclose(p1[k], p2[k], atol=1e-7) for k in p1)

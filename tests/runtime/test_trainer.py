@@ -185,7 +185,10 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> N
     assert out["learner"]["num_gpus"] == 0.25
     assert [i["resources"].get("GPU") for i in out["infos"]] == [0.25] * 4
     assert out["available"] == pytest.approx(0.0)
-    assert all(i["device"] == "cpu" for i in out["infos"])  # no CUDA here: CPU, said once
+    assert all(i["device"] == "cpu" for i in out["infos"])  # no CUDA here: CPU
+    assert [i["device_note"] for i in out["infos"]] == [
+        f"learner {i} was given GPU ['0'] but torch sees no CUDA device: using CPU"
+        for i in range(4)]
 
 
 def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local, tmp_path) -> None:

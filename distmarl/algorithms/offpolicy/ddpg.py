@@ -19,6 +19,7 @@ from gymnasium import spaces
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.grouped_step import grouped_step
+from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import (
     Input,
@@ -133,7 +134,7 @@ class OffPolicyMultiAgent(Algorithm):
         the same updates as one network at a time, since no network's parameters appear in
         another's loss, with one backward pass and one Adam call per phase instead of one per
         network (1.16x-1.20x the updates/s for speaker-listener's shapes on a CPU)."""
-        return self._update(batch, None, with_priorities=False)[0]
+        return to_floats([self._update(batch, None, with_priorities=False)[0]])[0]
 
     def learn_weighted(self, batch: Batch, weights: torch.Tensor | None
                        ) -> tuple[dict[str, float], np.ndarray]:
@@ -143,12 +144,28 @@ class OffPolicyMultiAgent(Algorithm):
         (a row's agents share one priority, since the buffer stores a row of all agents)."""
         metrics, priorities = self._update(batch, weights, with_priorities=True)
         assert priorities is not None
-        return metrics, priorities
+        return to_floats([metrics])[0], priorities.cpu().numpy()
+
+    def learn_batches(self, batches: Sequence[Batch],
+                      weights: Sequence[torch.Tensor] | None = None
+                      ) -> tuple[list[dict[str, float]], np.ndarray | None]:
+        """One update per batch, reading nothing back from the device until all are done
+        (:mod:`~distmarl.algorithms.common.metrics`)."""
+        metrics, priorities = [], []
+        for i, batch in enumerate(batches):
+            m, p = self._update(batch, None if weights is None else weights[i],
+                                with_priorities=weights is not None)
+            metrics.append(m)
+            if p is not None:
+                priorities.append(p)
+        return (to_floats(metrics),
+                torch.cat(priorities).cpu().numpy() if priorities else None)
 
     def _update(self, batch: Batch, weights: torch.Tensor | None, with_priorities: bool
-                ) -> tuple[dict[str, float], np.ndarray | None]:
-        """:meth:`learn_weighted`'s update; the TD-error bookkeeping only when
-        ``with_priorities`` (uniform replay's learners need none of it)."""
+                ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        """:meth:`learn_weighted`'s update, its metrics and priorities ``(B,)`` left on the
+        device; the TD-error bookkeeping only when ``with_priorities`` (uniform replay's
+        learners need none of it)."""
         b = clean_batch(batch, self.readers, self.codecs, self.device)
         joint_obs, joint_act = b.joint_obs(), self._joint(b.action, b.active)
         w = None if weights is None else weights.reshape(-1, 1).to(self.device)
@@ -174,12 +191,12 @@ class OffPolicyMultiAgent(Algorithm):
             losses.update(actor_losses)
             self.nets.soft_update(list(self.nets.online), self.hp["tau"])
         self.learn_steps += 1
-        metrics = {f"loss/{k}": float(v.detach()) for k, v in losses.items()}
+        metrics = {f"loss/{k}": v.detach() for k, v in losses.items()}
         if not with_priorities:
             return metrics, None
         critics = torch.cat([b.active[a] for a in self.agents], dim=-1).sum(dim=-1, keepdim=True)
         priorities = td_sum / (critics * len(self.CRITIC_ROLES)).clamp_min(1.0)
-        return metrics, priorities.reshape(-1).cpu().numpy()
+        return metrics, priorities.reshape(-1)
 
     def _joint(self, actions: Mapping[str, torch.Tensor], active: Mapping[str, torch.Tensor]
                ) -> torch.Tensor:

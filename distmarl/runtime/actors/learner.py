@@ -26,7 +26,7 @@ import numpy as np
 import ray
 
 from distmarl.buffers.replay import BUFFER_RATIO
-from distmarl.buffers.tensors import to_torch
+from distmarl.buffers.tensors import to_torch_batches
 from distmarl.buffers.wire import unpack_batches
 from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
@@ -59,9 +59,12 @@ class LearnerShell:
         torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
         gpu_ids = ray.get_gpu_ids() if ray.is_initialized() else []
         self.device = learner_device(gpu_ids)
+        #: why the learner runs elsewhere than Ray placed it (said once, here; None: it doesn't)
+        self.device_note: str | None = None
         if gpu_ids and self.device == "cpu":
-            log.warning("learner %d was given GPU %s but torch sees no CUDA device: using CPU",
-                        member, gpu_ids)
+            self.device_note = (f"learner {member} was given GPU {[str(g) for g in gpu_ids]} "
+                                "but torch sees no CUDA device: using CPU")
+            log.warning(self.device_note)
         self.member = member
         self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
         self.algo = make_algorithm(algo_cfg, spaces, device=self.device, seed=seed)
@@ -108,9 +111,9 @@ class LearnerShell:
     def _learn_replay(self, num_updates: int) -> list[dict[str, float]]:
         """Off-policy: up to ``num_updates`` batches in one sample call, with this member's
         replay settings (its ``replay_ratio`` and prioritised replay's exponents, which may
-        evolve); the TD errors of prioritised batches go back with the next sample call."""
-        import torch
-
+        evolve); the TD errors of prioritised batches go back with the next sample call. The
+        batches reach the device together and the updates run back to back, read from the
+        device once at the end (:func:`~distmarl.buffers.tensors.to_torch_batches`)."""
         hp = self.algo.hp
         ratio = BUFFER_RATIO if hp["replay_ratio"] is None else hp["replay_ratio"]
         batches = unpack_batches(ray.get(self.buffer.sample_many_packed.remote(
@@ -118,18 +121,17 @@ class LearnerShell:
             hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"],
             self._priorities)))
         self._priorities = None
-        metrics, indices, errors = [], [], []
-        for b in batches:
-            data = to_torch(dict(zip(self.fields, b.data, strict=True)), self.device)
-            if b.weights is None:  # uniform replay: no priorities to send back
-                metrics.append(self.algo.learn(data))
-                continue
-            m, td = self.algo.learn_weighted(data, torch.as_tensor(b.weights))
-            metrics.append(m)
-            indices.append(b.indices)
-            errors.append(td)
-        if indices:
-            self._priorities = PriorityUpdate(np.concatenate(indices), np.concatenate(errors))
+        if not batches:
+            return []
+        data = to_torch_batches([dict(zip(self.fields, b.data, strict=True)) for b in batches],
+                                self.device)
+        weighted = batches[0].weights is not None  # prioritised replay: priorities go back
+        weights = (to_torch_batches([b.weights for b in batches], self.device) if weighted
+                   else None)
+        metrics, errors = self.algo.learn_batches(data, weights)
+        if errors is not None:
+            self._priorities = PriorityUpdate(np.concatenate([b.indices for b in batches]),
+                                              errors)
         return metrics
 
     def _learn_fragment(self, batch: SampleBatch) -> dict[str, float]:
@@ -194,6 +196,7 @@ class LearnerShell:
     def info(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
         return {"member": self.member, "pid": os.getpid(), "device": self.device,
+                "device_note": self.device_note,
                 "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "updates": self.updates,
                 "discarded_rows": self.fragments.discarded_rows if self.fragments else 0}
