@@ -53,7 +53,9 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
     * ``run_dir``: the run's directory (config, checkpoints, lineage, plots);
     * ``env_steps``, ``updates``, ``generations``: totals over the population;
     * ``stop_reason`` (``"max_steps"``, ``"target"``, ...), ``wall_seconds``,
-      ``setup_seconds`` and ``env_steps_per_s``.
+      ``setup_seconds`` (start-up: actors started, weights published; ``setup_phases``
+      splits it) and ``env_steps_per_s``;
+    * ``learner_devices``: each learner's torch device.
 
     A config that does not load, or that its env and algorithm cannot run, raises
     :class:`~distmarl.config.ConfigError` (a ``ValueError`` naming the field) before Ray

@@ -4,16 +4,26 @@
 ``tree[leaves + k]``. A search or an update walks one root-to-leaf path per value: a loop of
 ``log2(leaves)`` steps that numpy can only run as that many whole-array passes (each a
 Python-level call), so the loops are compiled; ``cache=True`` keeps the machine code beside the
-module, so only the first process on a machine pays the compile.
+module, so only the first process on a machine pays the compile. numba itself is imported with
+the first tree (:func:`_kernels`): most processes that import the buffer package (rollout
+workers, learners) never hold a tree, and numba's import costs each of them a large share of
+its start-up.
 """
 
 from __future__ import annotations
 
-import numba
+import functools
+from types import SimpleNamespace
+from typing import Any
+
 import numpy as np
 
+#: the compiled ``_set`` / ``_find``, which the compiled ``_update`` / ``_draw`` call (bound by
+#: :func:`_kernels`; numba resolves a global at compile time)
+_set_c: Any = None
+_find_c: Any = None
 
-@numba.njit(cache=True, nogil=True)
+
 def _set(tree: np.ndarray, leaves: int, positions: np.ndarray, values: np.ndarray,
          alpha: float) -> None:
     # Every leaf first (``values ** alpha``, 0 stays 0), then each level's parents over the
@@ -40,7 +50,6 @@ def _set(tree: np.ndarray, leaves: int, positions: np.ndarray, values: np.ndarra
         width >>= 1
 
 
-@numba.njit(cache=True, nogil=True)
 def _update(tree: np.ndarray, raw: np.ndarray, leaves: int, indices: np.ndarray,
             errors: np.ndarray, oldest: int, synced: int, eps: float, alpha: float
             ) -> tuple[int, float]:
@@ -60,11 +69,10 @@ def _update(tree: np.ndarray, raw: np.ndarray, leaves: int, indices: np.ndarray,
             raw[g % cap] = p
             largest = max(largest, p)
             n += 1
-    _set(tree, leaves, positions[:n], values[:n], alpha)
+    _set_c(tree, leaves, positions[:n], values[:n], alpha)
     return n, largest
 
 
-@numba.njit(cache=True, nogil=True)
 def _find(tree: np.ndarray, leaves: int, prefix: np.ndarray) -> np.ndarray:
     # Level by level over all values rather than value by value down the tree: the loads of
     # one level are independent, so the CPU overlaps their cache misses. Branch-free steps:
@@ -84,7 +92,6 @@ def _find(tree: np.ndarray, leaves: int, prefix: np.ndarray) -> np.ndarray:
     return idx - leaves
 
 
-@numba.njit(cache=True, nogil=True)
 def _draw(tree: np.ndarray, leaves: int, uniforms: np.ndarray, beta: float
           ) -> tuple[np.ndarray, np.ndarray]:
     # One value per equal slice of the total, found as in _find; weights relative to the
@@ -95,7 +102,7 @@ def _draw(tree: np.ndarray, leaves: int, uniforms: np.ndarray, beta: float
     prefix = np.empty(n)
     for j in range(n):
         prefix[j] = min((j + uniforms[j]) * step, total * (1.0 - 1e-12))
-    pos = _find(tree, leaves, prefix)
+    pos = _find_c(tree, leaves, prefix)
     weights = np.empty(n, dtype=np.float32)
     least = np.inf
     for j in range(n):
@@ -106,12 +113,26 @@ def _draw(tree: np.ndarray, leaves: int, uniforms: np.ndarray, beta: float
     return pos, weights
 
 
+@functools.cache
+def _kernels() -> Any:
+    """The compiled loops (numba imported here, once per process). Compiled in dependency
+    order: ``_update`` calls ``_set`` and ``_draw`` calls ``_find`` through the globals bound
+    here, so each nopython function calls a compiled one."""
+    import numba
+
+    global _set_c, _find_c
+    jit = numba.njit(cache=True, nogil=True)
+    _set_c, _find_c = jit(_set), jit(_find)
+    return SimpleNamespace(set=_set_c, find=_find_c, update=jit(_update), draw=jit(_draw))
+
+
 class SumTree:
     """Sums of non-negative leaf values; updates and searches take whole index arrays."""
 
     def __init__(self, capacity: int) -> None:
         self.leaves = 1 << max(0, int(capacity) - 1).bit_length()
         self.tree = np.zeros(2 * self.leaves, dtype=np.float64)
+        self._k = _kernels()
 
     @property
     def total(self) -> float:
@@ -120,7 +141,7 @@ class SumTree:
     def set(self, positions: np.ndarray, values: np.ndarray, alpha: float = 1.0) -> None:
         """Leaves at ``positions`` take ``values ** alpha`` (0 stays 0; a repeated position
         keeps its last value)."""
-        _set(self.tree, self.leaves, np.ascontiguousarray(positions, dtype=np.int64),
+        self._k.set(self.tree, self.leaves, np.ascontiguousarray(positions, dtype=np.int64),
              np.ascontiguousarray(values, dtype=np.float64), float(alpha))
 
     def rebuild(self, leaf_values: np.ndarray) -> None:
@@ -137,7 +158,7 @@ class SumTree:
         """Priorities ``|errors| + eps`` into ``raw`` (one per ring position, ``capacity``
         long) and the leaves, for the global ``indices`` with ``oldest <= g < synced``;
         returns how many and the largest set (0 if none)."""
-        n, largest = _update(self.tree, raw, self.leaves,
+        n, largest = self._k.update(self.tree, raw, self.leaves,
                              np.ascontiguousarray(indices, dtype=np.int64),
                              np.ascontiguousarray(errors, dtype=np.float64).reshape(-1),
                              int(oldest), int(synced), float(eps), float(alpha))
@@ -147,7 +168,7 @@ class SumTree:
         """Stratified draws, one leaf per equal slice of the total (``uniforms`` in ``[0, 1)``
         place each in its slice), and their importance weights ``(P_i / P_min) ** -beta``
         over the drawn leaves (so at most 1)."""
-        pos, weights = _draw(self.tree, self.leaves,
+        pos, weights = self._k.draw(self.tree, self.leaves,
                              np.ascontiguousarray(uniforms, dtype=np.float64), float(beta))
         return pos, weights
 
@@ -155,6 +176,6 @@ class SumTree:
         """For each value ``u`` in ``[0, total)``, the leaf ``k`` whose cumulative range
         ``[sum(leaves < k), sum(leaves <= k))`` holds it. A value that float rounding carries
         past the last non-empty leaf stays in the non-empty part of the tree."""
-        found: np.ndarray = _find(self.tree, self.leaves,
+        found: np.ndarray = self._k.find(self.tree, self.leaves,
                                   np.ascontiguousarray(prefix, dtype=np.float64))
         return found

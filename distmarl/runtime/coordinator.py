@@ -45,6 +45,19 @@ def progress(state: RunState, max_env_steps: int) -> dict[str, Any]:
             "stop_reason": state.stop_reason}
 
 
+class _Stopwatch:
+    """``mark(name)`` puts the seconds since the previous mark under ``name``."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases = phases
+        self.last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = now - self.last
+        self.last = now
+
+
 class TrainingRun:
     """One training run: ``__init__`` builds the parts, each from its own sections of ``cfg``
     (actors started, a checkpoint loaded when ``resume`` names one, weights published, tracking
@@ -54,6 +67,9 @@ class TrainingRun:
     def __init__(self, cfg: ExperimentConfig, run_dir: Path, resume: str | None,
                  ray_address: str | None, stop: threading.Event) -> None:
         started = time.perf_counter()
+        #: seconds of each start-up phase, in order (where start-up time goes)
+        self.setup_phases: dict[str, float] = {}
+        mark = _Stopwatch(self.setup_phases)
         self.stop_requested = stop
         self.asynchronous = cfg.evolution.mode == "async"
         self.max_env_steps = cfg.training.max_steps * cfg.num_members
@@ -64,6 +80,7 @@ class TrainingRun:
         # a bad range fails before any actor starts
         hp_config = make_hp_config(evo.hp_config, sorted({a.name for a in algos}))
         spaces = env_spaces(cfg.env)
+        mark("env_spaces")
         self.state = RunState()
         path = make_datapath(algo.name, training, cfg.buffer)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
@@ -86,6 +103,7 @@ class TrainingRun:
         self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps), hp,
                                           algorithm=algos[i].name)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
+        mark("learners")  # their processes started, torch imported, networks built
         mixed = len({a.name for a in algos}) > 1
         self.generations = Generations(
             evo, training, cfg.seed, self.fleet, self.state, hp_config, self.league,
@@ -108,8 +126,11 @@ class TrainingRun:
             if evo.mutation.pretrain_mutation and evo.mode != "independent":
                 self.generations.pretrain_mutation()
         self.final_episodes, self.final_seed = evo.final_episodes, evo.final_seed
+        mark("recorder")
         self.fleet.watch()
+        mark("workers")  # weights published, states snapshot, every worker up
         self.recorder.start()
+        mark("tracking")
         self.inflight: dict[Any, Call] = {}
         self.setup_seconds = time.perf_counter() - started
         self.state.start_clock()
@@ -206,6 +227,7 @@ class TrainingRun:
             "env_steps": state.total_env_steps,
             "wall_seconds": time.time() - state.started,
             "setup_seconds": self.setup_seconds,
+            "setup_phases": self.setup_phases,
             "env_steps_per_s": state.env_steps_per_s(),
             "updates": state.updates(),
             "generations": state.generation,

@@ -7,10 +7,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+def _pyplot() -> Any:
+    """pyplot on the Agg backend, imported at the first plot: matplotlib's import is a large
+    share of a process's start-up, and most processes that import this module never plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def plot_fitness(history: Sequence[Sequence[float]], path: Path,
@@ -19,6 +25,7 @@ def plot_fitness(history: Sequence[Sequence[float]], path: Path,
                  references: Mapping[str, float] | None = None) -> Path:
     """``history[generation][member]`` -> one line per member over generations; a league's
     ``references`` (name -> rating) as dashed horizontal lines."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     if history:
         members = len(history[0])
@@ -47,6 +54,7 @@ def plot_win_rates(players: Sequence[str], win_rates: Any, path: Path,
     """A heat map of ``win_rates`` ``(n, n)`` (row player's score rate against the column
     player, draws half), each cell labelled with its value."""
     n = len(players)
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.2 + 0.6 * n, 1.0 + 0.55 * n), dpi=100)
     image = ax.imshow(win_rates, vmin=0.0, vmax=1.0, cmap="RdYlGn")
     ax.set_xticks(range(n), players, rotation=45, ha="right", fontsize=8)
@@ -70,6 +78,7 @@ def plot_family_tree(lineage: Mapping[str, Any], path: Path) -> Path:
     by_id = {i["id"]: i for i in individuals}
     generations = max((i["generation"] for i in individuals), default=0)
     members = max((i["member"] for i in individuals), default=0) + 1
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * (generations + 2)), max(3, 0.9 * members + 1)),
                            dpi=100)
     for ind in individuals:
