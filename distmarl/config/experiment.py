@@ -214,6 +214,7 @@ class ResourceConfig(Section):
     num_cpus_per_learner: float = Field(1.0, ge=0, description="CPUs reserved per learner")
     num_cpus_per_worker: float = Field(1.0, ge=0, description="CPUs reserved per rollout worker")
     num_cpus_buffer: float = Field(0.0, ge=0, description="CPUs reserved for the buffer actor")
+    colocate: bool | Literal["auto"] = Field("auto", description="run each member's first rollout worker in its learner's process (one process per member fewer: each process imports torch and builds the networks). auto: where the cluster has fewer CPUs than a learner and a worker per member, whose processes could not all run at once anyway")
 
 
 class TrackingConfig(Section):

@@ -35,6 +35,7 @@ from distmarl.collect.seating import LeagueGame
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig
 from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.learner import LearnerActor
+from distmarl.runtime.actors.member import MemberActor, WorkerView
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
 from distmarl.runtime.datapath import DataPath
 from distmarl.runtime.resources import ActorResources
@@ -106,17 +107,31 @@ class Fleet:
         # actor handles are typed Any: their methods are called through ``.remote``
         self.buffer: Any = make_buffer_actor(buffer_kwargs, num_cpus=resources.buffer["num_cpus"],
                                              **ACTOR_OPTIONS)
+        record_state = bool(set(STATE_FIELDS) & set(buffer_kwargs["field_names"]))
+
+        def learner_kwargs(member: int) -> dict[str, Any]:
+            return dict(member=member, algo_cfg=algorithms[member], spaces=spaces,
+                        buffer=self.buffer, seed=seed * 1009 + member,
+                        weight_sync_updates=weight_sync_updates, num_envs=env.num_envs,
+                        fields=tuple(buffer_kwargs["field_names"]), convert=convert)
+
+        def worker_kwargs(member: int, w: int) -> dict[str, Any]:
+            return dict(member=member, worker=w, env_cfg=env, algo_cfg=algorithms[member],
+                        spaces=spaces, buffer=self.buffer, seed=seed * 7919 + member * 101 + w,
+                        league=league, n_step=n_step, record_state=record_state)
+
+        #: each member's learner; with ``resources.colocate``, a MemberActor also holding
+        #: the member's worker 0
         self.learners: list[Any] = [
-            LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
-                member, algorithms[member], spaces, self.buffer, seed=seed * 1009 + member,
-                weight_sync_updates=weight_sync_updates, num_envs=env.num_envs,
-                fields=tuple(buffer_kwargs["field_names"]), convert=convert)
+            MemberActor.options(**resources.member, **ACTOR_OPTIONS).remote(
+                learner_kwargs(member), worker_kwargs(member, 0)) if resources.colocate
+            else LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
+                **learner_kwargs(member))
             for member in range(count)]
         self.workers: list[list[Any]] = [
-            [RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
-                member, w, env, algorithms[member], spaces, self.buffer,
-                seed=seed * 7919 + member * 101 + w, league=league, n_step=n_step,
-                record_state=bool(set(STATE_FIELDS) & set(buffer_kwargs["field_names"])))
+            [WorkerView(self.learners[member]) if resources.colocate and w == 0
+             else RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
+                 **worker_kwargs(member, w))
              for w in range(population.workers_per_member)]
             for member in range(count)]
         self.faults = FaultLog()
@@ -152,6 +167,11 @@ class Fleet:
         infos = [ray.get([w.info.remote() for w in ws]) for ws in self.workers]
         self.worker_pids = {(member, w): info["pid"] for member, ws in enumerate(infos)
                             for w, info in enumerate(ws)}
+
+    def actors(self) -> list[Any]:
+        """Every actor of the fleet once (a colocated worker is its learner's actor)."""
+        separate = [w for ws in self.workers for w in ws if not isinstance(w, WorkerView)]
+        return [self.buffer, *self.learners, *separate]
 
     def handles(self) -> dict[str, Any]:
         """Actor handles, for tests and fault injection."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,13 @@ class ActorResources:
     buffer: dict[str, float]
     coordinator: dict[str, float]
     scale: float  # < 1 when CPU requests were shrunk to fit the cluster
+    #: each member's first rollout worker runs in its learner's process (:func:`colocates`)
+    colocate: bool = False
+
+    @property
+    def member(self) -> dict[str, float]:
+        """A colocated learner and worker's options: the learner's, with both one's CPUs."""
+        return {**self.learner, "num_cpus": self.learner["num_cpus"] + self.worker["num_cpus"]}
 
 
 def plan_resources(resources: ResourceConfig, population: PopulationConfig,
@@ -52,7 +60,17 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
         buffer={"num_cpus": res.num_cpus_buffer * scale},
         coordinator={"num_cpus": 0.0},
         scale=scale,
+        colocate=colocates(res.colocate, size, cluster),
     )
+
+
+def colocates(setting: bool | str, members: int, cluster: Mapping[str, float]) -> bool:
+    """Whether each member's first rollout worker runs in its learner's process
+    (``resources.colocate``): as set, or (``"auto"``) where the cluster has fewer CPUs than a
+    learner and a worker per member."""
+    if setting == "auto":
+        return float(cluster.get("CPU", 0.0)) < 2 * members
+    return bool(setting)
 
 
 def learner_device(assigned_gpus: list[Any]) -> str:

@@ -29,9 +29,9 @@ SUMMARY = re.compile(r"^distmarl: max_steps after ([\d,]+) env steps .* run in (
 
 @pytest.fixture(scope="module")
 def tiny_job(cluster, tmp_path_factory):
-    """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, learners and
-    rollout workers asking 0.5 CPU each: the four fill the cluster's 2 CPUs, one CPU per node,
-    so they must spread across both nodes. The token is only in Ray's default file
+    """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, each member's
+    learner and rollout worker in one process (colocated) asking 0.5 + 0.5 CPU: the two fill
+    the cluster's 2 CPUs, one CPU per node, so they must spread across both nodes. The token is only in Ray's default file
     ($HOME/.ray/auth_token) and RAY_AUTH_MODE is unset, as on a machine where a local
     `ray.init` or `ray get-auth-token --generate` wrote it."""
     tmp = tmp_path_factory.mktemp("tiny-job")
@@ -42,6 +42,7 @@ def tiny_job(cluster, tmp_path_factory):
                    "--set", "training.max_steps=400",
                    "--set", "resources.num_cpus_per_learner=0.5",
                    "--set", "resources.num_cpus_per_worker=0.5",
+                   "--set", "resources.colocate=true",
                    "--submission-id", "tiny-job-test",
                    env={"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": SECRET},
                    timeout=300, token="home")
@@ -124,9 +125,9 @@ def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:
     by_class: dict[str, set[str]] = {}
     for a in actors:
         by_class.setdefault(a["class_name"], set()).add(a["node_id"])
-    assert set(by_class) >= {"Coordinator", "BufferShell", "LearnerShell", "RolloutShell"}
-    assert sum(1 for a in actors if a["class_name"] in ("LearnerShell", "RolloutShell")) == 4
-    assert by_class["LearnerShell"] | by_class["RolloutShell"] == nodes
+    assert set(by_class) == {"Coordinator", "BufferShell", "MemberShell"}
+    assert sum(1 for a in actors if a["class_name"] == "MemberShell") == 2
+    assert by_class["MemberShell"] == nodes
 
 
 def test_job_that_fails_on_the_cluster_reports_failed(cluster) -> None:

@@ -58,8 +58,7 @@ def test_resume_continues_counters_state_and_mlflow_runs(ray_local, tmp_path) ->
         assert [m.env_steps for m in run.state.members] == [m["env_steps"] for m in first["members"]]
         assert run.state.generation == 1
     finally:
-        fleet = run.fleet
-        for actor in [fleet.buffer, *fleet.learners, *[w for ws in fleet.workers for w in ws]]:
+        for actor in run.fleet.actors():
             ray.kill(actor)
 
     second = train(load_config(TINY, [*sets, "training.max_steps=400"]), resume=tmp_path / "run",
@@ -123,7 +122,8 @@ def test_tracking_server_going_away_does_not_stop_training(ray_local, tmp_path) 
     killer.start()
     try:
         cfg = load_config(TINY, [f"tracking.directory={tmp_path}", f"tracking.mlflow_uri={uri}",
-                                 "tracking.experiment_name=down-exp", "training.max_steps=400",
+                                 # long enough to outlast the killer's polling on a busy machine
+                                 "tracking.experiment_name=down-exp", "training.max_steps=1200",
                                  "tracking.write_interval=50"])
         summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     finally:
@@ -131,7 +131,7 @@ def test_tracking_server_going_away_does_not_stop_training(ray_local, tmp_path) 
         stop_server(proc)
     assert killed.is_set()
     assert summary["stop_reason"] == "max_steps"
-    assert all(m["env_steps"] >= 400 for m in summary["members"])
+    assert all(m["env_steps"] >= 1200 for m in summary["members"])
     assert summary["tracking"]["failures"] > 0
     unsent = Path(summary["run_dir"]) / "mlflow-unsent.jsonl"
     lines = [json.loads(x) for x in unsent.read_text().splitlines()]

@@ -1,0 +1,70 @@
+"""Colocation: a member's learner and its first rollout worker in one process where cores are
+few; each role's calls stay in order, the two roles' calls run side by side."""
+
+from __future__ import annotations
+
+import pytest
+
+from distmarl.config import load_config
+from distmarl.runtime.resources import colocates, plan_resources
+from tests.tracking.test_mlflow_run import TINY
+
+
+def test_auto_colocates_where_cores_are_fewer_than_a_learner_and_worker_per_member() -> None:
+    assert colocates("auto", members=4, cluster={"CPU": 2.0})
+    assert colocates("auto", members=4, cluster={"CPU": 7.0})
+    assert not colocates("auto", members=4, cluster={"CPU": 8.0})
+    assert colocates(True, members=1, cluster={"CPU": 64.0})
+    assert not colocates(False, members=64, cluster={"CPU": 2.0})
+    cfg = load_config(TINY, ["resources.num_cpus_per_learner=0.5",
+                             "resources.num_cpus_per_worker=0.25"])
+    res = plan_resources(cfg.resources, cfg.population, {"CPU": 2.0})
+    assert res.colocate and res.member == {"num_cpus": 0.75}
+    assert not plan_resources(cfg.resources, cfg.population, {"CPU": 16.0}).colocate
+
+
+def test_a_worker_view_offers_only_a_workers_methods() -> None:
+    from distmarl.runtime.actors.member import MemberShell, WorkerView
+
+    class Fake:
+        collect = "collect"
+        worker_info = "worker_info"
+        info = "learner info"
+
+    view = WorkerView(Fake())
+    assert view.collect == "collect" and view.info == "worker_info"
+    with pytest.raises(AttributeError, match="no method 'train'"):
+        _ = view.train
+    # the class carries both roles' methods, the clashing ones under worker_ names
+    for name in ("train", "get_state", "info", "collect", "worker_info", "worker_close"):
+        assert callable(getattr(MemberShell, name))
+
+
+@pytest.mark.ray
+def test_a_colocated_member_shares_its_process_with_worker_0_and_trains(ray_local, tmp_path) -> None:
+    import threading
+
+    import ray
+
+    from distmarl.runtime.coordinator import TrainingRun
+
+    cfg = load_config(TINY, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",
+                             "resources.colocate=true", "population.workers_per_member=2",
+                             "training.max_steps=400"])
+    run = TrainingRun(cfg, tmp_path / "run", None, None, threading.Event())
+    fleet = run.fleet
+    try:
+        for learner, (first, second) in zip(fleet.learners, fleet.workers):
+            pid = ray.get(learner.info.remote())["pid"]
+            assert ray.get(first.info.remote())["pid"] == pid  # worker 0 shares the process
+            assert ray.get(first.info.remote())["worker"] == 0
+            assert ray.get(second.info.remote())["pid"] != pid  # the others have their own
+        summary = run.run()
+    finally:
+        assert len(fleet.actors()) == 1 + 2 + 2  # the buffer, 2 members, 2 second workers
+        for actor in fleet.actors():
+            ray.kill(actor)
+    assert summary["stop_reason"] == "max_steps"
+    assert all(m["env_steps"] >= 400 and m["updates"] > 0 for m in summary["members"])
+    assert summary["learner_devices"] == ["cpu", "cpu"]
+    assert summary["final_score"] is not None
