@@ -32,13 +32,15 @@ CONFIG = ROOT / "examples" / "configs" / "connect_four_ippo.yaml"
 PLAYERS = ("player_0", "player_1")
 
 
-def train(config: Path, seed: int, steps: int) -> tuple[Path, float]:
-    """A training run in its own process; its run directory and wall seconds."""
+def train(config: Path, seed: int, steps: int, sets: Sequence[str] = ()) -> tuple[Path, float]:
+    """A training run in its own process (``sets``: more ``--set`` overrides); its run
+    directory and wall seconds."""
     workdir = Path(tempfile.mkdtemp(prefix=f"c4-{seed}-"))
     run_dir = workdir / "run"
     cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
            "--run-dir", str(run_dir), "--set", f"seed={seed}", "--set",
-           f"training.max_steps={steps}", "--set", f"tracking.directory={workdir}"]
+           f"training.max_steps={steps}", "--set", f"tracking.directory={workdir}",
+           *[a for s in sets for a in ("--set", s)]]
     started = time.perf_counter()
     with open(workdir / "train.log", "w") as log:
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -82,10 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=200_000, help="env steps per member")
     ap.add_argument("--games", type=int, default=200)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for every training run (repeatable)")
     args = ap.parse_args(argv)
     rows = []
     for seed in args.seeds:
-        run_dir, seconds = train(args.config, seed, args.steps)
+        run_dir, seconds = train(args.config, seed, args.steps, args.set)
         row = {"seed": seed, "train_wall_seconds": seconds, **play(run_dir, args.games, seed)}
         rows.append(row)
         print(f"seed {seed}: trained elite wins {row['trained_win']:.1%}, draws "

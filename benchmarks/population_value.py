@@ -3,6 +3,8 @@ without selection or mutation, and against one member, at the same total env ste
 
 Arms, per task and seed (``--arms``):
 
+Every arm but ``per_nstep`` replays uniformly, one env step per row (off-policy tasks).
+
 * ``evolving``: the task's config as it is (tournament selection and mutation);
 * ``independent``: the same population and initial hyperparameters with ``evolution.mode:
   independent`` (members evaluated at the same boundaries, never selected, copied or mutated);
@@ -11,7 +13,8 @@ Arms, per task and seed (``--arms``):
 * ``sampled``: the evolving population started from hyperparameters drawn from the
   ``hp_config`` ranges (``evolution.initial_hp: sampled``), not among the default arms;
 * ``per_nstep``: the evolving population with prioritised replay (alpha 0.6, beta 0.4) and
-  3-step rows, at the same update-to-data ratio (off-policy tasks; not among the defaults);
+  3-step rows (the buffer's default for MADDPG and MATD3), at the same update-to-data ratio
+  (off-policy tasks; not among the defaults);
 * ``mixed``: the evolving population as 2 MADDPG and 2 MATD3 members, and ``matd3``: all
   MATD3 (speaker-listener's config is MADDPG: ``evolving`` is the all-MADDPG arm);
 * ``pbt``: 6 members with asynchronous exploit / explore (``evolution.mode: async``, one
@@ -78,9 +81,20 @@ ARMS = ("evolving", "independent", "single", "sampled", "per_nstep", "mixed", "m
         *REPLAY_ARMS, "replay_evolved", "pbt", "mf_pbt")
 
 
+#: every arm but ``per_nstep`` replays uniformly, one env step per row
+UNIFORM = ["buffer.prioritized_replay=false", "buffer.n_step=1"]
+
+
 def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     """``--set`` overrides that make ``arm`` from a config with ``size`` members,
     ``evo_steps`` and ``steps`` env steps per member."""
+    if arm == "per_nstep":
+        return [f"training.max_steps={steps}", "buffer.prioritized_replay=true",
+                "buffer.n_step=3"]
+    return [*_population_overrides(arm, size, evo_steps, steps), *UNIFORM]
+
+
+def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     if arm == "evolving":
         return [f"training.max_steps={steps}"]
     if arm == "independent":
@@ -91,9 +105,6 @@ def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
                 f"evolution.evo_steps={evo_steps * size}"]
     if arm == "sampled":
         return [f"training.max_steps={steps}", "evolution.initial_hp=sampled"]
-    if arm == "per_nstep":
-        return [f"training.max_steps={steps}", "buffer.prioritized_replay=true",
-                "buffer.n_step=3"]
     if arm == "mixed":
         half = size // 2
         return [f"training.max_steps={steps}",

@@ -139,7 +139,7 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
     on_policy = is_on_policy(cfg.algorithm.name)
     check_on_policy_buffer(cfg)
     fields = list(buffer_fields(cfg.algorithm.name, global_state))
-    if b.n_step > 1:
+    if b.row_steps > 1:
         fields.append(N_STEPS_FIELD)
     return {"memory_size": b.capacity, "field_names": fields,
             "agent_ids": agents, "replay_ratio": b.replay_ratio,

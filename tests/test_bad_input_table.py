@@ -288,7 +288,8 @@ ROWS: list[Row] = [
         lambda c: load_config(CONNECT_FOUR, ["buffer.prioritized_replay=true"]),
         ConfigError, r"buffer\.prioritized_replay: IPPO members read their own fragments"),
     Row("a mutation range for a replay setting the run lacks, distmarl train",
-        lambda c: train_cli(c, "evolution.hp_config.prioritized_replay_beta.min=0.4",
+        lambda c: train_cli(c, "buffer.prioritized_replay=false",
+                            "evolution.hp_config.prioritized_replay_beta.min=0.4",
                             "evolution.hp_config.prioritized_replay_beta.max=1"),
         CliExit, r"evolution\.hp_config\.prioritized_replay_beta: set "
                  r"buffer\.prioritized_replay: true first", runs_dir),

@@ -103,8 +103,8 @@ def test_yaml_round_trip_and_overrides(tmp_path) -> None:
     assert cfg.buffer.capacity == 5000 and cfg.buffer.replay_ratio == 0.5
     assert cfg.algorithm.hp.lr_actor == 1e-3
     # a member's replay_ratio left null starts from the buffer's
-    assert cfg.algorithm.hp.as_dict() == {**default_hp("MADDPG"), "lr_actor": 1e-3,
-                                          "replay_ratio": 0.5}
+    assert cfg.algorithm.hp.as_dict() == {**default_hp("MADDPG"), **PER_FILLED,
+                                          "lr_actor": 1e-3, "replay_ratio": 0.5}
     assert cfg.env.kwargs["max_cycles"] == 50 and cfg.population.size == 2
     again = config_from_dict(yaml.safe_load(cfg.to_yaml()))
     assert again == cfg
@@ -137,6 +137,9 @@ MADDPG_DEFAULTS = {"batch_size": 64, "lr_actor": 1e-3, "lr_critic": 1e-2, "learn
 IPPO_DEFAULTS = {"batch_size": 256, "lr": 3e-4, "learn_step": 128, "gamma": 0.99,
                  "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01, "vf_coef": 0.5,
                  "max_grad_norm": 0.5, "update_epochs": 4, "target_kl": None, "value_norm": True}
+#: What a config fills in an off-policy member's hp by default: prioritised replay's exponents
+#: (the buffer replays prioritised 3-step rows for MADDPG and MATD3 unless told otherwise).
+PER_FILLED = {"prioritized_replay_alpha": 0.6, "prioritized_replay_beta": 0.4}
 DEFAULTS = {
     "MADDPG": MADDPG_DEFAULTS,
     "MATD3": {**MADDPG_DEFAULTS, "policy_freq": 2, "policy_noise": 0.2, "noise_clip": 0.5},
@@ -150,7 +153,8 @@ def test_each_algorithm_has_its_typed_hyperparameters_with_defaults(name) -> Non
     assert default_hp(name) == DEFAULTS[name]
     cfg = config_from_dict({"algorithm": {"name": name, "hp": {"batch_size": 128.0}}})
     assert type(cfg.algorithm.hp).__name__ == f"{name}Hyperparameters"
-    assert cfg.algorithm.hp.as_dict() == {**DEFAULTS[name], "batch_size": 128}
+    filled = PER_FILLED if name in ("MADDPG", "MATD3") else {}
+    assert cfg.algorithm.hp.as_dict() == {**DEFAULTS[name], **filled, "batch_size": 128}
     assert isinstance(cfg.algorithm.hp.batch_size, int)
     # the coordinator receives the config as JSON and validates it again
     again = config_from_dict(json.loads(cfg.model_dump_json()))
@@ -160,7 +164,7 @@ def test_each_algorithm_has_its_typed_hyperparameters_with_defaults(name) -> Non
 def test_algorithm_without_a_name_is_maddpg() -> None:
     cfg = config_from_dict({"algorithm": {"hp": {"lr_critic": 0.5}}})
     assert cfg.algorithm.name == "MADDPG" and cfg.algorithm.hp.lr_critic == 0.5
-    assert ExperimentConfig().algorithm.hp.as_dict() == MADDPG_DEFAULTS
+    assert ExperimentConfig().algorithm.hp.as_dict() == {**MADDPG_DEFAULTS, **PER_FILLED}
 
 
 def test_assigning_a_bad_hyperparameter_is_refused() -> None:
@@ -223,8 +227,8 @@ def test_base_is_deep_merged_own_keys_win_then_overrides(tmp_path) -> None:
     cfg = load_config(child, ["algorithm.hp.lr_actor=0.002", "buffer.capacity=7000"])
     assert (cfg.name, cfg.seed, cfg.algorithm.name) == ("child", 3, "MATD3")
     assert cfg.env.kwargs == {"continuous_actions": True, "max_cycles": 50} and cfg.env.num_envs == 4
-    assert cfg.algorithm.hp.as_dict() == {**DEFAULTS["MATD3"], "batch_size": 64, "lr_actor": 0.002,
-                                          "policy_freq": 3}
+    assert cfg.algorithm.hp.as_dict() == {**DEFAULTS["MATD3"], **PER_FILLED, "batch_size": 64,
+                                          "lr_actor": 0.002, "policy_freq": 3}
     assert cfg.algorithm.net_config == {"encoder_config": {"hidden_size": [16]}}  # lists replaced
     assert cfg.buffer.capacity == 7000
     assert load_config(tmp_path / "shared" / "mid.yaml").buffer.capacity == 6000
@@ -309,7 +313,7 @@ evolution:
     lr_critic: {min: 0.0001, max: 0.01}
     batch_size: {min: 8, max: 512, dtype: int}
     learn_step: {min: 1, max: 16, dtype: int, grow_factor: 1.5, shrink_factor: 0.75}
-buffer: {capacity: 100000, learning_starts: 1000}
+buffer: {capacity: 100000, learning_starts: 1000, prioritized_replay: false, n_step: 1}
 training: {max_steps: 60000, chunk_steps: 16}
 resources: {num_cpus_per_learner: 1.0, num_cpus_per_worker: 1.0}
 tracking: {directory: runs}
@@ -351,3 +355,25 @@ def test_a_league_with_named_sides_has_a_population_per_side() -> None:
                                "league.sides={speakers: [speaker], listeners: [listener]}"])
     assert sides.num_members == 6 and sides.league.enabled
     assert load_config(tiny, ["population.size=3", "league.symmetric=true"]).num_members == 3
+
+
+@pytest.mark.parametrize(("name", "expected"), [("MADDPG", (3, True)), ("MATD3", (3, True)),
+                                                ("IPPO", (1, False)), ("MAPPO", (1, False))])
+def test_replay_defaults_follow_the_algorithm_family(name, expected) -> None:
+    cfg = config_from_dict({"algorithm": {"name": name}})
+    assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == expected
+    assert cfg.buffer.row_steps == expected[0]
+    uniform = config_from_dict({"algorithm": {"name": name},
+                                "buffer": {"n_step": 1, "prioritized_replay": False}})
+    assert (uniform.buffer.n_step, uniform.buffer.prioritized_replay) == (1, False)
+    assert uniform.buffer.prioritized is None
+    # the resolved values are what a saved config holds: loading it again changes nothing
+    assert config_from_dict(json.loads(cfg.model_dump_json())) == cfg
+
+
+def test_a_mixed_population_takes_its_family_s_replay_defaults() -> None:
+    cfg = config_from_dict({"population": {"size": 4, "members": [
+        {"algorithm": "MADDPG", "count": 2}, {"algorithm": "MATD3", "count": 2}]}})
+    assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == (3, True)
+    with pytest.raises(ConfigError, match=r"buffer\.n_step 3: IPPO members learn from whole"):
+        config_from_dict({"algorithm": {"name": "IPPO"}, "buffer": {"n_step": 3}})

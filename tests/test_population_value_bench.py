@@ -8,14 +8,16 @@ from benchmarks.population_value import ARMS, arm_overrides, paired, to_target
 
 
 def test_each_arm_spends_the_same_total_env_steps() -> None:
-    assert arm_overrides("evolving", 4, 5000, 60000) == ["training.max_steps=60000"]
+    assert arm_overrides("evolving", 4, 5000, 60000) == [
+        "training.max_steps=60000", "buffer.prioritized_replay=false", "buffer.n_step=1"]
     assert "evolution.mode=independent" in arm_overrides("independent", 4, 5000, 60000)
     single = arm_overrides("single", 4, 5000, 60000)
     assert {"training.max_steps=240000", "population.size=1",
             "evolution.evo_steps=20000"} <= set(single)
     assert "evolution.initial_hp=sampled" in arm_overrides("sampled", 4, 5000, 60000)
-    assert {"buffer.prioritized_replay=true", "buffer.n_step=3"} <= set(
-        arm_overrides("per_nstep", 4, 5000, 60000))
+    per = arm_overrides("per_nstep", 4, 5000, 60000)
+    assert {"buffer.prioritized_replay=true", "buffer.n_step=3"} <= set(per)
+    assert "buffer.prioritized_replay=false" not in per
     mixed = arm_overrides("mixed", 4, 5000, 60000)
     assert mixed[1] == ("population.members=[{algorithm: MADDPG, count: 2}, "
                         "{algorithm: MATD3, count: 2}]")

@@ -29,7 +29,7 @@ from distmarl.config.members import (
     member_algorithms,
     member_hp,
 )
-from distmarl.config.replay import check_n_step, replay_hp, replays
+from distmarl.config.replay import DEFAULT_N_STEP, check_n_step, replay_hp, replays
 from distmarl.config.section import Section
 
 
@@ -184,11 +184,28 @@ class BufferConfig(Section):
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
-    n_step: int = Field(1, ge=1, description="off-policy: each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n")
-    prioritized_replay: bool = Field(False, description="off-policy: replay rows in proportion to each learner's own TD errors (a sum-tree per learner), with importance weights in its critic losses")
+    n_step: int | None = Field(None, ge=1, description="off-policy: each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n. null: 3 for MADDPG and MATD3, 1 for IPPO and MAPPO")
+    prioritized_replay: bool | None = Field(None, description="off-policy: replay rows in proportion to each learner's own TD errors (a sum-tree per learner), with importance weights in its critic losses. null: on for MADDPG and MATD3, off for IPPO and MAPPO")
     prioritized_replay_alpha: float = Field(0.6, ge=0, description="prioritised replay: priority exponent (0: uniform, 1: proportional to |TD error|); members may override and evolve it (algorithm.hp)")
     prioritized_replay_beta: float = Field(0.4, ge=0, le=1, description="prioritised replay: importance-weight exponent (1: full correction); members may override and evolve it (algorithm.hp)")
     prioritized_replay_eps: float = Field(1e-6, gt=0, description="prioritised replay: added to every |TD error|, so no row's priority is 0")
+
+    def resolved(self, replays: bool) -> BufferConfig:
+        """This section with ``n_step`` and ``prioritized_replay`` filled where null:
+        prioritised 3-step rows for members that learn from replayed rows (``replays``:
+        MADDPG, MATD3), 1-step rows without priorities for those that learn from their own
+        fragments (IPPO, MAPPO)."""
+        update: dict[str, Any] = {}
+        if self.n_step is None:
+            update["n_step"] = DEFAULT_N_STEP if replays else 1
+        if self.prioritized_replay is None:
+            update["prioritized_replay"] = replays
+        return self.model_copy(update=update) if update else self
+
+    @property
+    def row_steps(self) -> int:
+        """Env steps a row spans: ``n_step`` once :meth:`resolved` (1 before)."""
+        return 1 if self.n_step is None else self.n_step
 
     @property
     def prioritized(self) -> dict[str, float] | None:
@@ -274,6 +291,11 @@ class ExperimentConfig(Section):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
+        groups = self.population.members  # one family: the first group's decides
+        buffer = self.buffer.resolved(replays(groups[0].algorithm if groups
+                                              else self.algorithm.name))
+        if buffer is not self.buffer:  # (assignment validates the whole config again)
+            self.buffer = buffer
         if self.evolution.tournament.size > self.population.size:
             raise ValueError(f"evolution.tournament.size {self.evolution.tournament.size} is larger "
                              f"than population.size {self.population.size}")
@@ -292,7 +314,7 @@ class ExperimentConfig(Section):
         except ValueError as err:
             raise ValueError(f"evolution.hp_config: {err}") from None
         b = self.buffer
-        check_n_step(self.algorithm.name, b.n_step)
+        check_n_step(self.algorithm.name, b.row_steps)
         filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), b.replay_ratio,
                            b.prioritized, set(ranges))
         if filled:
@@ -357,7 +379,7 @@ class ExperimentConfig(Section):
         b = self.buffer
         hp.update(replay_hp(group.algorithm, hp, b.replay_ratio, b.prioritized,
                             searched or set(self.evolution.hp_config)))
-        check_n_step(group.algorithm, b.n_step)
+        check_n_step(group.algorithm, b.row_steps)
         return ALGORITHM_CONFIGS[group.algorithm].model_validate(
             {"name": group.algorithm, "hp": hp, "net_config": self.algorithm.net_config})
 

@@ -13,6 +13,9 @@ from typing import Any
 
 from distmarl.config.hparams import hp_model
 
+#: Env steps a row spans when ``buffer.n_step`` is left null, for members that replay
+#: (MADDPG, MATD3; with prioritised replay on by default too).
+DEFAULT_N_STEP = 3
 #: The off-policy hyperparameters a member's buffer reads take from, by ``buffer`` field.
 REPLAY_HP = ("replay_ratio", "prioritized_replay_alpha", "prioritized_replay_beta")
 

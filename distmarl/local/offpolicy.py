@@ -12,13 +12,16 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import torch
 
+from distmarl.algorithms.base import Algorithm
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
 from distmarl.collect import Collector, progress_score
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, env_spaces, is_on_policy, make_algorithm, make_venv
 from distmarl.local.result import LocalResult
+from distmarl.types import SampleBatch
 
 
 def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
@@ -30,8 +33,6 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     env takes ``seed + 1``. With ``eval_every`` > 0 the member is scored without exploration
     every ``eval_every`` env steps (:func:`progress_score`) and, with ``log``, a progress line
     is printed. Torch runs on one thread, as in a learner actor."""
-    import torch
-
     if is_on_policy(cfg.algorithm.name):
         raise ValueError(f"algorithm.name: {cfg.algorithm.name} is on-policy; train it with "
                          "distmarl.local.train_on_policy")
@@ -42,8 +43,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     venv = make_venv(cfg.env, seed=seed)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
     buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0])), "seed": seed})
-    collector = Collector(venv, algo, seed=seed, n_step=cfg.buffer.n_step)
-    fields = buffer.field_names
+    collector = Collector(venv, algo, seed=seed, n_step=cfg.buffer.row_steps)
     owed, updates, done, next_eval = 0.0, 0, 0, eval_every
     history: list[tuple[int, float]] = []
     train_scores: list[tuple[int, float]] = []
@@ -62,7 +62,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
             batch = buffer.sample_numpy(int(algo.hp["batch_size"]))
             if batch is None:  # rate-limited (buffer.samples_per_insert): owed until more data
                 break
-            metrics = algo.learn(to_torch(dict(zip(fields, batch.data, strict=True))))
+            metrics = learn(algo, buffer, batch)
             owed -= 1
             updates += 1
         learn_time += time.perf_counter() - t
@@ -79,3 +79,17 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     return LocalResult(env_steps=done, updates=updates, wall_seconds=wall,
                        learn_seconds=learn_time, algo=algo, history=history,
                        train_scores=train_scores, last_metrics=metrics)
+
+
+def learn(algo: Algorithm, buffer: MultiAgentReplayBuffer, batch: SampleBatch
+          ) -> dict[str, float]:
+    """One update from ``batch``; with prioritised replay (the batch carries importance
+    weights) its rows' priorities go back to ``buffer`` at once, as a learner actor sends
+    them with its next sample call."""
+    data = to_torch(dict(zip(buffer.field_names, batch.data, strict=True)))
+    if batch.weights is None:
+        return algo.learn(data)
+    (metrics,), errors = algo.learn_batches([data], [torch.as_tensor(batch.weights)])
+    assert errors is not None
+    buffer.update_priorities("default", batch.indices, errors)
+    return metrics

@@ -90,7 +90,7 @@ class TrainingRun:
             cfg.population, cfg.env, algos, spaces,
             buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]),
                                         any(reads_state(a, spaces) for a in algos)),
-            snapshot_interval_s=cfg.buffer.snapshot_interval_s, n_step=cfg.buffer.n_step,
+            snapshot_interval_s=cfg.buffer.snapshot_interval_s, n_step=cfg.buffer.row_steps,
             weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
             resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
                                      cfg.num_members),

@@ -11,8 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.collect import Collector
 from distmarl.config import load_config
+from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv
 from distmarl.local import LocalResult, train_local, train_off_policy, train_on_policy
+from distmarl.local.offpolicy import learn
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
@@ -20,7 +24,8 @@ SPREAD = ROOT / "examples" / "configs" / "spread_mappo.yaml"
 
 
 def test_off_policy_updates_follow_learn_step_after_learning_starts() -> None:
-    cfg = load_config(TINY)  # 2 sub-envs, learn_step 8, learning_starts 64
+    # 2 sub-envs, learn_step 8, learning_starts 64; uniform 1-step rows
+    cfg = load_config(TINY, ["buffer.prioritized_replay=false", "buffer.n_step=1"])
     result = train_off_policy(cfg, steps=200, seed=3, eval_every=100, log=False)
     assert isinstance(result, LocalResult)
     assert result.env_steps == 200
@@ -34,6 +39,29 @@ def test_off_policy_updates_follow_learn_step_after_learning_starts() -> None:
     actions = result.algo.act({a: np.zeros((1, *s.shape), np.float32) for a, s in spaces.items()},
                               explore=False)
     assert {a: x.shape for a, x in actions.items()} == {"speaker_0": (1, 3), "listener_0": (1, 5)}
+
+
+def test_off_policy_default_replay_is_prioritised_3_step_rows_and_updates_priorities() -> None:
+    cfg = load_config(TINY)
+    assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == (3, True)
+    # a 3-step row is stored 2 vectorised steps late: the buffer holds 64 rows 4 env steps
+    # later than with 1-step rows, (200 - 66) / 8 = 16.75 -> 16 updates
+    assert train_off_policy(cfg, steps=200, seed=3, log=False).updates == 16
+    spaces = env_spaces(cfg.env)
+    algo = make_algorithm(cfg.algorithm, spaces, seed=0)
+    buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0])), "seed": 0})
+    collector = Collector(make_venv(cfg.env, seed=0), algo, seed=0, n_step=cfg.buffer.row_steps)
+    for _ in range(40):
+        buffer.add(collector.collect(1).data)
+    batch = buffer.sample_numpy(32)
+    assert batch is not None and batch.weights is not None
+    column = "__priority__/default"  # every stored row's priority, oldest (index 0) first
+    before = buffer.state_dict()["columns"][column].copy()
+    metrics = learn(algo, buffer, batch)
+    after = buffer.state_dict()["columns"][column]
+    assert all(np.isfinite(v) for v in metrics.values())
+    moved = np.flatnonzero(after != before)  # the batch's rows took their TD errors
+    assert len(moved) > 0 and set(moved.tolist()) <= set(batch.indices.tolist())
 
 
 def test_on_policy_learns_once_per_fragment() -> None:
