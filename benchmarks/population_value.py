@@ -207,9 +207,17 @@ def report(results: list[dict[str, Any]]) -> list[str]:
     return [*lines, "", *verdicts]
 
 
+def best_fixed_replay(by_arm: dict[str, list[dict[str, Any]]]) -> str | None:
+    """The fixed-``replay_ratio`` arm with the best mean elite score (None before any ran)."""
+    ran = {a: statistics.fmean(r["final_score"] for r in by_arm[a])
+           for a in REPLAY_ARMS if by_arm.get(a)}
+    return max(ran, key=lambda a: ran[a]) if ran else None
+
+
 def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The paired differences of ``evolving`` against ``independent`` (and ``sampled``
-    against ``evolving``) over the seeds both ran."""
+    """The paired differences over the seeds both arms ran: ``evolving`` against
+    ``independent``, each variant against the arm it changes, and ``replay_evolved``
+    against the best fixed ``replay_ratio`` (with both arms' env steps to the target)."""
     out = []
     pairs = [("evolving", "final_score", "independent", "best_member_score"),
              ("evolving", "final_score", "independent", "final_score"),
@@ -218,6 +226,15 @@ def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
              ("mixed", "final_score", "evolving", "final_score"),
              ("mixed", "final_score", "matd3", "final_score"),
              ("mf_pbt", "final_score", "pbt", "final_score")]
+    best = best_fixed_replay(by_arm)
+    if best is not None:
+        pairs.append(("replay_evolved", "final_score", best, "final_score"))
+        out.append(f"- {task}: env steps to target per seed, replay_evolved / {best} (best "
+                   f"fixed ratio): " + ", ".join(
+                       f"{r['seed']}: {r['steps_to_target'] or 'never'} / "
+                       f"{s['steps_to_target'] or 'never'}"
+                       for r in by_arm["replay_evolved"] for s in by_arm[best]
+                       if r["seed"] == s["seed"]))
     for a, a_key, b, b_key in pairs:
         first = {r["seed"]: r[a_key] for r in by_arm[a]}
         second = {r["seed"]: r[b_key] for r in by_arm[b]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.population_value import ARMS, arm_overrides, paired, to_target
+from benchmarks.population_value import ARMS, arm_overrides, best_fixed_replay, paired, to_target
 
 
 def test_each_arm_spends_the_same_total_env_steps() -> None:
@@ -49,3 +49,24 @@ def test_paired_difference_pairs_seeds_and_calls_noise_unresolved() -> None:
     assert lines[0].endswith("resolved: better")
     by_arm["independent"] = runs("independent", {0: -10.0, 1: -35.0})
     assert "not resolved" in paired("task", by_arm)[1]
+
+
+def test_evolved_replay_is_paired_with_the_best_fixed_ratio() -> None:
+    def runs(arm: str, scores: dict[int, float], steps: dict[int, int | None]
+             ) -> list[dict[str, object]]:
+        return [{"seed": s, "final_score": v, "best_member_score": v, "arm": arm,
+                 "steps_to_target": steps[s]} for s, v in scores.items()]
+
+    none = {0: None, 1: None}
+    by_arm = {a: [] for a in ARMS}
+    by_arm.update({"replay_0.25": runs("replay_0.25", {0: -40.0, 1: -30.0}, none),
+                   "replay_0.5": runs("replay_0.5", {0: -20.0, 1: -24.0}, {0: 100, 1: None}),
+                   "replay_0.75": runs("replay_0.75", {0: -50.0, 1: -20.0}, none),
+                   "replay_evolved": runs("replay_evolved", {0: -21.0, 1: -22.0},
+                                          {0: 120, 1: 140})})
+    assert best_fixed_replay(by_arm) == "replay_0.5"  # best mean: -22 against -35 and -35
+    lines = paired("task", by_arm)
+    assert lines[0] == ("- task: env steps to target per seed, replay_evolved / replay_0.5 "
+                        "(best fixed ratio): 0: 120 / 100, 1: 140 / never")
+    assert lines[1].startswith("- task: replay_evolved elite minus replay_0.5 elite, seeds "
+                               "[0, 1]: +0.50 (standard error 1.50)")
