@@ -23,7 +23,7 @@ Every arm but ``per_nstep`` replays uniformly, one env step per row (off-policy 
   sub-population needs 3 members for a winner, an open slot and a loser); both at 1.5 times
   the other arms' total env steps;
 * ``replay_0.25``, ``replay_0.5``, ``replay_0.75``: the evolving population with that fixed
-  mix-in ``replay_ratio`` (the config's replay is uniform), and ``replay_evolved``: starting
+  mix-in ``replay_ratio`` over uniform 1-step rows, and ``replay_evolved``: starting
   at 0.5, each member's ratio mutating within ``[0.05, 0.95]``.
 
 Every run ends with every member scored on the same fixed 100 episodes (the run's own final
