@@ -89,7 +89,6 @@ def learn(algo: Algorithm, buffer: MultiAgentReplayBuffer, batch: SampleBatch
     data = to_torch(dict(zip(buffer.field_names, batch.data, strict=True)))
     if batch.weights is None:
         return algo.learn(data)
-    (metrics,), errors = algo.learn_batches([data], [torch.as_tensor(batch.weights)])
-    assert errors is not None
+    metrics, errors = algo.learn_weighted(data, torch.as_tensor(batch.weights))
     buffer.update_priorities("default", batch.indices, errors)
     return metrics
