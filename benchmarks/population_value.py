@@ -24,7 +24,10 @@ Every arm but ``per_nstep`` replays uniformly, one env step per row (off-policy 
   the other arms' total env steps;
 * ``replay_0.25``, ``replay_0.5``, ``replay_0.75``: the evolving population with that fixed
   mix-in ``replay_ratio`` over uniform 1-step rows, and ``replay_evolved``: starting
-  at 0.5, each member's ratio mutating within ``[0.05, 0.95]``.
+  at 0.5, each member's ratio mutating within ``[0.05, 0.95]`` beside the config's other
+  hyperparameters; ``replay_evolved_alone``: the same with the ratio the only one mutated
+  (a hyperparameter mutation picks one of those searched, so among five the ratio moves
+  rarely).
 
 Every run ends with every member scored on the same fixed 100 episodes (the run's own final
 evaluation, ``evolution.final_episodes``). Per arm the report gives the elite's final score (the
@@ -78,7 +81,7 @@ TASKS = {
 }
 REPLAY_ARMS = {"replay_0.25": 0.25, "replay_0.5": 0.5, "replay_0.75": 0.75}
 ARMS = ("evolving", "independent", "single", "sampled", "per_nstep", "mixed", "matd3",
-        *REPLAY_ARMS, "replay_evolved", "pbt", "mf_pbt")
+        *REPLAY_ARMS, "replay_evolved", "replay_evolved_alone", "pbt", "mf_pbt")
 
 
 #: every arm but ``per_nstep`` replays uniformly, one env step per row
@@ -124,6 +127,9 @@ def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> li
     if arm == "replay_evolved":
         return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
                 "evolution.hp_config.replay_ratio={min: 0.05, max: 0.95}"]
+    if arm == "replay_evolved_alone":
+        return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
+                "evolution.hp_config={replay_ratio: {min: 0.05, max: 0.95}}"]
     raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
 
 
@@ -216,8 +222,8 @@ def best_fixed_replay(by_arm: dict[str, list[dict[str, Any]]]) -> str | None:
 
 def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
     """The paired differences over the seeds both arms ran: ``evolving`` against
-    ``independent``, each variant against the arm it changes, and ``replay_evolved``
-    against the best fixed ``replay_ratio`` (with both arms' env steps to the target)."""
+    ``independent``, each variant against the arm it changes, and each evolved ``replay_ratio``
+    arm against the best fixed one (with both arms' env steps to the target)."""
     out = []
     pairs = [("evolving", "final_score", "independent", "best_member_score"),
              ("evolving", "final_score", "independent", "final_score"),
@@ -227,13 +233,15 @@ def paired(task: str, by_arm: dict[str, list[dict[str, Any]]]) -> list[str]:
              ("mixed", "final_score", "matd3", "final_score"),
              ("mf_pbt", "final_score", "pbt", "final_score")]
     best = best_fixed_replay(by_arm)
-    if best is not None:
-        pairs.append(("replay_evolved", "final_score", best, "final_score"))
-        out.append(f"- {task}: env steps to target per seed, replay_evolved / {best} (best "
+    for evolved in ("replay_evolved", "replay_evolved_alone"):
+        if best is None or not by_arm[evolved]:
+            continue
+        pairs.append((evolved, "final_score", best, "final_score"))
+        out.append(f"- {task}: env steps to target per seed, {evolved} / {best} (best "
                    f"fixed ratio): " + ", ".join(
                        f"{r['seed']}: {r['steps_to_target'] or 'never'} / "
                        f"{s['steps_to_target'] or 'never'}"
-                       for r in by_arm["replay_evolved"] for s in by_arm[best]
+                       for r in by_arm[evolved] for s in by_arm[best]
                        if r["seed"] == s["seed"]))
     for a, a_key, b, b_key in pairs:
         first = {r["seed"]: r[a_key] for r in by_arm[a]}

@@ -22,6 +22,9 @@ def test_each_arm_spends_the_same_total_env_steps() -> None:
     assert mixed[1] == ("population.members=[{algorithm: MADDPG, count: 2}, "
                         "{algorithm: MATD3, count: 2}]")
     assert "buffer.replay_ratio=0.75" in arm_overrides("replay_0.75", 4, 5000, 60000)
+    # the whole search space replaced: the ratio is the only hyperparameter mutated
+    assert arm_overrides("replay_evolved_alone", 4, 5000, 60000)[2] == (
+        "evolution.hp_config={replay_ratio: {min: 0.05, max: 0.95}}")
     assert arm_overrides("mf_pbt", 4, 5000, 60000)[4] == (
         "evolution.subpopulations=[{size: 3, evo_steps: 5000}, {size: 3, evo_steps: 20000}]")
     with pytest.raises(ValueError, match="unknown arm 'both'"):
