@@ -133,9 +133,19 @@ def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> li
     raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
 
 
-def to_target(summary: dict[str, Any], target: float) -> tuple[int | None, float | None]:
-    """Total env steps and seconds of training when the best fitness of a generation first
-    reached ``target`` (None, None when it never did)."""
+def to_target(summary: dict[str, Any], target: float, evo_steps: int
+              ) -> tuple[int | None, float | None]:
+    """Total env steps and seconds of training when the best fitness first reached ``target``
+    (None, None when it never did): at a generation's end, or, where members evolve on their
+    own (``evolution.mode: async`` records no generations), at the first member evaluation
+    that reached it, the ``k``-th at ``k * evo_steps`` of the member's own env steps, times the
+    population size (members advance alike; seconds are not recorded there: None)."""
+    if not summary["generation_marks"]:
+        fitness = [m["fitness"] for m in summary["members"]]
+        for k in range(max(map(len, fitness), default=0)):
+            if max(f[k] for f in fitness if len(f) > k) >= target:
+                return (k + 1) * evo_steps * len(fitness), None
+        return None, None
     for best, (seconds, steps) in zip((max(f) for f in summary["fitness_history"]),
                                       summary["generation_marks"]):
         if best >= target:
@@ -160,7 +170,7 @@ def run_one(task_name: str, arm: str, seed: int, steps: int | None) -> dict[str,
     with open(workdir / "train.log", "w") as log:
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     summary = json.loads((workdir / "summary.json").read_text())
-    reached_steps, reached_s = to_target(summary, task.target)
+    reached_steps, reached_s = to_target(summary, task.target, cfg.evolution.evo_steps)
     return {"task": task_name, "arm": arm, "seed": seed, "env_steps": summary["env_steps"],
             "wall_seconds": time.perf_counter() - started,
             "train_seconds": summary["wall_seconds"] - summary["setup_seconds"],
@@ -169,7 +179,8 @@ def run_one(task_name: str, arm: str, seed: int, steps: int | None) -> dict[str,
             "final_scores": summary["final_scores"], "random_score": summary["random_score"],
             "steps_to_target": reached_steps, "seconds_to_target": reached_s,
             "hp": [m["hp"] for m in summary["members"]],
-            "fitness_history": summary["fitness_history"]}
+            "fitness_history": summary["fitness_history"],
+            "member_fitness": [m["fitness"] for m in summary["members"]]}
 
 
 def mean_se(xs: Sequence[float]) -> tuple[float, float | None]:
@@ -184,11 +195,22 @@ def fmt(xs: Sequence[float]) -> str:
     return f"{m:.1f}" if se is None else f"{m:.1f} +- {se:.1f}"
 
 
-def median_or_never(xs: Sequence[float | None], unit: str) -> str:
+def median_or_never(xs: Sequence[float | None], unit: str, recorded: bool = True) -> str:
+    """The median over the values reached, with how many of ``xs`` did; ``-`` where the runs
+    do not record the figure (``recorded`` false)."""
+    if not recorded:
+        return "-"
     got = [x for x in xs if x is not None]
     if not got:
         return f"never (0/{len(xs)})"
     return f"{statistics.median(got):,.0f}{unit} ({len(got)}/{len(xs)})"
+
+
+def timed(runs: Sequence[dict[str, Any]]) -> bool:
+    """Whether ``runs`` record seconds to the target: not where one reached it untimed (runs
+    without generations)."""
+    return not any(r["steps_to_target"] is not None and r["seconds_to_target"] is None
+                   for r in runs)
 
 
 def report(results: list[dict[str, Any]]) -> list[str]:
@@ -207,7 +229,7 @@ def report(results: list[dict[str, Any]]) -> list[str]:
                     f"| {fmt([r['final_score'] for r in rs])} "
                     f"| {fmt([r['best_member_score'] for r in rs])} "
                     f"| {median_or_never([r['steps_to_target'] for r in rs], '')} "
-                    f"| {median_or_never([r['seconds_to_target'] for r in rs], ' s')} "
+                    f"| {median_or_never([r['seconds_to_target'] for r in rs], ' s', timed(rs))} "
                     f"| {fmt([r['random_score'] for r in rs])} |")
         verdicts += paired(task, by_arm)
     return [*lines, "", *verdicts]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.population_value import ARMS, arm_overrides, best_fixed_replay, paired, to_target
+from benchmarks.population_value import (
+    ARMS,
+    arm_overrides,
+    best_fixed_replay,
+    paired,
+    timed,
+    to_target,
+)
 
 
 def test_each_arm_spends_the_same_total_env_steps() -> None:
@@ -33,9 +40,23 @@ def test_each_arm_spends_the_same_total_env_steps() -> None:
 
 def test_time_to_target_is_the_first_generation_whose_best_fitness_reaches_it() -> None:
     summary = {"fitness_history": [[-60.0, -50.0], [-31.0, -40.0], [-29.5, -45.0], [-20.0, -20.0]],
-               "generation_marks": [[10.0, 1000], [20.0, 2000], [30.5, 3000], [40.0, 4000]]}
-    assert to_target(summary, -30.0) == (3000, 30.5)
-    assert to_target(summary, -10.0) == (None, None)
+               "generation_marks": [[10.0, 1000], [20.0, 2000], [30.5, 3000], [40.0, 4000]],
+               "members": []}
+    assert to_target(summary, -30.0, 500) == (3000, 30.5)
+    assert to_target(summary, -10.0, 500) == (None, None)
+
+
+def test_time_to_target_without_generations_is_the_first_member_evaluation_reaching_it() -> None:
+    # asynchronous members: the third evaluation (k = 3) of member 1 is the first at -30 or
+    # above, at 3 * 500 of its own env steps, 2 members: 3,000 in all; seconds unrecorded
+    summary = {"fitness_history": [], "generation_marks": [],
+               "members": [{"fitness": [-60.0, -40.0, -31.0, -10.0]},
+                           {"fitness": [-50.0, -35.0, -29.0]}]}
+    assert to_target(summary, -30.0, 500) == (3000, None)
+    assert to_target(summary, -5.0, 500) == (None, None)
+    assert not timed([{"steps_to_target": 3000, "seconds_to_target": None}])
+    assert timed([{"steps_to_target": None, "seconds_to_target": None},
+                  {"steps_to_target": 3000, "seconds_to_target": 30.5}])
 
 
 def test_paired_difference_pairs_seeds_and_calls_noise_unresolved() -> None:
