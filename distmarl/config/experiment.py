@@ -291,9 +291,8 @@ class ExperimentConfig(Section):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
-        groups = self.population.members  # one family: the first group's decides
-        buffer = self.buffer.resolved(replays(groups[0].algorithm if groups
-                                              else self.algorithm.name))
+        # members are of the algorithm section's family (population.members: _check_groups)
+        buffer = self.buffer.resolved(replays(self.algorithm.name))
         if buffer is not self.buffer:  # (assignment validates the whole config again)
             self.buffer = buffer
         if self.evolution.tournament.size > self.population.size:
