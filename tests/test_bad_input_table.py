@@ -298,6 +298,10 @@ ROWS: list[Row] = [
                                           "league.reference_pfsp=uniform"]),
         ConfigError, r"league: reference_pfsp 'uniform' weighs references in training games, "
                      r"and reference_share is 0"),
+    Row("league opponents' random-move probability above 1",
+        lambda c: load_config(TICTACTOE, ["league.opponent_epsilon=1.5"]),
+        ConfigError, r"league\.opponent_epsilon: Input should be less than or equal to 1 "
+                     r"\(got 1\.5\)"),
     Row("a mutation range for a setting the member's algorithm lacks",
         lambda c: load_config(CONNECT_FOUR, ["evolution.hp_config.replay_ratio.min=0.1",
                                              "evolution.hp_config.replay_ratio.max=0.9"]),

@@ -38,11 +38,13 @@ MatchResult = tuple[str, str, float]
 
 
 class LeagueGame(NamedTuple):
-    """What a rollout worker knows of a league's game (plain data): its sides, and how a
-    game's result is read."""
+    """What a rollout worker knows of a league's game (plain data): its sides, how a game's
+    result is read, and the share of opponents' training moves made at random
+    (:class:`Seating`'s ``epsilon``)."""
 
     sides: Sides
     win_above: dict[str, float] | None = None
+    opponent_epsilon: float = 0.0
 
 
 class LeaguePlan(NamedTuple):
@@ -57,13 +59,27 @@ class LeaguePlan(NamedTuple):
 class Seating:
     """Each sub-env's match for one learner; see the module docstring. ``plan``: the matches
     sub-envs start, in order (the first ``num_envs`` now, the next one whenever an episode
-    ends; the plan repeats when used up); ``policies``: the opponents' by player id."""
+    ends; the plan repeats when used up); ``policies``: the opponents' by player id.
+
+    ``epsilon``: each opponent action of a training game is replaced, with this probability,
+    by ``noise``'s (uniformly random legal play), drawn from a generator seeded with ``seed``.
+    Strong opponents rarely leave the positions that weak play reaches (two of a line left
+    open, say), so a learner trained only against them may never learn to answer those; a
+    few random moves put such positions into ordinary games. Evaluation games
+    (:func:`play_games`) never add them."""
 
     def __init__(self, sides: Sides, num_envs: int, learner: str, plan: Sequence[Match],
                  policies: Mapping[str, Policy],
-                 win_above: Mapping[str, float] | None = None) -> None:
+                 win_above: Mapping[str, float] | None = None, epsilon: float = 0.0,
+                 noise: Policy | None = None, seed: int = 0) -> None:
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"league.opponent_epsilon must be within [0, 1], got {epsilon}")
+        if epsilon > 0 and noise is None:
+            raise ValueError("opponent_epsilon > 0 needs a policy for the random moves")
         self.sides, self.learner, self.num_envs = sides, learner, num_envs
         self.win_above = check_win_above(sides, win_above)
+        self.epsilon, self.noise = epsilon, noise
+        self.rng = np.random.default_rng(seed)
         self.policies = dict(policies)
         self.plan: list[Match] = []
         self.next = 0
@@ -118,7 +134,8 @@ class Seating:
         """``actions`` with every opponent seat's action chosen by that opponent, from the
         same observations. Each opponent is asked once, with the whole batch of every agent
         it plays in some sub-env (a policy that shares one network across a group's agents
-        needs as many rows of each), and its actions are taken for its seats only."""
+        needs as many rows of each), and its actions are taken for its seats only; then
+        each opponent action is made at random with probability ``epsilon``."""
         out = {a: np.array(v, copy=True) for a, v in actions.items()}
         by_player: dict[str, dict[str, list[int]]] = {}
         for a in obs:
@@ -130,7 +147,25 @@ class Seating:
             chosen = self.policies[p].act({a: obs[a] for a in seats}, explore=explore)
             for a, envs in seats.items():
                 out[a][envs] = np.asarray(chosen[a])[envs]
+        if self.epsilon > 0:
+            self._randomise(out, obs, by_player)
         return out
+
+    def _randomise(self, out: dict[str, np.ndarray], obs: Mapping[str, Any],
+                   by_player: Mapping[str, Mapping[str, list[int]]]) -> None:
+        """Each opponent seat's action in ``out``, with probability ``epsilon``, replaced by
+        ``noise``'s for the same observation (one draw per agent and sub-env, in agent then
+        sub-env order, so a seed gives the same moves)."""
+        assert self.noise is not None
+        seats: dict[str, list[int]] = {}
+        for player_seats in by_player.values():
+            for a, envs in player_seats.items():
+                seats.setdefault(a, []).extend(envs)
+        for a in obs:
+            envs = sorted(seats.get(a, ()))
+            flip = [e for e, u in zip(envs, self.rng.random(len(envs))) if u < self.epsilon]
+            if flip:
+                out[a][flip] = np.asarray(self.noise.act({a: obs[a]})[a])[flip]
 
     def step(self, rew: Mapping[str, Any], ended: np.ndarray) -> list[MatchResult]:
         """Add one step's rewards ``agent -> (num_envs,)``; the matches of sub-envs whose

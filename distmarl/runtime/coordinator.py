@@ -95,8 +95,8 @@ class TrainingRun:
             resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
                                      cfg.num_members),
             members=cfg.num_members,
-            league=None if self.league is None else LeagueGame(self.league.sides,
-                                                               cfg.league.win_above),
+            league=None if self.league is None else LeagueGame(
+                self.league.sides, cfg.league.win_above, cfg.league.opponent_epsilon),
             path=path, state=self.state, scheduler=self.scheduler,
             convert=cfg.population.cross_algorithm == "convert")
         evo_steps = cfg.member_evo_steps()

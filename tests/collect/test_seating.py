@@ -147,6 +147,70 @@ def test_ended_games_give_results_and_seat_the_next_match_of_the_plan() -> None:
     assert later[0][1] == "ref/lookahead" and later[-1][1] == "ref/random"
 
 
+class Column:
+    """A scripted connect four player that always answers one column."""
+
+    def __init__(self, column: int) -> None:
+        self.column = column
+
+    def act(self, obs: dict[str, Any], explore: bool = False) -> dict[str, np.ndarray]:
+        return {a: np.full(len(o["action_mask"]), self.column) for a, o in obs.items()}
+
+
+def noisy_actions(epsilon: float, seed: int = 0, num_envs: int = 64
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[str], Any]:
+    """One step of ``override`` on fresh boards (``num_envs`` sub-envs, the learner's seat
+    turning) against an opponent that always plays column 3: (the learner's actions, the
+    actions played, the learner's seat per sub-env, the observations)."""
+    venv = make_vector_env("pettingzoo.classic:connect_four_v3", num_envs, mode="sync", seed=0)
+    try:
+        obs, _ = venv.reset(seed=0)
+        acts = {a: venv.single_action_space(a) for a in SEATS}
+        sides = resolve_sides(SEATS, {a: venv.single_observation_space(a) for a in SEATS}, acts,
+                              None, symmetric=True)
+    finally:
+        venv.close()
+    matches = [Match({own: "member/0", SEATS[1 - SEATS.index(own)]: "ref/column"}, own)
+               for own in (SEATS[(k + 1) % 2] for k in range(num_envs))]
+    seating = Seating(sides, num_envs, "member/0", matches, {"ref/column": Column(3)},
+                      epsilon=epsilon, noise=RandomPolicy(acts, 7), seed=seed)
+    mine = {a: np.full(num_envs, 6) for a in SEATS}
+    played = seating.override(mine, obs, explore=True)
+    return mine, played, [m.learner_side for m in seating.matches], obs
+
+
+def test_opponent_epsilon_makes_that_share_of_opponent_moves_random_and_legal() -> None:
+    for eps, lo, hi in ((0.0, 0.0, 0.0), (0.3, 0.15, 0.35), (1.0, 0.7, 1.0)):
+        mine, played, own, obs = noisy_actions(eps, num_envs=256)
+        changed = []
+        for a in SEATS:
+            theirs = np.array([o != a for o in own])
+            # the learner's seats keep its own actions, whatever epsilon says
+            np.testing.assert_array_equal(played[a][~theirs], mine[a][~theirs])
+            moves = played[a][theirs]
+            assert np.all((moves >= 0) & (moves < 7))
+            legal = obs[a]["action_mask"][theirs].astype(bool)
+            to_move = legal.any(axis=1)  # the other seat's mask is empty: not its turn
+            assert legal[to_move, moves[to_move]].all()
+            changed.append(moves != 3)
+        share = float(np.concatenate(changed).mean())
+        # a random column is column 3 a seventh of the time: expect eps * 6/7 changed
+        assert lo <= share <= hi, (eps, share)
+    # the same seed gives the same moves; another seed other moves
+    assert all(np.array_equal(noisy_actions(0.5)[1][a], noisy_actions(0.5)[1][a]) for a in SEATS)
+    assert any(not np.array_equal(noisy_actions(0.5)[1][a], noisy_actions(0.5, seed=1)[1][a])
+               for a in SEATS)
+
+
+def test_opponent_epsilon_out_of_range_or_without_a_noise_policy_is_refused() -> None:
+    venv, _, seating, _ = setup(IPPO, num_envs=1)
+    venv.close()
+    with pytest.raises(ValueError, match=r"league.opponent_epsilon must be within \[0, 1\]"):
+        Seating(seating.sides, 1, "member/0", seating.plan, seating.policies, epsilon=1.5)
+    with pytest.raises(ValueError, match="needs a policy for the random moves"):
+        Seating(seating.sides, 1, "member/0", seating.plan, seating.policies, epsilon=0.1)
+
+
 def test_a_match_that_does_not_seat_the_learner_or_names_no_policy_is_refused() -> None:
     venv, _, seating, _ = setup(IPPO, num_envs=1)
     venv.close()

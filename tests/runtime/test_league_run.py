@@ -89,7 +89,8 @@ def test_an_asymmetric_league_has_a_population_per_side(ray_local, tmp_path) -> 
         "evolution.evo_steps=400", "evolution.final_episodes=4", "training.max_steps=800",
         "evolution.mutation={no_mutation: 1.0, architecture: 0.0, parameters: 0.0, rl_hp: 0.0}",
         "league={sides: {predators: [adversary], prey: [agent]}, references: [random, flee], "
-        "eval_games: 4, win_above: {predators: 0}, reference_share: 0.5}"])
+        "eval_games: 4, win_above: {predators: 0}, reference_share: 0.5, "
+        "opponent_epsilon: 0.2}"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     assert len(summary["members"]) == 4 and summary["generations"] == 2
     league = summary["league"]

@@ -16,6 +16,7 @@ Episodes run on across fragments. Its policy lags the learner by at most
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from typing import Any, NamedTuple
@@ -145,9 +146,12 @@ class RolloutShell:
         policies = {p: self._opponent(p, v, box, side)
                     for p, (v, box, side) in plan.opponents.items()}
         if self.seating is None:
+            eps = self.league.opponent_epsilon
             self.seating = Seating(self.league.sides, self.venv.num_envs,
                                    member_id(self.member), plan.matches, policies,
-                                   self.league.win_above)
+                                   self.league.win_above, eps,
+                                   RandomPolicy(copy.deepcopy(dict(self.action_spaces)),
+                                                self.seed) if eps > 0 else None, self.seed)
             self.collector.set_seating(self.seating)
         else:
             self.seating.replan(plan.matches, policies)

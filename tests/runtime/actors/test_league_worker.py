@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from distmarl.agents import resolve_sides
+from distmarl.collect import RandomPolicy
 from distmarl.collect.seating import LeagueGame, LeaguePlan
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
@@ -15,13 +16,13 @@ from distmarl.runtime.actors.rollout import RolloutShell
 C4 = "examples/configs/connect_four_ippo.yaml"
 
 
-def worker() -> tuple[RolloutShell, object]:
+def worker(opponent_epsilon: float = 0.0) -> tuple[RolloutShell, object]:
     cfg = load_config(C4, ["env.num_envs=2"])
     spaces = env_spaces(cfg.env)
     agents = list(spaces[0])
     sides = resolve_sides(agents, spaces[0], spaces[1], None, symmetric=True)
     shell = RolloutShell(0, 0, cfg.env, cfg.algorithm, spaces, None, seed=0,
-                         league=LeagueGame(sides))
+                         league=LeagueGame(sides, None, opponent_epsilon))
     return shell, make_algorithm(cfg.algorithm, spaces, seed=9)
 
 
@@ -45,6 +46,20 @@ def test_a_plan_seats_members_and_references_and_collection_keeps_the_learners_r
         shell.seat(LeaguePlan(plan.matches[:1], {"member/1": (3, None, "player_1")}))
     finally:
         shell.close()
+
+
+def test_the_games_opponent_epsilon_reaches_the_seating_with_random_play_for_noise() -> None:
+    for eps in (0.0, 0.25):
+        shell, _ = worker(eps)
+        try:
+            shell.seat(LeaguePlan(
+                [Match({"player_0": "member/0", "player_1": "ref/lookahead"}, "player_0")],
+                {"ref/lookahead": (None, None, "player_1")}))
+            assert shell.seating is not None and shell.seating.epsilon == eps
+            assert isinstance(shell.seating.noise, RandomPolicy) == (eps > 0)
+            shell.collector.collect(8)  # training games with random opponent moves run
+        finally:
+            shell.close()
 
 
 def test_evaluation_games_against_a_reference_give_the_members_results() -> None:
