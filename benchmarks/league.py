@@ -10,7 +10,8 @@ did best in these games). Printed per seed and as mean +- standard error over th
 
 * ``tictactoe`` (IPPO league of 4): the elite's loss rate against random legal play, and its
   draw-or-win rate against minimax. Target, in at least 2 of 3 seeds: at most 2% lost to
-  random, at least 80% drawn or won against minimax.
+  random, at least 80% drawn or won against minimax. Also its exact loss probability against
+  random play (:mod:`benchmarks.tictactoe_exact`: the whole game tree, no sampling noise).
 * ``connect_four`` (IPPO league of 4, action masks): the elite's win rate against random legal
   play and against the one-step lookahead player. Target: at least 95% and at least 60%.
 * ``simple_tag`` (MADDPG, 2 predator teams and 2 prey): a game is the predators' win when
@@ -57,16 +58,29 @@ def _elite(summary: dict[str, Any], side: str | None = None) -> str:
     return f"member/{elites[side] if side else next(iter(elites.values()))}"
 
 
-def tictactoe(s: dict[str, Any]) -> dict[str, float]:
+def exact_loss(run_dir: Path, member: int) -> float:
+    """Member ``member``'s exact probability of losing to random play, as the first and the
+    second player equally often (:mod:`benchmarks.tictactoe_exact`), from the run's last
+    checkpoint."""
+    from benchmarks.tictactoe_exact import member_outcomes
+    from distmarl.checkpoint import list_checkpoints
+    from distmarl.collect.evaluation import load_member
+
+    _, algo, _, _ = load_member(list_checkpoints(run_dir / "checkpoints")[-1], member)
+    return sum(lost for *_, lost in member_outcomes(algo).values()) / 2
+
+
+def tictactoe(s: dict[str, Any], run_dir: Path) -> dict[str, float]:
     e = _elite(s)
     return {"lost to random": _rate(s, e, "ref/random", "loss"),
+            "exact loss to random": exact_loss(run_dir, int(e.removeprefix("member/"))),
             "drew or won vs minimax": 1.0 - _rate(s, e, "ref/minimax", "loss"),
             "random lost to random": _rate(s, "ref/random", "ref/random", "loss", "baseline"),
             "random drew or won vs minimax":
                 1.0 - _rate(s, "ref/random", "ref/minimax", "loss", "baseline")}
 
 
-def connect_four(s: dict[str, Any]) -> dict[str, float]:
+def connect_four(s: dict[str, Any], run_dir: Path) -> dict[str, float]:
     e = _elite(s)
     return {"won vs random": _rate(s, e, "ref/random", "win"),
             "won vs lookahead": _rate(s, e, "ref/lookahead", "win"),
@@ -74,7 +88,7 @@ def connect_four(s: dict[str, Any]) -> dict[str, float]:
                 _rate(s, "ref/random", "ref/lookahead", "win", "baseline")}
 
 
-def simple_tag(s: dict[str, Any]) -> dict[str, float]:
+def simple_tag(s: dict[str, Any], run_dir: Path) -> dict[str, float]:
     pred, prey = _elite(s, "predators"), _elite(s, "prey")
     return {"elite predators catch flee": _rate(s, pred, "ref/flee", "win"),
             "random predators catch flee":
@@ -97,7 +111,7 @@ def _simple_tag_met(f: dict[str, float]) -> bool:
 
 
 #: game -> (example config, default env steps per member, figures, target met)
-GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any]], dict[str, float]],
+GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any], Path], dict[str, float]],
                        Callable[[dict[str, float]], bool]]] = {
     "tictactoe": ("tictactoe_ippo_league.yaml", 250_000, tictactoe, _tictactoe_met),
     "connect_four": ("connect_four_ippo_league.yaml", 600_000, connect_four, _connect_four_met),
@@ -157,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workdir = Path(tempfile.mkdtemp(prefix=f"league-{game}-{seed}-"))
             summary, seconds = train(CONFIGS / config, seed, steps, args.games, workdir,
                                      args.set)
-            f = figures(summary)
+            f = figures(summary, workdir / "run")
             runs.append({"seed": seed, "figures": f, "met": met(f), "seconds": seconds,
                          "ratings": ratings(summary), "run_dir": str(workdir / "run")})
             print(f"{game} seed {seed} ({seconds:.0f} s): "
