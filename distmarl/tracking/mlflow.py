@@ -269,9 +269,21 @@ class MlflowTracker:
             time.sleep(0.5)
         if spill is not None and self.pending():
             self.spill(spill)
-        try:
-            for run_id in [*self.member_ids, self.parent_id]:
-                if run_id is not None:
-                    self.client.set_terminated(run_id, status=status)
-        except Exception as err:
-            self._failed(err)
+        deadline = time.monotonic() + timeout_s
+        for run_id in [*self.member_ids, self.parent_id]:
+            if run_id is not None:
+                self._terminate(run_id, status, deadline)
+
+    def _terminate(self, run_id: str, status: str, deadline: float) -> None:
+        """Close run ``run_id`` with ``status``, asking again until ``deadline`` (monotonic
+        seconds): a busy server that misses one request's short timeout would otherwise
+        leave the run RUNNING for good."""
+        while True:
+            try:
+                self.client.set_terminated(run_id, status=status)
+                return
+            except Exception as err:
+                if time.monotonic() >= deadline:
+                    self._failed(err)
+                    return
+                time.sleep(0.5)

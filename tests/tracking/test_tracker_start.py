@@ -38,3 +38,43 @@ def test_start_resumes_after_a_failed_request(tmp_path: Path, method: str, fail_
         run = client.get_run(run_id)
         assert run.data.params == {"lr": str(hp["lr"])}
         assert run.data.tags["mlflow.parentRunId"] == ids["parent"]
+
+
+def test_finish_asks_again_when_closing_a_run_times_out(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MlflowTracker(uri, "exp", "run", artifact_dir=tmp_path / "art")
+    ids = tracker.start({"population.size": 2}, {"algorithm": "MADDPG"}, [{}, {}])
+    real, calls = tracker.client.set_terminated, []
+
+    def busy_once(run_id: str, status: str) -> None:
+        calls.append(run_id)
+        if len(calls) == 2:  # the second run's first request: a busy server's timeout
+            raise TimeoutError("read timed out")
+        real(run_id, status=status)
+
+    tracker.client.set_terminated = busy_once  # type: ignore[method-assign]
+    tracker.finish()
+    client = tracker.client
+    assert [client.get_run(i).info.status for i in [*ids["members"], ids["parent"]]] == [
+        "FINISHED"] * 3
+    assert len(calls) == 4 and calls[1] == calls[2]  # asked again, then went on
+    assert tracker.failures == 0
+
+
+def test_finish_gives_up_on_a_run_the_server_never_closes(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MlflowTracker(uri, "exp", "run", artifact_dir=tmp_path / "art")
+    ids = tracker.start({"population.size": 1}, {"algorithm": "MADDPG"}, [{}])
+    real = tracker.client.set_terminated
+
+    def never_for_parent(run_id: str, status: str) -> None:
+        if run_id == ids["parent"]:
+            raise TimeoutError("read timed out")
+        real(run_id, status=status)
+
+    tracker.client.set_terminated = never_for_parent  # type: ignore[method-assign]
+    tracker.finish(timeout_s=1.0)
+    client = tracker.client
+    assert client.get_run(ids["members"][0]).info.status == "FINISHED"
+    assert client.get_run(ids["parent"]).info.status == "RUNNING"
+    assert tracker.failures == 1 and "read timed out" in tracker.last_error
