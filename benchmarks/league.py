@@ -62,11 +62,9 @@ def exact_loss(run_dir: Path, member: int) -> float:
     """Member ``member``'s exact probability of losing to random play, as the first and the
     second player equally often (:mod:`benchmarks.tictactoe_exact`), from the run's last
     checkpoint."""
-    from benchmarks.tictactoe_exact import member_outcomes
-    from distmarl.checkpoint import list_checkpoints
-    from distmarl.collect.evaluation import load_member
+    from benchmarks.tictactoe_exact import load_last, member_outcomes
 
-    _, algo, _, _ = load_member(list_checkpoints(run_dir / "checkpoints")[-1], member)
+    algo, _, _ = load_last(run_dir, member)
     return sum(lost for *_, lost in member_outcomes(algo).values()) / 2
 
 

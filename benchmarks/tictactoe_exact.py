@@ -38,9 +38,14 @@ def after(state: State, square: int) -> State:
     return tuple(-x for x in (*state[:square], 1, *state[square + 1:]))
 
 
+def last_mover_won(state: State) -> bool:
+    """The player who just moved (``-1`` in the mover's view) has a line."""
+    return any(all(state[i] == -1 for i in line) for line in _LINES)
+
+
 def ended(state: State) -> bool:
     """The player who just moved has a line, or the board is full."""
-    return any(all(state[i] == -1 for i in line) for line in _LINES) or 0 not in state
+    return last_mover_won(state) or 0 not in state
 
 
 def positions() -> list[State]:
@@ -75,7 +80,7 @@ def outcomes(move: Callable[[State], int], first: bool) -> tuple[float, float, f
 
     @cache
     def value(s: State, mine: bool) -> tuple[float, float, float]:
-        if any(all(s[i] == -1 for i in line) for line in _LINES):  # the last mover won
+        if last_mover_won(s):
             return (0.0, 0.0, 1.0) if mine else (1.0, 0.0, 0.0)
         if 0 not in s:
             return (0.0, 1.0, 0.0)
@@ -113,13 +118,32 @@ def blunders(move: Callable[[State], int], first: bool) -> list[tuple[float, Sta
     return sorted(out, reverse=True)
 
 
-def member_outcomes(algo: Any, agents: Sequence[str] = ("player_1", "player_2")
-                    ) -> dict[str, tuple[float, float, float]]:
-    """A member's exact (win, draw, loss) against random play as the first and the second
-    player (``agents``: PettingZoo's names of the seats, the first moving first)."""
+#: seat -> PettingZoo's agent holding it (``player_1`` moves first)
+SEATS = {"first": "player_1", "second": "player_2"}
+
+
+def seat_moves(algo: Any) -> dict[str, Callable[[State], int]]:
+    """A member's move in every position, as the first and as the second player."""
     states = positions()
-    return {seat: outcomes(policy_moves(algo, agent, states).__getitem__, seat == "first")
-            for seat, agent in zip(("first", "second"), agents)}
+    return {seat: policy_moves(algo, agent, states).__getitem__
+            for seat, agent in SEATS.items()}
+
+
+def member_outcomes(algo: Any) -> dict[str, tuple[float, float, float]]:
+    """A member's exact (win, draw, loss) against random play as the first and the second
+    player."""
+    return {seat: outcomes(move, seat == "first") for seat, move in seat_moves(algo).items()}
+
+
+def load_last(run_dir: Path, member: int | None = None) -> tuple[Any, int, str]:
+    """Member ``member`` (None: the run's elite) of ``run_dir``'s last checkpoint (or of the
+    checkpoint ``run_dir`` itself): ``(algorithm, member index, checkpoint path)``."""
+    from distmarl.checkpoint import list_checkpoints
+    from distmarl.collect.evaluation import load_member
+
+    found = list_checkpoints(run_dir / "checkpoints")
+    _, algo, index, where = load_member(found[-1] if found else run_dir, member)
+    return algo, index, where
 
 
 def _board(s: State) -> str:
@@ -128,19 +152,13 @@ def _board(s: State) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from distmarl.checkpoint import list_checkpoints
-    from distmarl.collect.evaluation import load_member
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run_dir", type=Path, help="a tictactoe run directory or checkpoint")
     ap.add_argument("--member", type=int, help="default: the run's elite")
     args = ap.parse_args(argv)
-    found = list_checkpoints(args.run_dir / "checkpoints")
-    _, algo, index, where = load_member(found[-1] if found else args.run_dir, args.member)
-    states = positions()
+    algo, index, where = load_last(args.run_dir, args.member)
     print(f"member {index} of {where}")
-    for seat, agent in (("first", "player_1"), ("second", "player_2")):
-        move = policy_moves(algo, agent, states).__getitem__
+    for seat, move in seat_moves(algo).items():
         w, d, lost = outcomes(move, seat == "first")
         print(f"  as the {seat} player: win {100 * w:.2f}%, draw {100 * d:.2f}%, "
               f"loss {100 * lost:.2f}%")

@@ -11,6 +11,7 @@ from benchmarks.tictactoe_exact import (
     after,
     blunders,
     ended,
+    last_mover_won,
     member_outcomes,
     outcomes,
     policy_moves,
@@ -19,8 +20,6 @@ from benchmarks.tictactoe_exact import (
 from distmarl.collect.references import tictactoe_values
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
-
-LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
 
 def first_empty(s: State) -> int:
@@ -55,7 +54,7 @@ def test_exact_results_match_played_games() -> None:
             while not ended(s):
                 a = first_empty(s) if mine else int(rng.choice([i for i in range(9) if s[i] == 0]))
                 s, mine = after(s, a), not mine
-            if not any(all(s[i] == -1 for i in line) for line in LINES):
+            if not last_mover_won(s):
                 counts[1] += 1  # a full board, no line: a draw
             else:  # the line is the last mover's: the side to move after it lost
                 counts[2 if mine else 0] += 1
