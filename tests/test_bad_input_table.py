@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 CONNECT_FOUR = ROOT / "examples" / "configs" / "connect_four_ippo.yaml"  # an IPPO config
 TICTACTOE = ROOT / "examples" / "configs" / "tictactoe_ippo_league.yaml"
+SIMPLE_TAG_LEAGUE = ROOT / "examples" / "configs" / "simple_tag_maddpg_league.yaml"
 TOY = "tests.envs.toy_envs"
 NET = "speaker: {encoder_config: {hidden_size: [8]}}"  # a net_config entry for group "speaker"
 
@@ -302,6 +303,10 @@ ROWS: list[Row] = [
         lambda c: load_config(TICTACTOE, ["league.opponent_epsilon=1.5"]),
         ConfigError, r"league\.opponent_epsilon: Input should be less than or equal to 1 "
                      r"\(got 1\.5\)"),
+    Row("league self-play in an asymmetric game",
+        lambda c: load_config(SIMPLE_TAG_LEAGUE, ["league.self_share=0.5"]),
+        ConfigError, r"league: self_share 0\.5 seats a member against itself, which needs "
+                     r"symmetric: true"),
     Row("a mutation range for a setting the member's algorithm lacks",
         lambda c: load_config(CONNECT_FOUR, ["evolution.hp_config.replay_ratio.min=0.1",
                                              "evolution.hp_config.replay_ratio.max=0.9"]),

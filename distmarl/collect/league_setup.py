@@ -50,6 +50,6 @@ def league_setup(cfg: ExperimentConfig, spaces: tuple[Any, ...]) -> LeagueSetup 
             by_side[s].append(name)
     settings = LeagueSettings(tuple(sides.agents), sides.symmetric, lc.snapshot_every,
                               lc.max_snapshots, lc.current_share, lc.pfsp,
-                              lc.reference_share, lc.reference_pfsp)
+                              lc.reference_share, lc.reference_pfsp, lc.self_share)
     league = League(side_of_members(sides, cfg.population.size), by_side, settings)
     return LeagueSetup(sides, refs, league)

@@ -5,7 +5,8 @@ In a league, a rollout worker's sub-envs each host one match
 other side (another member, a frozen snapshot or a reference). :class:`Seating` keeps each
 sub-env's match, replaces the learner's actions for the opponents' seats by the opponents' own
 (:meth:`Seating.override`), says which rows the learner may learn from
-(:meth:`Seating.learner_rows`: its own seats only), turns an ended episode's returns into a
+(:meth:`Seating.learner_rows`: its own seats only; every seat in a self-play match, where
+the learner holds them all), turns an ended episode's returns into a
 result (:meth:`Seating.result`) and seats the sub-env's next match from its plan
 (:meth:`Seating.replan` gives a new one; running games go on). Opponents are
 :class:`~distmarl.collect.evaluation.Policy` objects by player id; the caller builds them
@@ -115,8 +116,8 @@ class Seating:
             if m.seats[m.learner_side] != self.learner:
                 raise ValueError(f"the learner {self.learner!r} does not hold its side "
                                  f"{m.learner_side!r} in {m.seats}")
-            missing = [p for s, p in m.seats.items() if s != m.learner_side
-                       and p not in self.policies]
+            missing = [p for p in m.seats.values()
+                       if p != self.learner and p not in self.policies]
             if missing:
                 raise ValueError(f"no policy for opponent(s) {missing}")
 
@@ -182,11 +183,12 @@ class Seating:
 
     def result(self, env: int, returns: Mapping[str, float]) -> list[MatchResult]:
         """The ended match of sub-env ``env`` as results of the learner against each opponent
-        (see the module docstring), and the sub-env's next match seated."""
+        (see the module docstring; none for the seats it held itself), and the sub-env's next
+        match seated."""
         match = self.matches[env]
         result = side_result(self.sides, match.learner_side, returns, self.win_above)
-        results = [(self.learner, p, result) for s, p in match.seats.items()
-                   if s != match.learner_side]
+        results = [(self.learner, p, result) for p in match.seats.values()
+                   if p != self.learner]
         self.matches[env] = self._next_match()
         return results
 

@@ -253,6 +253,7 @@ class LeagueConfig(Section):
     reference_share: float = Field(0.0, ge=0, le=1, description="share of training games against the references (chosen by PFSP among them); the rest go to members and snapshots as current_share says. 0: references are evaluation opponents only")
     pfsp: Literal["hard", "variance", "uniform"] = Field("hard", description="how opponents are weighted by the learner's win rate p against them: hard (1 - p)^2, variance p (1 - p), uniform")
     reference_pfsp: Literal["hard", "variance", "uniform"] | None = Field(None, description="how the references are weighted among themselves in reference games (None: as pfsp). uniform keeps a beaten reference in play: under hard, random play is hardly drawn once beaten, and the odd positions only it reaches go untrained")
+    self_share: float = Field(0.0, ge=0, le=1, description="share of the training games not against a reference that a member plays against itself, holding every seat (symmetric games only): it learns from every seat's moves, where a game against another player teaches it from its own seat only. 0: members always meet another player")
     opponent_epsilon: float = Field(0.0, ge=0, le=1, description="probability that an opponent's move in a training game is replaced by a uniformly random legal one (evaluation games never are): strong opponents rarely leave the positions weak play reaches, such as two of a line left open, so a learner trained only against them may never learn to answer those. 0: opponents play their own moves")
     references: list[str] = Field(default_factory=lambda: ["random"], description="reference opponents: random (its rating never moves: the scale's 0), minimax (tictactoe), lookahead (connect four), flee (simple_tag's prey); the others are rated with the league")
     win_above: dict[str, float] | None = Field(None, description="mixed games whose scores do not oppose: one side and a threshold; that side wins a game when its agents' summed return is above it, every other side otherwise (simple_tag: {predators: 0}, a catch). None: the side with the highest score wins")
@@ -263,6 +264,10 @@ class LeagueConfig(Section):
         if self.reference_pfsp is not None and self.reference_share == 0:
             raise ValueError(f"reference_pfsp {self.reference_pfsp!r} weighs references in "
                              "training games, and reference_share is 0: set it above 0 too")
+        if self.self_share > 0 and not self.symmetric:
+            raise ValueError(f"self_share {self.self_share} seats a member against itself, which "
+                             "needs symmetric: true (in an asymmetric game a member holds one "
+                             "side's policies only)")
         return self
 
     @property

@@ -92,14 +92,17 @@ def choose_opponent(learner: str, current: Sequence[str], snapshots: Sequence[st
                     record: MatchRecord, rng: np.random.Generator, current_share: float = 0.5,
                     weighting: Weighting = "hard", references: Sequence[str] = (),
                     reference_share: float = 0.0,
-                    reference_weighting: Weighting | None = None) -> str:
+                    reference_weighting: Weighting | None = None,
+                    self_share: float = 0.0) -> str:
     """One opponent for ``learner``: with probability ``reference_share`` one of the
-    ``references``; otherwise with probability ``current_share`` (or when there are no
+    ``references``; otherwise with probability ``self_share`` the learner itself (a
+    self-play game); otherwise with probability ``current_share`` (or when there are no
     snapshots) one of the ``current`` members, else a snapshot; within the chosen group by
     :func:`pfsp_weights` of ``learner``'s win rates (``reference_weighting`` among the
-    references, None: ``weighting``). ``learner`` itself is never chosen unless it is the
-    only candidate (self-play)."""
-    for name, share in (("current_share", current_share), ("reference_share", reference_share)):
+    references, None: ``weighting``). Past ``self_share``, ``learner`` itself is chosen only
+    when it is the only candidate."""
+    for name, share in (("current_share", current_share), ("reference_share", reference_share),
+                        ("self_share", self_share)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"{name} must be within [0, 1], got {share}")
     others = [c for c in current if c != learner]
@@ -107,6 +110,8 @@ def choose_opponent(learner: str, current: Sequence[str], snapshots: Sequence[st
     if references and reference_share > 0 and rng.random() < reference_share:
         pool = list(references)
         how = weighting if reference_weighting is None else reference_weighting
+    elif self_share > 0 and rng.random() < self_share:
+        return learner
     elif not snapshots or (others and rng.random() < current_share):
         pool = others or list(current)
     else:
@@ -133,16 +138,23 @@ def plan_matches(learner: str, side: str, sides: Sequence[str],
                  current_share: float = 0.5, weighting: Weighting = "hard",
                  references: Mapping[str, Sequence[str]] | None = None,
                  reference_share: float = 0.0,
-                 reference_weighting: Weighting | None = None) -> list[Match]:
+                 reference_weighting: Weighting | None = None,
+                 self_share: float = 0.0) -> list[Match]:
     """Seatings of ``games`` games for ``learner``, a member of ``side``: every other side gets
     an opponent from that side's ``current`` members and ``snapshots``
     (:func:`choose_opponent`; ``references`` by side join with ``reference_share``, weighed
     among themselves by ``reference_weighting``). In a
     symmetric game the sides are seats sharing one population
     (``current`` and ``snapshots`` under ``side``), and the learner's seat turns with the
-    game number, so it plays first and second equally often."""
+    game number, so it plays first and second equally often; ``self_share`` of the games
+    not against a reference seat the learner in the other seat too (self-play: it learns
+    from every seat). An asymmetric game's member holds one side's policies only, so it
+    cannot play itself there."""
     if side not in sides:
         raise ValueError(f"{learner!r} plays for side {side!r}, which is not one of {list(sides)}")
+    if self_share > 0 and not symmetric:
+        raise ValueError(f"self_share {self_share} seats a learner against itself, which only "
+                         "a symmetric game can (a member holds one side's policies)")
     matches = []
     for k in range(games):
         own = sides[k % len(sides)] if symmetric else side
@@ -153,7 +165,7 @@ def plan_matches(learner: str, side: str, sides: Sequence[str],
                 seats[other] = choose_opponent(
                     learner, current[pool], snapshots.get(pool, ()), record, rng, current_share,
                     weighting, (references or {}).get(pool, ()), reference_share,
-                    reference_weighting)
+                    reference_weighting, self_share)
         matches.append(Match(seats, own))
     return matches
 

@@ -58,6 +58,8 @@ class LeagueSettings:
     reference_share: float = 0.0
     #: how references are weighed among themselves (None: as ``pfsp``)
     reference_pfsp: Weighting | None = None
+    #: share of the training games not against a reference that a member plays against itself
+    self_share: float = 0.0
 
 
 class League:
@@ -108,7 +110,8 @@ class League:
                             self.settings.symmetric, self.settings.current_share,
                             self.settings.pfsp,
                             {s: [f"ref/{r}" for r in self.references.get(s, [])] for s in sides},
-                            self.settings.reference_share, self.settings.reference_pfsp)
+                            self.settings.reference_share, self.settings.reference_pfsp,
+                            self.settings.self_share)
 
     def evaluation_opponents(self, member: int) -> dict[str, list[str]]:
         """Opponent side -> whom ``member`` plays in its evaluation: every reference of that

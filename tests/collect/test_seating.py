@@ -147,6 +147,42 @@ def test_ended_games_give_results_and_seat_the_next_match_of_the_plan() -> None:
     assert later[0][1] == "ref/lookahead" and later[-1][1] == "ref/random"
 
 
+def test_a_self_play_match_teaches_the_learner_every_seat_and_gives_no_result() -> None:
+    """Two sub-envs play the learner against itself, two against the lookahead player: the
+    self-play sub-envs' rows are the learner's in both seats (as without a league), the
+    opponent is asked only for its own sub-envs, and only its games give results."""
+    venv, algo, _, opponent = setup(IPPO)
+    selfplay = Match({"player_0": "member/0", "player_1": "member/0"}, "player_0")
+    plan = [selfplay, Match({"player_0": "member/0", "player_1": "ref/lookahead"}, "player_0")]
+    seating = Seating(venv_sides(venv), 4, "member/0", plan, {"ref/lookahead": opponent})
+    try:  # sub-envs 0 and 2 self-play, 1 and 3 meet lookahead (the plan repeats)
+        rollout = Collector(venv, algo, seed=0, seating=seating).collect(6)
+        results = Collector(venv, algo, seed=0, seating=seating).collect(200).match_results
+    finally:
+        venv.close()
+    venv, algo, _, _ = setup(IPPO)
+    try:
+        alone = Collector(venv, algo, seed=0).collect(6)
+    finally:
+        venv.close()
+    active = {a: rollout.data["active"][a].reshape(6, 4).astype(bool) for a in SEATS}
+    base = {a: alone.data["active"][a].reshape(6, 4).astype(bool) for a in SEATS}
+    for a in SEATS:
+        np.testing.assert_array_equal(active[a][:, [0, 2]], base[a][:, [0, 2]])
+    assert active["player_0"][:, [0, 2]].any() and active["player_1"][:, [0, 2]].any()
+    assert not active["player_1"][:, [1, 3]].any()  # lookahead's seat: not the learner's
+    for t, call in enumerate(opponent.calls[:6]):  # its moves stored in its sub-envs only
+        np.testing.assert_array_equal(rollout.data["action"]["player_1"].reshape(6, 4)[t, [1, 3]],
+                                      call["player_1"][[1, 3]])
+    assert results and {b for _, b, _ in results} == {"ref/lookahead"}
+
+
+def venv_sides(venv: Any) -> Any:
+    agents = list(venv.possible_agents)
+    return resolve_sides(agents, {a: venv.single_observation_space(a) for a in agents},
+                         {a: venv.single_action_space(a) for a in agents}, None, symmetric=True)
+
+
 class Column:
     """A scripted connect four player that always answers one column."""
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distmarl.hpo.league import MatchRecord, SnapshotPool, choose_opponent, pfsp_weights
+from distmarl.hpo.league import (
+    MatchRecord,
+    SnapshotPool,
+    choose_opponent,
+    pfsp_weights,
+    plan_matches,
+)
 
 
 def test_the_record_keeps_both_views_and_win_rates_start_at_one_half() -> None:
@@ -82,6 +88,35 @@ def test_references_take_their_share_of_training_games_weighted_by_pfsp() -> Non
                         reference_share=-0.1)
 
 
+def test_self_play_takes_its_share_of_the_games_not_against_references() -> None:
+    rng = np.random.default_rng(3)
+    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0"], MatchRecord(),
+                             rng, current_share=0.5, references=["ref/random"],
+                             reference_share=0.2, self_share=0.5) for _ in range(4000)]
+    share = {o: picks.count(o) / len(picks) for o in set(picks)}
+    assert share["ref/random"] == pytest.approx(0.2, abs=0.03)
+    assert share["member/0"] == pytest.approx(0.8 * 0.5, abs=0.03)
+    assert share["member/1"] == pytest.approx(0.8 * 0.5 * 0.5, abs=0.03)
+    assert share["snapshot/0"] == pytest.approx(0.8 * 0.5 * 0.5, abs=0.03)
+    # self_share 0 draws exactly as before it existed (seeded runs repeat)
+    a, b = np.random.default_rng(4), np.random.default_rng(4)
+    assert ([choose_opponent("member/0", ["member/1"], ["snapshot/0"], MatchRecord(), a)
+             for _ in range(50)]
+            == [choose_opponent("member/0", ["member/1"], ["snapshot/0"], MatchRecord(), b,
+                                self_share=0.0) for _ in range(50)])
+    with pytest.raises(ValueError, match="self_share must be within"):
+        choose_opponent("member/0", ["member/1"], [], MatchRecord(), rng, self_share=1.5)
+    # a symmetric game seats the learner in both seats; an asymmetric one cannot
+    matches = plan_matches("member/0", "player_0", ["player_0", "player_1"],
+                           {"player_0": ["member/0", "member/1"]}, {}, MatchRecord(), rng, 8,
+                           symmetric=True, self_share=1.0)
+    assert all(set(m.seats.values()) == {"member/0"} for m in matches)
+    with pytest.raises(ValueError, match="only a symmetric game can"):
+        plan_matches("member/0", "prey", ["predators", "prey"],
+                     {"predators": ["member/1"], "prey": ["member/0"]}, {}, MatchRecord(), rng,
+                     2, self_share=0.5)
+
+
 def test_references_may_be_weighed_among_themselves_unlike_the_rest() -> None:
     rec = MatchRecord()
     for _ in range(20):
@@ -121,8 +156,6 @@ def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
 
 
 def test_matches_seat_the_learner_on_its_side_and_opponents_from_the_other_sides() -> None:
-    from distmarl.hpo.league import plan_matches
-
     rec = MatchRecord()
     rng = np.random.default_rng(1)
     current = {"predators": ["member/0", "member/1"], "prey": ["member/2"]}
@@ -139,8 +172,6 @@ def test_matches_seat_the_learner_on_its_side_and_opponents_from_the_other_sides
 
 
 def test_in_a_symmetric_game_the_learner_takes_each_seat_in_turn() -> None:
-    from distmarl.hpo.league import plan_matches
-
     seats = ["player_0", "player_1"]
     pool = {"player_0": ["member/0", "member/1", "member/2"]}
     matches = plan_matches("member/1", "player_0", seats, pool, {}, MatchRecord(),

@@ -21,7 +21,7 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(ray_local, tmp
     sets = [f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=4",
             "population.size=3", "evolution.evo_steps=1024", "evolution.final_episodes=0",
             "league={symmetric: true, references: [random, lookahead], eval_games: 8, "
-            "snapshot_every: 1, max_snapshots: 4}"]
+            "snapshot_every: 1, max_snapshots: 4, self_share: 0.25}"]
     cfg = load_config(C4, [*sets, "training.max_steps=3072"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
     assert summary["stop_reason"] == "max_steps" and summary["generations"] == 3

@@ -48,6 +48,24 @@ def test_a_plan_seats_members_and_references_and_collection_keeps_the_learners_r
         shell.close()
 
 
+def test_a_self_play_plan_needs_no_opponent_and_keeps_every_seats_rows() -> None:
+    shell, _ = worker()
+    try:
+        shell.seat(LeaguePlan(
+            [Match({"player_0": "member/0", "player_1": "member/0"}, "player_0"),
+             Match({"player_1": "member/0", "player_0": "ref/random"}, "player_1")],
+            {"ref/random": (None, None, "player_0")}))
+        assert shell.seating is not None and set(shell.seating.policies) == {"ref/random"}
+        rollout = shell.collector.collect(4)
+        active = {a: rollout.data["active"][a].reshape(4, 2).astype(bool)
+                  for a in ("player_0", "player_1")}
+        # sub-env 0 plays itself: both seats' moves are the learner's (one seat per turn)
+        assert active["player_0"][:, 0].any() and active["player_1"][:, 0].any()
+        assert not active["player_0"][:, 1].any()
+    finally:
+        shell.close()
+
+
 def test_the_games_opponent_epsilon_reaches_the_seating_with_random_play_for_noise() -> None:
     for eps in (0.0, 0.25):
         shell, _ = worker(eps)
