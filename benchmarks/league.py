@@ -22,8 +22,13 @@ did best in these games). Printed per seed and as mean +- standard error over th
 Also printed: each side's best rating after the first generation and at the end (ratings are
 OpenSkill ordinals on a scale where random play stays at 0).
 
+``--resume EARLIER.json`` continues each seed's run of an earlier ``--json`` (a copy of it:
+the earlier run stays as it was) from its last checkpoint to ``--steps``, so a longer budget
+can be measured in stages; give the same ``--set`` overrides as the earlier runs had.
+
     .venv/bin/python -m benchmarks.league [--games-list tictactoe connect_four simple_tag]
         [--seeds 0 1 2] [--steps N] [--games 200] [--json results.json] [--set KEY=VALUE]
+        [--resume earlier.json]
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,12 +124,18 @@ GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any], Path], dict[str, floa
 
 
 def train(config: Path, seed: int, steps: int, games: int, workdir: Path,
-          overrides: Sequence[str] = ()) -> tuple[dict[str, Any], float]:
+          overrides: Sequence[str] = (), resume: Path | None = None
+          ) -> tuple[dict[str, Any], float]:
     """A training run in its own process (the config with ``overrides``, ``--set`` style);
-    its summary and wall seconds."""
+    its summary and wall seconds. ``resume``: an earlier run directory, copied into
+    ``workdir`` and continued from its last checkpoint."""
     summary = workdir / "summary.json"
+    run = workdir / "run"
+    if resume is not None:
+        shutil.copytree(resume, run)
     cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
-           "--run-dir", str(workdir / "run"), "--summary-json", str(summary),
+           *(["--resume", str(run)] if resume is not None else ["--run-dir", str(run)]),
+           "--summary-json", str(summary),
            "--set", f"seed={seed}", "--set", f"training.max_steps={steps}",
            "--set", f"evolution.final_episodes={games}",
            "--set", f"tracking.directory={workdir}",
@@ -132,6 +144,23 @@ def train(config: Path, seed: int, steps: int, games: int, workdir: Path,
     with open(workdir / "train.log", "w") as log:
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     return json.loads(summary.read_text()), time.perf_counter() - started
+
+
+def earlier_runs(path: Path, games: Sequence[str], seeds: Sequence[int]
+                 ) -> dict[tuple[str, int], Path]:
+    """(game, seed) -> its run directory in an earlier ``--json`` (ValueError naming what is
+    missing: every game and seed asked for must be there, its run directory still on disk)."""
+    data = json.loads(path.read_text())
+    runs: dict[tuple[str, int], Path] = {}
+    for game in games:
+        by_seed = {r["seed"]: Path(r["run_dir"]) for r in data.get(game, {}).get("runs", [])}
+        for seed in seeds:
+            run = by_seed.get(seed)
+            if run is None or not (run / "checkpoints").is_dir():
+                raise ValueError(f"--resume {path}: no {game} run of seed {seed} with "
+                                 f"checkpoints (found {run})")
+            runs[game, seed] = run
+    return runs
 
 
 def ratings(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -159,7 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for every game's runs (repeatable)")
+    ap.add_argument("--resume", metavar="EARLIER.json",
+                    help="continue each seed's run of an earlier --json to --steps")
     args = ap.parse_args(argv)
+    earlier = earlier_runs(Path(args.resume), args.games_list, args.seeds) if args.resume else {}
     out: dict[str, Any] = {}
     for game in args.games_list:
         config, default_steps, figures, met = GAMES[game]
@@ -168,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for seed in args.seeds:
             workdir = Path(tempfile.mkdtemp(prefix=f"league-{game}-{seed}-"))
             summary, seconds = train(CONFIGS / config, seed, steps, args.games, workdir,
-                                     args.set)
+                                     args.set, earlier.get((game, seed)))
             f = figures(summary, workdir / "run")
             runs.append({"seed": seed, "figures": f, "met": met(f), "seconds": seconds,
                          "ratings": ratings(summary), "run_dir": str(workdir / "run")})
@@ -177,12 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + f"; ratings {runs[-1]['ratings']}; target {'met' if met(f) else 'missed'}",
                   flush=True)
         print(f"\n{game}: {steps:,} env steps per member, {args.games} games per opponent, "
-              f"seeds {args.seeds}" + (f", overrides {args.set}" if args.set else ""))
+              f"seeds {args.seeds}" + (f", overrides {args.set}" if args.set else "")
+              + (f", resumed from {args.resume}" if args.resume else ""))
         for key in runs[0]["figures"]:
             print(f"  {key}: {mean_se([r['figures'][key] for r in runs])}")
         print(f"  target met in {sum(r['met'] for r in runs)} of {len(runs)} seeds\n",
               flush=True)
-        out[game] = {"steps": steps, "games": args.games, "overrides": args.set, "runs": runs}
+        out[game] = {"steps": steps, "games": args.games, "overrides": args.set,
+                     "resumed_from": args.resume, "runs": runs}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
