@@ -151,10 +151,10 @@ def test_a_self_play_match_teaches_the_learner_every_seat_and_gives_no_result() 
     """Two sub-envs play the learner against itself, two against the lookahead player: the
     self-play sub-envs' rows are the learner's in both seats (as without a league), the
     opponent is asked only for its own sub-envs, and only its games give results."""
-    venv, algo, _, opponent = setup(IPPO)
+    venv, algo, against_lookahead, opponent = setup(IPPO)
     selfplay = Match({"player_0": "member/0", "player_1": "member/0"}, "player_0")
     plan = [selfplay, Match({"player_0": "member/0", "player_1": "ref/lookahead"}, "player_0")]
-    seating = Seating(venv_sides(venv), 4, "member/0", plan, {"ref/lookahead": opponent})
+    seating = Seating(against_lookahead.sides, 4, "member/0", plan, {"ref/lookahead": opponent})
     try:  # sub-envs 0 and 2 self-play, 1 and 3 meet lookahead (the plan repeats)
         rollout = Collector(venv, algo, seed=0, seating=seating).collect(6)
         results = Collector(venv, algo, seed=0, seating=seating).collect(200).match_results
@@ -175,12 +175,6 @@ def test_a_self_play_match_teaches_the_learner_every_seat_and_gives_no_result() 
         np.testing.assert_array_equal(rollout.data["action"]["player_1"].reshape(6, 4)[t, [1, 3]],
                                       call["player_1"][[1, 3]])
     assert results and {b for _, b, _ in results} == {"ref/lookahead"}
-
-
-def venv_sides(venv: Any) -> Any:
-    agents = list(venv.possible_agents)
-    return resolve_sides(agents, {a: venv.single_observation_space(a) for a in agents},
-                         {a: venv.single_action_space(a) for a in agents}, None, symmetric=True)
 
 
 class Column:
