@@ -8,10 +8,23 @@ Usage (one env step at a time, or a whole vectorised step)::
     batch = buf.sample(256, consumer="learner-0")  # tuple in field order, agent -> tensor
 
 Extensions over AgileRL: rows tagged with a population ``member``; per-consumer sampling
-(``replay_ratio``: mix-in of the newest unreceived rows, in-order streaming, or uniform replay;
-see :mod:`distmarl.buffers.sampling`); prioritised replay with a sum-tree per consumer
-(:mod:`distmarl.buffers.priorities`); ``learning_starts``; a samples-per-insert rate limiter;
-state_dict and Arrow files. A bad save raises ``ValueError`` before any row is written.
+(``replay_ratio``: mix-in of new rows and replay, ``mixin`` fixed-size or RLlib's, in-order
+streaming, or uniform replay; :mod:`distmarl.buffers.sampling`); prioritised replay, a
+sum-tree per consumer (:mod:`distmarl.buffers.priorities`); ``learning_starts``; a
+samples-per-insert rate limiter; state_dict and Arrow files. A bad save raises
+``ValueError`` before any row is written.
+
+AgileRL's public API holds as its tests check it: ``save_to_memory`` (single and
+vectorised), ``sample`` (float32 tensors for every field, ``(batch, *shape)``, scalars as
+``(batch, 1)``), ``stack_transitions``, ``len``, ``counter``, ``memory_size``, ``field_names``,
+``agent_ids``, ``device``. Where it differs: ``sample`` draws rows uniformly *with*
+replacement (AgileRL's ``random.sample`` draws without, and raises ``ValueError`` when
+``batch_size`` exceeds the stored rows) and returns None while nothing can be sampled; the
+second positional argument of ``sample`` is ``consumer`` (AgileRL ignores extra arguments);
+the first save fixes each column's shape and dtype; ``save_to_memory`` returns the rows
+written; AgileRL's private ``memory`` deque, ``experience``, ``_add`` and
+``_process_transition`` do not exist. ``sample_numpy`` keeps the stored dtypes (uint8 frames,
+int8 boards, int64 actions): what distmarl's learners read.
 
 The buffer composes its parts, each owning and serialising its own state: a
 :class:`~distmarl.buffers.layout.ColumnLayout` (the schema; checks saves, reassembles batches),
@@ -32,8 +45,8 @@ import numpy as np
 
 from distmarl.buffers.layout import ColumnLayout, check_mappings
 from distmarl.buffers.priorities import PriorityParams
-from distmarl.buffers.sampling import ConsumerState, Sampler, SampleToInsertRatio
-from distmarl.buffers.schema import BufferSchema, flatten, unflatten
+from distmarl.buffers.sampling import ConsumerState, Sampler, SampleToInsertRatio, check_ratio
+from distmarl.buffers.schema import BufferSchema, stack_values
 from distmarl.buffers.storage import PRIORITY_COLUMN, RingStorage
 from distmarl.types import SampleBatch
 
@@ -65,6 +78,11 @@ class MultiAgentReplayBuffer:
         the rest uniform replay; older unreceived rows are passed over (reachable by replay,
         counted as the consumer's ``skipped``). ``0``: streaming, every new row exactly once,
         oldest first, and nothing else.
+    :param mixin: how a mix-in ``replay_ratio`` in ``(0, 1)`` builds a batch. ``"fixed"``:
+        ``batch_size`` rows, the newest unreceived first (above). ``"rllib"``: RLlib's
+        ``MultiAgentMixInReplayBuffer``, a variable batch of the *oldest* unreceived rows (up
+        to the new share; the rest stay queued) plus replay in the ratio, nothing when no row
+        is new (:mod:`distmarl.buffers.sampling`).
     :param learning_starts: :meth:`sample` returns None until this many rows were added.
     :param seed: seed of the sampling generator.
     :param samples_per_insert: optional rate limit, sampled rows allowed per inserted row.
@@ -85,6 +103,7 @@ class MultiAgentReplayBuffer:
         samples_per_insert: float | None = None,
         error_buffer: float | None = None,
         prioritized: Mapping[str, float] | None = None,
+        mixin: str = "fixed",
     ) -> None:
         _check_config(memory_size, field_names, agent_ids, replay_ratio, learning_starts)
         self.memory_size = int(memory_size)
@@ -97,8 +116,9 @@ class MultiAgentReplayBuffer:
         self.samples_per_insert = samples_per_insert
         self.error_buffer = error_buffer
         self.prioritized = None if prioritized is None else PriorityParams(**prioritized)
+        self.mixin = mixin
         self.rate_limiter = self._make_rate_limiter()
-        self._sampler = Sampler(seed, self.prioritized)
+        self._sampler = Sampler(seed, self.prioritized, mixin)
         # Both exist from the first save on (the schema is inferred from it), or from a load.
         self._layout: ColumnLayout | None = None
         self.storage: RingStorage | None = None
@@ -153,20 +173,12 @@ class MultiAgentReplayBuffer:
         return self._write([data[f] for f in self.field_names], vectorised=True, member=member)
 
     @staticmethod
-    def stack_transitions(transitions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Stack per-step ``agent -> value`` dicts into ``agent -> (len(transitions), ...)``.
-        Dict and tuple values are stacked per key."""
-        if not transitions:
-            raise ValueError("stack_transitions needs at least one transition")
-        out: dict[str, Any] = {}
-        for agent in transitions[0]:
-            structure, first = flatten(transitions[0][agent])
-            leaves = [[leaf] for _, leaf in first]
-            for t in transitions[1:]:
-                for column, (_, leaf) in zip(leaves, flatten(t[agent])[1], strict=True):
-                    column.append(leaf)
-            out[agent] = unflatten(structure, [np.stack(c) for c in leaves])
-        return out
+    def stack_transitions(transitions: Sequence[Any]) -> Any:
+        """AgileRL's helper: one agent's values of one field over ``n`` steps (numbers,
+        arrays, or dicts / tuples of them) stacked into ``(n, *shape)`` numpy arrays, a
+        one-dimensional result as ``(n, 1)``; dicts / tuples per key / position.
+        ``stack_transitions([{"a": 1.0}, {"a": 2.0}])`` is ``{"a": array([[1.], [2.]])}``."""
+        return stack_values(transitions)
 
     def _write(self, values: Sequence[Mapping[str, Any]], vectorised: bool,
                member: int | None) -> int:
@@ -220,7 +232,7 @@ class MultiAgentReplayBuffer:
         buffer's exponents for this consumer (a member's own values)."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        r = self.replay_ratio if isinstance(replay_ratio, BufferRatio) else _check_ratio(replay_ratio)
+        r = self.replay_ratio if isinstance(replay_ratio, BufferRatio) else check_ratio(replay_ratio)
         if not self.can_sample(batch_size):
             return None
         assert self.storage is not None and self._layout is not None
@@ -244,14 +256,17 @@ class MultiAgentReplayBuffer:
     def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
                replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
                ) -> tuple[dict[str, Any], ...] | None:
-        """A batch as a tuple in ``field_names`` order of ``agent -> torch.Tensor`` on
-        ``device``, shape ``(batch_size, *field_shape)``; None when :meth:`sample_numpy` is."""
+        """A batch as AgileRL's ``sample`` returns it: a tuple in ``field_names`` order of
+        ``agent -> float32 torch.Tensor`` on ``device`` (every field, integer and bool ones
+        included; dict / tuple values per key), shape ``(batch_size, *field_shape)`` with
+        scalar fields as ``(batch_size, 1)``; None when :meth:`sample_numpy` is.
+        :meth:`sample_numpy` keeps the stored dtypes (what distmarl's learners read)."""
         batch = self.sample_numpy(batch_size, consumer, member, replay_ratio)
         if batch is None:
             return None
-        from distmarl.buffers.tensors import to_torch
+        from distmarl.buffers.tensors import to_float_torch
 
-        tensors: tuple[dict[str, Any], ...] = to_torch(batch.data, self.device)
+        tensors: tuple[dict[str, Any], ...] = to_float_torch(batch.data, self.device)
         return tensors
 
     # ------------------------------------------------------------------ state
@@ -278,6 +293,7 @@ class MultiAgentReplayBuffer:
             "samples_per_insert": self.samples_per_insert,
             "error_buffer": self.error_buffer,
             "prioritized": None if self.prioritized is None else asdict(self.prioritized),
+            "mixin": self.mixin,
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -327,7 +343,7 @@ class MultiAgentReplayBuffer:
                                  f"agents {layout.agent_ids}, this buffer {mine}")
             storage = RingStorage(self.memory_size, layout.schema.columns)
             storage.load_state_dict({"counter": meta["counter"], "columns": state["columns"]})
-        sampler = Sampler(self.seed, self.prioritized)
+        sampler = Sampler(self.seed, self.prioritized, self.mixin)
         priorities = {name: {**p, "priorities": state["columns"][PRIORITY_COLUMN.format(name)]}
                       for name, p in meta.get("priorities", {}).items()}
         sampler.load_state_dict({"consumers": meta["consumers"], "rng": meta["rng"],
@@ -374,13 +390,7 @@ def _check_config(memory_size: int, field_names: Sequence[str], agent_ids: Seque
     for name in [*field_names, *agent_ids]:
         if not isinstance(name, str) or "/" in name or not name:
             raise ValueError(f"field names and agent ids must be non-empty strings without '/': {name!r}")
-    _check_ratio(replay_ratio)
+    check_ratio(replay_ratio)
     if int(learning_starts) < 0:
         raise ValueError(f"learning_starts must be >= 0, got {learning_starts}")
 
-
-def _check_ratio(replay_ratio: float | None) -> float | None:
-    """The ratio as given (None or in ``[0, 1)``), else ValueError naming it."""
-    if replay_ratio is not None and not 0.0 <= float(replay_ratio) < 1.0:
-        raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio}")
-    return replay_ratio

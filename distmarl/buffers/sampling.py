@@ -4,16 +4,28 @@ limiting.
 A batch of ``batch_size`` rows drawn with ``replay_ratio``:
 
 - ``None``: uniform replay, every row drawn uniformly (with replacement) from the stored rows.
-- ``r`` in ``(0, 1)``, mix-in: the new part is the *newest* ``round(batch_size * (1 - r))``
-  rows this consumer has not received, the rest uniform replay (RLlib's mix-in: a row added
-  just before a sample comes back in that sample). Older unreceived rows are passed over: they
-  are never returned as new, stay reachable by replay, and are counted in the consumer's
-  ``skipped``. A consumer seen for the first time gets the newest rows.
+- ``r`` in ``(0, 1)``, mix-in, in one of two modes (the buffer's ``mixin``):
+
+  - ``"fixed"`` (the default): always ``batch_size`` rows. The new part is the *newest*
+    ``round(batch_size * (1 - r))`` rows this consumer has not received, the rest uniform
+    replay (a row added just before a sample comes back in that sample). Older unreceived
+    rows are passed over: they are never returned as new, stay reachable by replay, and are
+    counted in the consumer's ``skipped``. With no new rows the batch is all replay.
+  - ``"rllib"``: RLlib's ``MultiAgentMixInReplayBuffer``, a batch of variable size. The new
+    part is the *oldest* unreceived rows, up to ``batch_size * (1 - r)`` rounded up or down
+    at random to that mean; unreceived rows beyond it stay queued for later samples. Replay
+    rows are added in the ratio: ``batch_size - new_share`` when the new part is full, else
+    ``n_new * r / (1 - r)`` rounded at random (never more than ``batch_size - new_share``).
+    One new row at ``r=0.333`` and ``batch_size=5`` gives 1.5 rows on average. With no new
+    rows nothing is returned.
+
+  A consumer seen for the first time starts at the oldest stored row.
 - ``0``, streaming: only new rows, each exactly once and oldest first (an on-policy learner
   reads its member's rows this way); a batch holds fewer rows when fewer are new.
 
-Pure index arithmetic over :class:`~distmarl.buffers.storage.RingStorage`'s global row indices;
-nothing here copies row data.
+Rows the ring overwrote before a consumer received them count as its ``dropped`` in every
+mode. Pure index arithmetic over :class:`~distmarl.buffers.storage.RingStorage`'s global row
+indices; nothing here copies row data.
 """
 
 from __future__ import annotations
@@ -32,6 +44,8 @@ from distmarl.buffers.priorities import (
 from distmarl.buffers.storage import RingStorage
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
+#: The buffer's ``mixin`` settings (see the module docstring).
+MIXIN_MODES = ("fixed", "rllib")
 
 
 @dataclass
@@ -116,11 +130,25 @@ def _member_rows(storage: RingStorage, start: int, member: int) -> np.ndarray:
     return mine
 
 
+def check_ratio(replay_ratio: float | None) -> float | None:
+    """The ratio as given (None or in ``[0, 1)``), else ValueError naming it."""
+    if replay_ratio is not None and not 0.0 <= float(replay_ratio) < 1.0:
+        raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio}")
+    return replay_ratio
+
+
 def new_row_share(batch_size: int, replay_ratio: float | None) -> int:
     """How many of ``batch_size`` rows should be new rows: ``round(batch_size * (1 - r))``."""
     if replay_ratio is None:
         return 0
     return round(batch_size * (1.0 - replay_ratio))
+
+
+def random_round(value: float, rng: np.random.Generator) -> int:
+    """``value`` rounded up with probability ``value % 1``, else down: an integer whose mean
+    is ``value`` (RLlib's ``round_up_or_down``)."""
+    low = int(np.floor(value))
+    return low + int(rng.random() < value - low)
 
 
 def uniform_rows(
@@ -148,9 +176,13 @@ class Sampler:
         (:mod:`distmarl.buffers.priorities`); new rows of the mix-in part get weight 1.
     """
 
-    def __init__(self, seed: int | None, prioritized: PriorityParams | None = None) -> None:
+    def __init__(self, seed: int | None, prioritized: PriorityParams | None = None,
+                 mixin: str = "fixed") -> None:
+        if mixin not in MIXIN_MODES:
+            raise ValueError(f"mixin must be one of {list(MIXIN_MODES)}, got {mixin!r}")
         self.rng = np.random.default_rng(seed)
         self.prioritized = prioritized
+        self.mixin = mixin
         self.consumers: dict[str, ConsumerState] = {}
         self.priorities: dict[str, ConsumerPriorities] = {}
 
@@ -173,15 +205,34 @@ class Sampler:
         if replay_ratio == 0:
             new = state.stream(storage, batch_size, member)
             return new, len(new), None
-        new = (_NO_ROWS if replay_ratio is None
-               else state.mix_in(storage, new_row_share(batch_size, replay_ratio), member))
+        if replay_ratio is None:
+            new, num_replay = _NO_ROWS, batch_size
+        elif self.mixin == "rllib":
+            new, num_replay = self._rllib_split(state, storage, batch_size, member, replay_ratio)
+            if len(new) == 0:
+                return _NO_ROWS, 0, None
+        else:
+            new = state.mix_in(storage, new_row_share(batch_size, replay_ratio), member)
+            num_replay = batch_size - len(new)
         if self.prioritized is None:
-            replay = uniform_rows(storage, batch_size - len(new), self.rng, member)
+            replay = uniform_rows(storage, num_replay, self.rng, member)
             return (np.concatenate([new, replay]) if len(new) else replay), len(new), None
         tree = self._tree(consumer, storage, member, alpha)
-        replay, weights = tree.draw(storage, batch_size - len(new), self._beta(beta), self.rng)
+        replay, weights = tree.draw(storage, num_replay, self._beta(beta), self.rng)
         ones = np.ones(len(new), dtype=np.float32)
         return np.concatenate([new, replay]), len(new), np.concatenate([ones, weights])
+
+    def _rllib_split(self, state: ConsumerState, storage: RingStorage, batch_size: int,
+                     member: int | None, replay_ratio: float) -> tuple[np.ndarray, int]:
+        """RLlib's mix-in (module docstring): the oldest unreceived rows up to a randomly
+        rounded new share, and how many replay rows go with them."""
+        share = batch_size * (1.0 - replay_ratio)
+        max_new = random_round(share, self.rng)
+        new = state.stream(storage, max_new, member)
+        if np.isclose(len(new), share):
+            return new, batch_size - max_new
+        in_ratio = random_round(len(new) * replay_ratio / (1.0 - replay_ratio), self.rng)
+        return new, min(batch_size - max_new, in_ratio)
 
     def update_priorities(self, storage: RingStorage, consumer: str, indices: np.ndarray,
                           td_errors: np.ndarray) -> int:

@@ -107,6 +107,22 @@ def unflatten(structure: Structure, leaves: Sequence[Any]) -> Any:
     return build(structure)
 
 
+def stack_values(values: Sequence[Any]) -> Any:
+    """One agent's values of one field over ``n`` steps, stacked (AgileRL's
+    ``stack_transitions`` contract): numbers and arrays -> ``(n, *shape)``, and a result of
+    one dimension (scalars, shape-``()`` arrays) -> ``(n, 1)``; dict and tuple values are
+    stacked per key / position (nested ones recursively). ValueError for an empty list."""
+    if not values:
+        raise ValueError("stack_transitions needs at least one transition")
+    first = values[0]
+    if isinstance(first, Mapping):
+        return {key: stack_values([v[key] for v in values]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(stack_values([v[i] for v in values]) for i in range(len(first)))
+    stacked = np.array([np.asarray(v) for v in values])
+    return stacked[:, None] if stacked.ndim == 1 else stacked
+
+
 def lookup(value: Any, path: LeafPath) -> Any:
     """``value[path[0]][path[1]]...``."""
     for key in path:

@@ -1,4 +1,10 @@
-"""numpy batch -> torch tensors (the only place the buffer package touches torch)."""
+"""numpy batch -> torch tensors (the only place the buffer package touches torch).
+
+Two conversions: :func:`to_torch` keeps the stored dtypes (uint8 frames, int8 boards, int64
+actions stay compact; what distmarl's learners read), :func:`to_float_torch` makes every leaf
+float32 (what AgileRL's ``MultiAgentReplayBuffer.sample`` returns, so code written for it runs
+unchanged on :meth:`~distmarl.buffers.replay.MultiAgentReplayBuffer.sample`).
+"""
 
 from __future__ import annotations
 
@@ -31,6 +37,16 @@ def to_torch(data: Any, device: Any = None) -> Any:
     if isinstance(data, tuple):
         return tuple([to_torch(v, device) for v in data])
     return to_tensor(np.asarray(data), device)
+
+
+def to_float_torch(data: Any, device: Any = None) -> Any:
+    """:func:`to_torch` with every leaf as float32, as AgileRL's ``obs_to_tensor`` gives it:
+    integer and bool columns are copied once as float32, float32 columns stay zero-copy."""
+    if isinstance(data, dict):
+        return {k: to_float_torch(v, device) for k, v in data.items()}
+    if isinstance(data, tuple):
+        return tuple([to_float_torch(v, device) for v in data])
+    return to_tensor(np.asarray(data).astype(np.float32, copy=False), device)
 
 
 def to_torch_batches(batches: Sequence[Any], device: Any = None,

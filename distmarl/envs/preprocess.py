@@ -11,10 +11,17 @@ or ``{name: {argument: value}}``::
 
 Names are SuperSuit's without the version suffix (``resize`` is ``resize_v1``); the exact
 SuperSuit name is accepted too. An unknown wrapper, an unknown or missing argument is a
-:class:`~distmarl.envs.errors.EnvSpecError` naming the entry, before any env is built. Frames
-stay ``uint8`` through ``color_reduction``, ``resize`` and ``frame_stack``; the CNN scales them
-once, so ``dtype`` and ``normalize_obs`` are rarely wanted (they make every stored frame four
-times larger).
+:class:`~distmarl.envs.errors.EnvSpecError` naming the entry, before any env is built.
+YAML has no tuples: a list given for an argument SuperSuit checks to be a tuple
+(:data:`TUPLE_ARGUMENTS`: ``reshape``'s ``shape``, ``frame_skip``'s ``(low, high)`` range) is
+passed as one, so ``{reshape: {shape: [24, 96]}}`` and ``{frame_skip: {num_frames: [2, 4]}}``
+(each step repeats the action 2 to 4 frames, SuperSuit's parallel ``frame_skip``) work from a
+config; ``{frame_skip: [2, 4]}`` is refused, since it would mean ``num_frames=2,
+default_action=4``.
+
+Frames stay ``uint8`` through ``color_reduction``, ``resize`` and ``frame_stack``; the CNN
+scales them once, so ``dtype`` and ``normalize_obs`` are rarely wanted (they make every stored
+frame four times larger).
 """
 
 from __future__ import annotations
@@ -54,6 +61,13 @@ WRAPPERS: dict[str, str] = {
     "pad_action_space": "pad_action_space_v0",
 }
 _BY_FUNCTION = {v: k for k, v in WRAPPERS.items()}
+
+#: SuperSuit function -> the arguments it asserts to be tuples (``isinstance(x, tuple)``).
+#: Lists from a config are converted to tuples for these, and only these.
+TUPLE_ARGUMENTS: dict[str, frozenset[str]] = {
+    "reshape_v0": frozenset({"shape"}),
+    "frame_skip_v0": frozenset({"num_frames"}),
+}
 
 
 @dataclass(frozen=True)
@@ -111,7 +125,28 @@ def _parse(i: int, entry: str | Mapping[str, Any]) -> WrapperSpec:
     elif value is not None:
         args = (value,)
     _check_arguments(where, str(name), function, args, kwargs)
+    if function == "frame_skip_v0" and len(args) == 2:
+        raise EnvSpecError(f"{where} {name}: [{args[0]!r}, {args[1]!r}] would be num_frames="
+                           f"{args[0]!r}, default_action={args[1]!r}; write a range as "
+                           f"{{{name}: {{num_frames: [{args[0]!r}, {args[1]!r}]}}}}")
+    args, kwargs = _as_tuples(function, args, kwargs)
     return WrapperSpec(str(name), function, args, tuple(sorted(kwargs.items())))
+
+
+def _as_tuples(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` with every list given for one of ``function``'s
+    :data:`TUPLE_ARGUMENTS` turned into a tuple (positional ones found by the signature)."""
+    wanted = TUPLE_ARGUMENTS.get(function)
+    if not wanted:
+        return args, kwargs
+    names = [p.name for p in _signature(_supersuit_function(function)).parameters.values()
+             if p.name != "env"]
+    args = tuple(tuple(a) if isinstance(a, list) and n in wanted else a
+                 for n, a in zip(names, args, strict=False))
+    kwargs = {k: tuple(v) if isinstance(v, list) and k in wanted else v
+              for k, v in kwargs.items()}
+    return args, kwargs
 
 
 def _check_arguments(where: str, name: str, function: str, args: tuple[Any, ...],

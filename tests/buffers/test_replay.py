@@ -62,11 +62,12 @@ def test_single_env_saves_and_agilerl_helpers() -> None:
     assert len(buf) == 7 and buf.counter == 7
     ids = check_aligned(buf.sample_numpy(50).data)
     assert set(ids) == set(range(7))
-    # stack_transitions: list of per-step agent dicts -> agent -> (steps, ...)
-    steps = [{"a": np.full(2, i), "b": {"x": np.full(3, i)}} for i in range(4)]
+    # stack_transitions: values over steps -> (steps, ...), per key (nested dicts too)
+    steps = [{"a": np.full(2, i), "b": {"x": np.full(3, i), "n": i}} for i in range(4)]
     stacked = MultiAgentReplayBuffer.stack_transitions(steps)
     assert stacked["a"].shape == (4, 2) and stacked["b"]["x"].shape == (4, 3)
     np.testing.assert_array_equal(stacked["b"]["x"][:, 0], np.arange(4))
+    assert stacked["b"]["n"].shape == (4, 1)  # scalars as a column, as AgileRL stacks them
 
 
 def test_python_floats_and_float64_are_stored_as_float32() -> None:
@@ -93,8 +94,9 @@ def test_dict_and_tuple_observations_are_stored_per_key() -> None:
     assert isinstance(obs["b"], tuple) and obs["b"][1].shape == (32, 1)
     np.testing.assert_array_equal(obs["a"]["pos"][:, 0], reward["a"][:, 0])
     np.testing.assert_array_equal(obs["b"][1][:, 0], reward["b"][:, 0])
-    tensors = buf.sample(4)
-    assert tensors[0]["a"]["img"].dtype == torch.uint8
+    tensors = buf.sample(4)  # AgileRL's sample: float32 tensors, per key and position
+    assert tensors[0]["a"]["img"].dtype == torch.float32
+    assert tensors[0]["b"][1].dtype == torch.float32 and tensors[0]["b"][1].shape == (4, 1)
 
 
 def test_mix_in_share_of_new_rows_is_exact() -> None:
