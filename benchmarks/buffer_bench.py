@@ -26,6 +26,7 @@ import numpy as np
 
 from benchmarks.timing import best_rate
 from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.buffers.tensors import to_torch
 
 AGENTS = ["speaker_0", "listener_0"]
 FIELDS = ["obs", "action", "reward", "next_obs", "done"]
@@ -126,7 +127,7 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
 
     def ours() -> None:
         buf.save_to_memory(*step, is_vectorised=True)
-        buf.sample(1024, "learner")  # torch tensors, as a learner gets them
+        to_torch(buf.sample_numpy(1024, "learner").data)  # tensors as a learner gets them
 
     per = MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0, replay_ratio=0.5,
                                  prioritized={"alpha": 0.6, "beta": 0.4, "eps": 1e-6})
