@@ -52,7 +52,9 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
     * ``best_fitness``: the best member's latest fitness;
     * ``run_dir``: the run's directory (config, checkpoints, lineage, plots);
     * ``env_steps``, ``updates``, ``generations``: totals over the population;
-    * ``stop_reason`` (``"max_steps"``, ``"target"``, ...), ``wall_seconds``,
+    * ``stop_reason`` (``"max_steps"``, ``"target"``, ``"stopped by SIGTERM"``, ...) and
+      ``stop_signal`` (the signal's number when one stopped the run, else None),
+      ``wall_seconds``,
       ``setup_seconds`` (start-up: actors started, weights published; ``setup_phases``
       splits it) and ``env_steps_per_s``;
     * ``learner_devices``: each learner's torch device.

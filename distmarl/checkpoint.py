@@ -168,13 +168,36 @@ def verify(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
-    """Read a checkpoint folder (or the latest under a ``checkpoints/`` root) as data."""
+def resolve(path: Path) -> Path:
+    """The checkpoint folder ``path`` names: itself, or the latest under a ``checkpoints/``
+    root."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist")
     if not (path / "manifest.json").exists() and list_checkpoints(path):
         path = list_checkpoints(path)[-1]
+    return path
+
+
+def read_meta(path: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """``(folder, manifest, meta)`` of the checkpoint ``path`` names (see :func:`resolve`):
+    the two JSON files only, no checksums and no tensors, so a resume can check its config
+    against the checkpoint in a moment."""
+    path = resolve(path)
+    try:
+        manifest = json.loads((path / "manifest.json").read_text())
+        meta = json.loads((path / "meta.json").read_text())
+    except FileNotFoundError as err:
+        raise CheckpointError(f"checkpoint {path} is incomplete: {err.filename} is missing"
+                              ) from None
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"checkpoint {path} has a corrupted JSON file: {err}") from None
+    return path, manifest, meta
+
+
+def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
+    """Read a checkpoint folder (or the latest under a ``checkpoints/`` root) as data."""
+    path = resolve(path)
     manifest = verify(path)
     meta = json.loads((path / "meta.json").read_text())
     members = [torch.load(path / f"member-{i}.pt", weights_only=True, map_location="cpu")

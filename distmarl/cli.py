@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from distmarl.version import __version__
 
@@ -31,9 +33,26 @@ def _existing(path: str, what: str) -> Path:
     return p
 
 
+def show_layouts() -> None:
+    """Print how each agent group's images are read (a line per group, from the algorithms'
+    build in preflight), so a board read the wrong way round is seen before training."""
+    logger = logging.getLogger("distmarl.algorithms.common.observations")
+    for old in logger.handlers:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("distmarl: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def _train(args: argparse.Namespace) -> int:
+    """Train; exits 0 when the run ended by itself, ``128 + signum`` (130 for SIGINT, 143 for
+    SIGTERM) when a signal stopped it (after its checkpoint and summary)."""
+    show_layouts()
     from distmarl.config import load_config
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.stopping import exit_code
+    from distmarl.runtime.trainer import Stopped, train
 
     cfg = load_config(_existing(args.config, "config file"), args.set or [])
     if args.no_mlflow:
@@ -42,11 +61,16 @@ def _train(args: argparse.Namespace) -> int:
         cfg.tracking.mlflow_uri = args.mlflow_uri
     if args.resume:
         _existing(args.resume, "run directory")
-    summary = train(cfg, address=args.address, resume=args.resume, run_dir=args.run_dir,
-                    summary_json=args.summary_json, show_progress=not args.quiet,
-                    num_cpus=args.num_cpus, num_gpus=args.num_gpus)
+    try:
+        summary = train(cfg, address=args.address, resume=args.resume, run_dir=args.run_dir,
+                        summary_json=args.summary_json, show_progress=not args.quiet,
+                        num_cpus=args.num_cpus, num_gpus=args.num_gpus)
+    except Stopped as stopped:
+        print(f"distmarl: {stopped}", file=sys.stderr)
+        return exit_code(stopped.signum)
     print(result_line(summary))
-    return 0
+    signum = summary.get("stop_signal")
+    return 0 if signum is None else exit_code(signum)
 
 
 def result_line(summary: dict[str, Any]) -> str:
@@ -132,7 +156,8 @@ def _submit(args: argparse.Namespace) -> int:
         forward_mlflow_env=not args.no_mlflow_env, submission_id=args.submission_id)
     address = args.address or jobs.default_address()
     return _talk_to_cluster(address, lambda client: jobs.run_submit(
-        client, request, address=address, wait=not args.no_wait))
+        client, request, address=address, wait=not args.no_wait,
+        agent_wait_s=args.agent_wait, out=sys.stdout, err=sys.stderr))
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -151,6 +176,8 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _add_submit_parsers(sub: Any) -> None:
+    from distmarl.jobs import AGENT_WAIT_S
+
     address_help = ("Ray job server (the dashboard), e.g. http://HOST:8265 (default: "
                     "$RAY_API_SERVER_ADDRESS, $RAY_ADDRESS or http://127.0.0.1:8265)")
     sm = sub.add_parser(
@@ -172,6 +199,10 @@ def _add_submit_parsers(sub: Any) -> None:
                     help="do not forward this shell's MLFLOW_TRACKING_* variables")
     sm.add_argument("--submission-id", help="job id (default: distmarl-<name>-<time>-<random>)")
     sm.add_argument("--no-wait", action="store_true", help="return once submitted")
+    sm.add_argument("--agent-wait", type=float, default=AGENT_WAIT_S, metavar="SECONDS",
+                    help="while the head's job agent is still starting (Ray: 'please try again "
+                         "later'), ask again with growing pauses for up to SECONDS "
+                         "(default: %(default)g)")
     sm.set_defaults(func=_submit)
 
     jb = sub.add_parser("jobs", help="list, inspect, follow or stop Ray jobs")
@@ -236,8 +267,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """distmarl's own warnings as one line (``distmarl: warning: ...``), others as Python
+    shows them."""
+    if category.__module__.startswith("distmarl"):
+        print(f"distmarl: warning: {message}", file=file or sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), end="",
+              file=file or sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return int(args.func(args))
     except (ValueError, FileNotFoundError) as err:

@@ -15,11 +15,8 @@ from typing import Any, NamedTuple
 from distmarl.algorithms import Algorithm
 from distmarl.algorithms.registry import algorithm_class
 from distmarl.config import ALGORITHM_CONFIGS, AlgorithmConfig, EnvConfig, ExperimentConfig
+from distmarl.config.replay import FRAGMENT_CAPACITY_MARGIN
 from distmarl.types import N_STEPS_FIELD
-
-#: A buffer holds at least this many times the fragments an on-policy population can have
-#: waiting at once (see :func:`check_on_policy_buffer`).
-FRAGMENT_CAPACITY_MARGIN = 2
 
 
 class EnvSpaces(NamedTuple):
@@ -78,7 +75,8 @@ def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = No
 
     return make_vector_env(cfg.spec, num_envs or cfg.num_envs, mode=mode or cfg.vector_mode,
                            seed=seed, nonfinite=cfg.nonfinite, record_state=record_state,
-                           wrappers=parse_wrappers(cfg.wrappers), **cfg.kwargs)
+                           wrappers=parse_wrappers(cfg.wrappers),
+                           max_episode_steps=cfg.max_episode_steps, **cfg.kwargs)
 
 
 def is_on_policy(name: str) -> bool:
@@ -117,16 +115,35 @@ def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
         raise ValueError(f"buffer.samples_per_insert must be null for the on-policy algorithm "
                          f"{cfg.algorithm.name} (each row is read exactly once), got "
                          f"{b.samples_per_insert}")
-    steps = initial_learn_step(cfg)
-    searched = cfg.evolution.hp_config.get("learn_step")
-    if searched is not None:
-        steps = max(steps, int(searched.max))
-    waiting = cfg.num_members * (cfg.population.workers_per_member + 1)
-    needed = FRAGMENT_CAPACITY_MARGIN * waiting * steps * cfg.env.num_envs
-    if b.capacity < needed:
+    waiting = cfg.fragment_rows()
+    if b.capacity < waiting.capacity:
         raise ValueError(f"buffer.capacity {b.capacity} is too small for {cfg.algorithm.name}: "
-                         f"{waiting} fragments of up to {steps} steps * {cfg.env.num_envs} envs "
-                         f"can wait unread; use at least {needed}")
+                         f"{waiting.fragments} fragments of up to {waiting.steps} steps * "
+                         f"{waiting.num_envs} envs can wait unread; use at least "
+                         f"{waiting.capacity} (or leave buffer.capacity out)")
+
+
+def check_buffer_memory(cfg: ExperimentConfig, spaces: EnvSpaces,
+                        memory: int | None = None) -> None:
+    """ValueError when ``buffer.capacity`` rows of the env's transitions (as the members store
+    them, see :func:`distmarl.envs.footprint.row_bytes`) exceed ``memory`` bytes (default:
+    this machine's): the buffer would fill lazily until the machine runs out of memory."""
+    from distmarl.envs.footprint import buffer_memory_problem, machine_memory, row_bytes
+
+    state = reads_state(cfg.algorithm, spaces)
+    nbytes = row_bytes(buffer_fields(cfg.algorithm.name, state), spaces.observation,
+                       spaces.action, spaces.state if state else None, cfg.buffer.row_steps)
+    problem = buffer_memory_problem(cfg.buffer.capacity, nbytes,
+                                    machine_memory() if memory is None else memory,
+                                    len(spaces.observation))
+    if problem is None:
+        return
+    if is_on_policy(cfg.algorithm.name):
+        w = cfg.fragment_rows()
+        problem += (f"; {cfg.algorithm.name} needs {w.capacity} rows ({FRAGMENT_CAPACITY_MARGIN} "
+                    f"x {w.fragments} fragments of {w.steps} steps x {w.num_envs} envs): lower "
+                    "algorithm.hp.learn_step, env.num_envs or population.workers_per_member")
+    raise ValueError(problem)
 
 
 def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
@@ -148,14 +165,25 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
             "error_buffer": b.error_buffer, "prioritized": b.prioritized}
 
 
+class CompetitiveGameWarning(UserWarning):
+    """A game that looks competitive runs without a ``league:`` section (see
+    :mod:`distmarl.envs.competitive`)."""
+
+
 def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     """Check what only the env and the algorithm can check, before any actor starts: the env
-    builds, the algorithm builds for its spaces (the ``net_config`` fits the env's agents),
-    and an on-policy population's buffer can carry its fragments. (Hyperparameters and their
-    search ranges are checked when the config loads.) Returns the spaces."""
+    builds, resets and takes random legal steps (:class:`~distmarl.envs.probe.ProbeRun`, in a
+    child process that runs while the algorithm builds), the algorithm builds for its spaces
+    (the ``net_config`` fits the env's agents), and an on-policy population's buffer can carry
+    its fragments. (Hyperparameters and their search ranges are checked when the config
+    loads.) Warns (:class:`CompetitiveGameWarning`) when the game looks competitive and the
+    config has no ``league:`` section. Returns the spaces."""
     from distmarl.config import ConfigError
     from distmarl.envs import EnvSpecError, parse_wrappers
+    from distmarl.envs.errors import spec_reason
+    from distmarl.envs.probe import PROBE_STEPS, ProbeRun
 
+    spec = cfg.env.spec
     try:
         parse_wrappers(cfg.env.wrappers)
     except EnvSpecError as err:
@@ -163,14 +191,54 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     try:
         spaces = env_spaces(cfg.env)
     except Exception as err:
-        raise ConfigError(f"env.spec '{cfg.env.spec}': {err}") from None
+        raise ConfigError(f"env.spec {spec!r}: {spec_reason(err, spec)}") from None
+    # a league already rates the game: one step shows the env works
+    run = ProbeRun(spec, cfg.env.kwargs, cfg.env.wrappers, cfg.seed,
+                   steps=1 if cfg.league.enabled else PROBE_STEPS)
+    try:
+        problem = _algorithm_problem(cfg, spaces)
+    except BaseException:
+        run.cancel()
+        raise
+    report = _probe_result(run, spec)
+    if problem is not None:
+        raise ConfigError(problem)
+    if not cfg.league.enabled:
+        _warn_if_competitive(spec, report)
+    return spaces
+
+
+def _algorithm_problem(cfg: ExperimentConfig, spaces: EnvSpaces) -> str | None:
+    """What stops the algorithm or the on-policy buffer from fitting the env, or None."""
     try:
         for algorithm in {a.name: a for a in cfg.member_algorithm_configs()}.values():
             make_algorithm(algorithm, spaces, seed=cfg.seed)
     except (ValueError, KeyError, TypeError) as err:
-        raise ConfigError(f"algorithm: {err}") from None
+        return f"algorithm: {err}"
     try:
         check_on_policy_buffer(cfg)
+        check_buffer_memory(cfg, spaces)
     except ValueError as err:
-        raise ConfigError(str(err)) from None
-    return spaces
+        return str(err)
+    return None
+
+
+def _probe_result(run: Any, spec: str) -> Any:
+    """The probe's report; ConfigError naming the spec and the phase when the env failed."""
+    from distmarl.config import ConfigError
+    from distmarl.envs.probe import EnvProbeError
+
+    try:
+        return run.result()
+    except EnvProbeError as err:
+        raise ConfigError(f"env.spec {spec!r}: {err}") from None
+
+
+def _warn_if_competitive(spec: str, report: Any) -> None:
+    import warnings
+
+    from distmarl.envs.competitive import competitive_warning
+
+    message = competitive_warning(spec, report)
+    if message is not None:
+        warnings.warn(message, CompetitiveGameWarning, stacklevel=3)

@@ -36,6 +36,8 @@ EXIT_FAILED = 1
 EXIT_STOPPED = 3
 EXIT_UNREACHABLE = 4
 EXIT_INTERRUPTED = 130
+#: seconds ``distmarl submit`` keeps asking a job server whose agent is still starting
+AGENT_WAIT_S = 60.0
 
 
 def default_address(environ: Mapping[str, str] = os.environ) -> str:
@@ -46,14 +48,46 @@ def default_address(environ: Mapping[str, str] = os.environ) -> str:
 
 
 # ---------------------------------------------------------------------------------- talking to the cluster
-def submit(client: Any, request: JobRequest, *, address: str, err: IO[str] = sys.stderr) -> str:
-    """Stage the working dir, submit, return the submission id (the upload happens in here)."""
+def not_ready(error: Exception) -> bool:
+    """Whether the job server answered "try again later": a head whose job agent is still
+    starting (Ray's ``RuntimeError``: "Request failed with status code 500: No available agent
+    to submit job, please try again later.")."""
+    return isinstance(error, RuntimeError) and "try again later" in str(error)
+
+
+def backoff(wait_s: float, first_s: float = 1.0, most_s: float = 10.0) -> list[float]:
+    """The pauses between tries within ``wait_s`` seconds in all: doubling from ``first_s``,
+    at most ``most_s`` each, the last one cut to what is left (``60`` -> 1, 2, 4, 8, 10, 10,
+    10, 10, 5)."""
+    pauses: list[float] = []
+    pause = first_s
+    while sum(pauses) < wait_s:
+        pauses.append(min(pause, most_s, wait_s - sum(pauses)))
+        pause *= 2
+    return pauses
+
+
+def submit(client: Any, request: JobRequest, *, address: str, err: IO[str] = sys.stderr,
+           agent_wait_s: float = AGENT_WAIT_S) -> str:
+    """Stage the working dir, submit, return the submission id (the upload happens in here).
+    A job server whose agent is not ready yet is asked again, with growing pauses, for up to
+    ``agent_wait_s`` seconds (each retry said on ``err``); then its error stands."""
     print(describe(request, address), file=err, flush=True)
+    pauses = iter(backoff(agent_wait_s))
     with staged_working_dir(request) as staged:
-        return client.submit_job(entrypoint=request.entrypoint,
-                                 runtime_env=upload_runtime_env(request, staged),
-                                 metadata=request.metadata,
-                                 submission_id=request.submission_id)
+        runtime_env = upload_runtime_env(request, staged)
+        while True:
+            try:
+                return str(client.submit_job(entrypoint=request.entrypoint,
+                                             runtime_env=runtime_env, metadata=request.metadata,
+                                             submission_id=request.submission_id))
+            except RuntimeError as error:
+                pause = next(pauses, None)
+                if pause is None or not not_ready(error):
+                    raise
+                print(f"distmarl: job agent not ready, retrying in {pause:g} s", file=err,
+                      flush=True)
+                time.sleep(pause)
 
 
 def status_name(status: Any) -> str:
@@ -125,9 +159,11 @@ def outcome(client: Any, job_id: str, status: str, err: IO[str] = sys.stderr) ->
 
 
 def run_submit(client: Any, request: JobRequest, *, address: str, wait: bool = True,
-               out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
-    """Submit ``request`` and, with ``wait``, follow it to its end; returns the exit code."""
-    job_id = submit(client, request, address=address, err=err)
+               out: IO[str] = sys.stdout, err: IO[str] = sys.stderr,
+               agent_wait_s: float = AGENT_WAIT_S) -> int:
+    """Submit ``request`` (retrying a job agent that is not ready for ``agent_wait_s``) and,
+    with ``wait``, follow it to its end; returns the exit code."""
+    job_id = submit(client, request, address=address, err=err, agent_wait_s=agent_wait_s)
     print(f"distmarl: submitted {job_id}", file=err, flush=True)
     if not wait:
         print(f"  follow: distmarl jobs logs {job_id} --follow --address {address}\n"

@@ -38,6 +38,7 @@ from distmarl.envs import NonFiniteError, make_vector_env
 from distmarl.factory import preflight
 from distmarl.runtime.actors.buffer import BufferShell
 from tests.fakes import AGENTS, FIELDS, rows
+from tests.test_resume_check import saved_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
@@ -450,6 +451,53 @@ ROWS: list[Row] = [
     Row("config file that does not exist, distmarl config show",
         lambda c: cli("config", "show", str(c.tmp / "nope.yaml")),
         CliExit, r"exit 2: distmarl: config file .*nope\.yaml does not exist"),
+    Row("frame_skip range written as two positional values",
+        lambda c: preflight(load_config(TINY, ["env.wrappers=[{frame_skip: [2, 4]}]"])),
+        ConfigError, r"env\.wrappers\[0\] frame_skip: \[2, 4\] would be num_frames=2, "
+                     r"default_action=4; write a range as \{frame_skip: \{num_frames: \[2, 4\]\}\}"),
+    Row("checkpoint of another population size, distmarl train --resume",
+        lambda c: cli("train", str(TINY), "--quiet", "--no-mlflow", "--resume", str(c.tmp / "run")),
+        CliExit, r"exit 2: distmarl: --resume .*run: the config does not fit checkpoint "
+                 r"step-000000000400:\n  population\.size: the checkpoint has 4 members, the "
+                 r"config 2\n$", lambda c: saved_run(c.tmp / "run", members=4)),
+    Row("float dtype forced on an integer hyperparameter's mutation range",
+        lambda c: load_config(TINY, ["evolution.hp_config.learn_step={min: 1, max: 16, "
+                                     "dtype: float}"]),
+        ConfigError, r"evolution\.hp_config\.learn_step: dtype float, but learn_step is an "
+                     r"integer hyperparameter of MADDPG; leave dtype out"),
+    Row("episode step limit out of range",
+        lambda c: load_config(TINY, ["env.max_episode_steps=0"]),
+        ConfigError, r"env\.max_episode_steps: must be an int >= 1 or 'auto' \(got 0\)"),
+    Row("Sequence observation (knights_archers_zombies vector-sequence)",
+        lambda c: preflight(load_config(TINY, [
+            "env.spec=pettingzoo.butterfly:knights_archers_zombies_v11",
+            "env.kwargs={obs_method: vector-sequence}", "algorithm.net_config={}"])),
+        ConfigError, r"agent 'archer_0''s observation is Sequence\(.*obs_method 'vector'"),
+    Row("channels_last that is not a bool",
+        lambda c: preflight(load_config(TINY, ["algorithm.net_config={channels_last: maybe}"])),
+        ConfigError, r"net_config\['channels_last'\] must be true or false .*got 'maybe'"),
+    Row("buffer larger than the machine's memory",
+        lambda c: preflight(load_config(TINY, [
+            "env.spec=tests.envs.toy_envs:CrowdEnv", "env.kwargs={n_agents: 4}",
+            "algorithm.net_config={}", "buffer.capacity=1000000000"])),
+        ConfigError, r"buffer\.capacity 1000000000 rows x about .* KB per row \(one env step "
+                     r"of 4 agents\) = .* TB, more than this machine's memory"),
+    Row("env that fails on reset (preflight's random steps)",
+        lambda c: preflight(load_config(TINY, [f"env.spec={TOY}:BrokenEnv",
+                                               "env.kwargs={fails_on: reset}"])),
+        ConfigError, r"^env\.spec 'tests\.envs\.toy_envs:BrokenEnv': the env failed on reset: "
+                     r"RuntimeError: simulator broke on reset$"),
+    Row("env that aborts its process on step",
+        lambda c: preflight(load_config(TINY, [f"env.spec={TOY}:BrokenEnv",
+                                               "env.kwargs={fails_on: step, how: abort}"])),
+        ConfigError, r"the env failed on step: killed its process \(SIGABRT"),
+    Row("old version of a PettingZoo env",
+        lambda c: preflight(load_config(TINY, ["env.spec=pettingzoo.butterfly:pistonball_v5"])),
+        ConfigError, r"^env\.spec 'pettingzoo\.butterfly:pistonball_v5': 'pistonball_v5' is an "
+                     r"old version .*use 'pettingzoo\.butterfly:pistonball_v6'"),
+    Row("PettingZoo MPE env under its old package",
+        lambda c: preflight(load_config(TINY, ["env.spec=pettingzoo.mpe:simple_speaker_listener_v3"])),
+        ConfigError, r"moved to the 'mpe2' package: use 'mpe2:simple_speaker_listener_v4'"),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.cli import main
@@ -31,3 +32,41 @@ def test_buffer_info_on_a_foreign_file(tmp_path, capsys) -> None:
     bad.write_text("hello")
     assert main(["buffer-info", str(bad)]) == 2
     assert "bad.arrow is not a readable" in capsys.readouterr().err
+
+
+def test_distmarl_warnings_print_as_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A warning of distmarl's own (a competitive game without a league) is one line on
+    stderr; other packages' warnings keep Python's form (file and line)."""
+    import warnings
+
+    from distmarl import cli
+    from distmarl.factory import CompetitiveGameWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = cli._show_warning
+        warnings.warn("fitness is a coin toss", CompetitiveGameWarning, stacklevel=1)
+        warnings.warn("someone else's", UserWarning, stacklevel=1)
+    err = capsys.readouterr().err
+    assert err.startswith("distmarl: warning: fitness is a coin toss\n")
+    assert "UserWarning: someone else's" in err
+
+
+def test_train_says_how_each_groups_images_are_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """What ``distmarl train`` prints of an image layout: one line per agent group, from the
+    preflight's build (connect four's board, channels last)."""
+    from pathlib import Path
+
+    from distmarl import cli
+    from distmarl.algorithms.common import observations
+    from distmarl.config import load_config
+    from distmarl.factory import preflight
+
+    observations._said.clear()
+    cli.show_layouts()
+    config = Path(__file__).parents[1] / "examples" / "configs" / "connect_four_ippo_league.yaml"
+    preflight(load_config(config))
+    err = capsys.readouterr().err
+    assert ("distmarl: agent group 'player': image (6, 7, 2) read as channels last (6x7, 2 "
+            "channels)") in err
+    assert err.count("read as") == 1

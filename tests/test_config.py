@@ -71,6 +71,32 @@ def test_bad_config_is_named(case, data, words) -> None:
         assert word in str(err.value), (word, str(err.value))
 
 
+# (an override of the tiny example, the start of the one error line it must give)
+ENDS_AT_THE_ERROR = [
+    ("evolution.tournament.size=5", "evolution.tournament.size 5 is larger than population.size 2"),
+    ("league.sides={a: [speaker_0], b: [listener_0]}",
+     "league runs evolve in generations: evolution.mode sync or "),
+    ("evolution.hp_config.lr_actor={min: 1, max: 0.1}",
+     "evolution.hp_config.lr_actor: min 1.0 is greater than max 0.1"),
+    ("population.size=0", "population.size: Input should be greater than or equal to 1 (got 0)"),
+    (f"env.kwargs={[0] * 40}", "env.kwargs: Input should be a valid dictionary"),
+]
+
+
+@pytest.mark.parametrize("override,line", ENDS_AT_THE_ERROR,
+                         ids=[c[0][:30] for c in ENDS_AT_THE_ERROR])
+def test_a_config_error_ends_at_the_error(override: str, line: str) -> None:
+    """The message is the source and one line naming the field: never the config's repr (a
+    check across sections gets the whole config as its input), nor a long value."""
+    sets = [override, "evolution.mode=async"] if override.startswith("league") else [override]
+    with pytest.raises(ConfigError) as err:
+        load_config(CONFIGS / "tiny.yaml", sets)
+    head, *rest = str(err.value).splitlines()
+    assert head == f"invalid config {CONFIGS / 'tiny.yaml'}:"
+    assert len(rest) == 1 and rest[0].startswith(f"  {line}"), rest
+    assert len(rest[0]) < 200 and "Config(" not in rest[0]
+
+
 def test_defaults_validate_and_every_field_has_a_description() -> None:
     cfg = ExperimentConfig()
     assert cfg.algorithm.name == "MADDPG" and cfg.population.size == 4

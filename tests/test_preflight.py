@@ -42,3 +42,87 @@ def test_preflight_returns_the_env_spaces() -> None:
     assert {a: s.shape for a, s in obs.items()} == {"speaker_0": (3,), "listener_0": (11,)}
     assert {a: s.shape for a, s in act.items()} == {"speaker_0": (3,), "listener_0": (5,)}
     assert state.shape == (14,)  # mpe2's env.state(): the agents' observations side by side
+
+
+# ------------------------------------------------------------------ the env resets and steps
+BROKEN = "tests.envs.toy_envs:BrokenEnv"
+
+
+@pytest.mark.parametrize("fails_on,how,words", [
+    ("reset", "raise", ["on reset", "RuntimeError: simulator broke on reset"]),
+    ("step", "raise", ["on step", "RuntimeError: simulator broke on step"]),
+    ("reset", "abort", ["on reset", "SIGABRT", "Fatal Python error: Aborted", "in _fail"]),
+], ids=["reset raises", "step raises", "reset aborts the process"])
+def test_an_env_that_fails_on_reset_or_step_is_a_config_error(fails_on, how, words) -> None:
+    cfg = load_config(TINY, [f"env.spec={BROKEN}", f"env.kwargs={{fails_on: {fails_on}, how: {how}}}"])
+    with pytest.raises(ConfigError) as err:
+        preflight(cfg)
+    message = str(err.value)
+    assert message.startswith(f"env.spec '{BROKEN}': the env failed on {fails_on}: "), message
+    for word in words:
+        assert word in message, (word, message)
+
+
+def test_the_probe_takes_legal_steps_and_sees_the_game() -> None:
+    from distmarl.envs.probe import probe_spec
+
+    report = probe_spec("pettingzoo.classic:tictactoe_v3", {}, [], seed=0)
+    # an illegal move would end tictactoe at once with -1 for the mover: every game runs on
+    assert report.turn_based and report.masked and report.steps == 64
+    assert report.scored_steps == report.zero_sum_steps >= 1
+    spread = probe_spec("mpe2:simple_spread_v3", {"max_cycles": 5}, [], seed=0)
+    assert not spread.turn_based and spread.zero_sum_steps == 0 < spread.scored_steps
+
+
+def test_env_errors_name_the_spec_once() -> None:
+    with pytest.raises(ConfigError) as err:
+        preflight(load_config(TINY, ["env.spec=pettingzoo.sisl:pursuit_v3"]))
+    message = str(err.value)
+    assert message.startswith("env.spec 'pettingzoo.sisl:pursuit_v3': 'pursuit_v3' is an old "
+                              "version"), message
+    assert "env spec" not in message and message.count("pettingzoo.sisl:pursuit_v3") == 1
+    assert "use 'pettingzoo.sisl:pursuit_v" in message
+
+
+# ------------------------------------------------------ competitive games without a league
+EXAMPLES = TINY.parent
+COMPETITIVE = [
+    ("tictactoe", EXAMPLES / "tictactoe_ippo_league.yaml", ["league.symmetric=false"],
+     ["two players taking turns", "summed to exactly 0", "league: {symmetric: true}"]),
+    ("connect four", EXAMPLES / "connect_four_ippo.yaml", [],
+     ["two players taking turns", "selection is a coin toss", "league: {symmetric: true}"]),
+    ("simple_tag", EXAMPLES / "simple_tag_maddpg_league.yaml",
+     ["league.sides=null", "league.references=[]", "league.win_above={}"],
+     ["adversary vs agent look like opposed sides", "mixes the sides",
+      "league: {sides: {adversary: [adversary], agent: [agent]}}"]),
+]
+
+
+@pytest.mark.parametrize("case,path,sets,words", COMPETITIVE, ids=[c[0] for c in COMPETITIVE])
+def test_a_competitive_game_without_a_league_warns(case, path, sets, words) -> None:
+    from distmarl.factory import CompetitiveGameWarning
+
+    with pytest.warns(CompetitiveGameWarning) as record:
+        preflight(load_config(path, sets))
+    warned = [str(w.message) for w in record if w.category is CompetitiveGameWarning]
+    assert len(warned) == 1
+    message = warned[0]
+    assert "fitness is the sum of all agents' rewards" in message
+    for word in words:
+        assert word in message, (word, message)
+
+
+@pytest.mark.parametrize("path,sets", [
+    (TINY, []),  # speaker-listener
+    (EXAMPLES / "spread_maddpg.yaml", []),
+    (EXAMPLES / "tictactoe_ippo_league.yaml", []),  # competitive, with its league
+    (EXAMPLES / "simple_tag_maddpg_league.yaml", []),
+], ids=["speaker-listener", "spread", "tictactoe league", "simple_tag league"])
+def test_cooperative_games_and_leagues_do_not_warn(path, sets) -> None:
+    import warnings
+
+    from distmarl.factory import CompetitiveGameWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompetitiveGameWarning)
+        preflight(load_config(path, sets))

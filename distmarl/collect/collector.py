@@ -54,6 +54,8 @@ class Rollout:
     episode_lengths: list[int] = field(default_factory=list)
     #: league games that ended: (learner, opponent, the learner's result)
     match_results: list[MatchResult] = field(default_factory=list)
+    #: episodes among those that ended which the env's step limit cut (their agents truncated)
+    capped: int = 0
 
 
 class EpisodeScores:
@@ -151,18 +153,21 @@ class Collector:
         lengths: list[int] = []
         results: list[MatchResult] = []
         ended = np.zeros((num_steps, self.venv.num_envs), dtype=bool)
+        capped = 0
         for t in range(num_steps):
             rew, infos = self._step(rows, t)
             ended[t] = infos["_final_obs"]
+            cut = np.asarray(infos.get("capped", np.zeros_like(ended[t])), dtype=bool)
+            capped += int(cut.sum())
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
             if self.seating is not None:
-                results += self.seating.step(rew, np.asarray(infos["_final_obs"], dtype=bool))
+                results += self.seating.step(rew, ended[t], cut)
         if self.on_policy:  # the last step's next values: estimates of the current observations
             state = self.infos["state"] if self.uses_state else None
             self._fill_next_values(self.algo.value_estimates(self.obs, state))
         self.total_steps += num_steps * self.venv.num_envs
         data = rows.data() if self.window is None else self.window.add(rows.data(), ended)
-        return Rollout(data, num_steps * self.venv.num_envs, scores, lengths, results)
+        return Rollout(data, num_steps * self.venv.num_envs, scores, lengths, results, capped)
 
     def _seated(self, actions: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
                                                                dict[str, np.ndarray] | None]:

@@ -3,9 +3,9 @@ progress, and of a saved member from a checkpoint (no Ray)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -36,28 +36,58 @@ def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> fl
     return float(np.mean(evaluate(venv, algo, episodes=EVAL_EPISODES_PER_ENV, seed=seed)))
 
 
+class Scores(list[float]):
+    """Episode scores (a plain list of floats) and ``capped``: how many of those episodes
+    were not finished: cut by the env's step limit (``env.max_episode_steps``) or still
+    running at an evaluation's ``max_steps``; their scores are partial."""
+
+    capped: int = 0
+
+    def __init__(self, scores: Iterable[float] = (), capped: int = 0) -> None:
+        super().__init__(scores)
+        self.capped = int(capped)
+
+
+class Outcomes(NamedTuple):
+    """Each agent's return per episode, in :func:`evaluate`'s order, and whether each
+    episode was unfinished (see :class:`Scores`)."""
+
+    returns: list[dict[str, float]]
+    capped: list[bool]
+
+
 def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
-             seed: int | None = None, explore: bool = False) -> list[float]:
+             seed: int | None = None, explore: bool = False) -> Scores:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
     exploration (``explore``: sampling the policy; the caller seeds its stream), in a fixed
     order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i`` (whichever ends first),
     so a seed names the same episodes for every policy. With
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
-    ``eval_steps``)."""
-    return [float(sum(r.values()))
-            for r in episode_returns(venv, algo, episodes, max_steps, seed, explore)]
+    ``eval_steps``); so does an episode the env's step limit cut (both are counted in
+    :attr:`Scores.capped`)."""
+    out = episode_outcomes(venv, algo, episodes, max_steps, seed, explore)
+    return Scores([float(sum(r.values())) for r in out.returns], sum(out.capped))
 
 
 def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
                     seed: int | None = None, explore: bool = False) -> list[dict[str, float]]:
     """Each agent's return per episode, in :func:`evaluate`'s order (for games, where the
     sum over agents says nothing: who won)."""
+    return episode_outcomes(venv, algo, episodes, max_steps, seed, explore).returns
+
+
+def episode_outcomes(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
+                     seed: int | None = None, explore: bool = False) -> Outcomes:
+    """:func:`episode_returns`, and which of the episodes were unfinished: ended by the
+    vector env's step limit (``infos["capped"]``) or still running at ``max_steps`` (an
+    episode that had not taken a step then is no episode: left out)."""
     obs, infos = venv.reset(seed=seed)
     obs = fold_info_masks(obs, infos)
     agents = list(venv.possible_agents)
     running = {a: np.zeros(venv.num_envs) for a in agents}
     done = np.zeros(venv.num_envs, dtype=np.int64)
-    per_env: list[list[dict[str, float]]] = [[] for _ in range(venv.num_envs)]
+    length = np.zeros(venv.num_envs, dtype=np.int64)  # steps of each running episode
+    per_env: list[list[tuple[dict[str, float], bool]]] = [[] for _ in range(venv.num_envs)]
     steps = 0
     while (done < episodes).any() and (max_steps is None or steps < max_steps):
         actions = apply_env_defined_actions(algo.act(obs, explore=explore), infos)
@@ -66,25 +96,32 @@ def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int |
         counting = done < episodes
         for a in agents:
             running[a] += counting * np.asarray(rew[a], dtype=np.float64)
+        length += 1
         ended = infos["_final_obs"] & counting
+        capped = infos.get("capped", np.zeros(venv.num_envs, dtype=bool))
         for i in np.flatnonzero(ended):
-            per_env[i].append({a: float(running[a][i]) for a in agents})
+            per_env[i].append(({a: float(running[a][i]) for a in agents}, bool(capped[i])))
             for a in agents:
                 running[a][i] = 0.0
             done[i] += 1
+        length[infos["_final_obs"]] = 0
         steps += 1
-    for i in np.flatnonzero(done < episodes):  # only with max_steps
-        per_env[i].append({a: float(running[a][i]) for a in agents})
-    return [s[k] for k in range(episodes) for s in per_env if k < len(s)]
+    for i in np.flatnonzero((done < episodes) & (length > 0)):  # only with max_steps
+        per_env[i].append(({a: float(running[a][i]) for a in agents}, True))
+    ordered = [s[k] for k in range(episodes) for s in per_env if k < len(s)]
+    return Outcomes([r for r, _ in ordered], [c for _, c in ordered])
 
 
 def fixed_scores(venv: Any, policy: Policy, episodes: int, seed: int, explore: bool = False
-                 ) -> list[float]:
+                 ) -> Scores:
     """Scores of exactly ``episodes`` whole episodes seeded by ``seed``: the first
     ``episodes`` of :func:`evaluate`'s order, the same episodes for every policy on a venv of
-    the same env config (the final evaluation, and the random policy beside it)."""
+    the same env config (the final evaluation, and the random policy beside it); those the
+    env's step limit cut are counted in :attr:`Scores.capped`."""
     per_env = -(-episodes // venv.num_envs)
-    return evaluate(venv, policy, episodes=per_env, seed=seed, explore=explore)[:episodes]
+    out = episode_outcomes(venv, policy, per_env, seed=seed, explore=explore)
+    return Scores([float(sum(r.values())) for r in out.returns[:episodes]],
+                  sum(out.capped[:episodes]))
 
 
 class RandomPolicy:
@@ -173,7 +210,8 @@ def score_member(cfg: ExperimentConfig, algo: Any, index: int, where: str,
     finally:
         venv.close()
     return {"checkpoint": where, "member": index, "episodes": len(scores), "seed": seed,
-            "mean_score": float(np.mean(scores)), "std_score": float(np.std(scores))}
+            "mean_score": float(np.mean(scores)), "std_score": float(np.std(scores)),
+            "capped": scores.capped}
 
 
 def load_member(path: Path, member: int | None = None, seed: int | None = None

@@ -40,7 +40,8 @@ def evaluate_league_member(cfg: ExperimentConfig, algo: Any, member: int, games:
                            seed: int) -> dict[str, Any]:
     """Member ``member`` (``algo``, its weights loaded) against every reference it meets:
     ``games`` games each, seeded from ``seed`` as the final evaluation seeds them; its side,
-    one row per reference (win / draw / loss rates) and its pooled score rate."""
+    one row per reference (win / draw / loss rates, games the step limit cut) and its
+    pooled score rate."""
     spaces = env_spaces(cfg.env)
     setup = league_setup(cfg, spaces)
     if setup is None:
@@ -52,7 +53,7 @@ def evaluate_league_member(cfg: ExperimentConfig, algo: Any, member: int, games:
     plan = member_games(setup.league, member, seed)
     explore = cfg.evolution.eval_explore
     venv = make_venv(cfg.env, mode="sync", seed=seed)
-    results = []
+    results, capped = [], []
     try:
         for g in plan:
             agents = setup.sides.agents[g.opponent_side]
@@ -63,9 +64,11 @@ def evaluate_league_member(cfg: ExperimentConfig, algo: Any, member: int, games:
             res = play_games(venv, setup.sides, g.side, (g.learner, algo), (g.opponent, ref),
                              games, g.seed, explore, cfg.league.win_above)
             results.append([r for *_, r in res])
+            capped.append(res.capped)
     finally:
         venv.close()
-    rows = final_rows(plan, results)
+    rows = final_rows(plan, results, capped)
     score, stderr = pooled(rows)
     return {"member": member, "side": setup.league.side_of_member[member], "games": games,
-            "seed": seed, "score": score, "score_stderr": stderr, "opponents": rows}
+            "seed": seed, "score": score, "score_stderr": stderr, "capped": sum(capped),
+            "opponents": rows}

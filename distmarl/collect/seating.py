@@ -18,24 +18,41 @@ the sign of its return). Mixed games, whose scores do not oppose (simple_tag's p
 points at the arena's edge whatever the predators do), name one side and a threshold instead
 (``win_above={"predators": 0}``): that side wins a game when its score is above the threshold,
 and every other side wins otherwise.
+
+A game the env's step limit cut (``env.max_episode_steps``: it was not finished) is a draw
+for everyone, whatever the scores so far; :func:`play_games` counts such games
+(:attr:`GameResults.capped`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from distmarl.agents import Sides
-from distmarl.collect.evaluation import Policy, Seats, episode_returns
+from distmarl.collect.evaluation import Policy, Seats, episode_outcomes
 from distmarl.hpo.league import Match
 
-__all__ = ["LeagueGame", "LeaguePlan", "MatchResult", "Seating", "check_win_above",
-           "play_games", "side_result"]
+__all__ = ["DRAW", "GameResults", "LeagueGame", "LeaguePlan", "MatchResult", "Seating",
+           "check_win_above", "play_games", "side_result"]
 
 #: (learner, opponent, the learner's result: 1 win, 0.5 draw, 0 loss)
 MatchResult = tuple[str, str, float]
+#: the result of a draw, and of a game the step limit cut
+DRAW = 0.5
+
+
+class GameResults(list[MatchResult]):
+    """Games' results (a plain list of :data:`MatchResult`) and ``capped``: how many of those
+    games the step limit cut (each counted as a draw)."""
+
+    capped: int = 0
+
+    def __init__(self, results: Iterable[MatchResult] = (), capped: int = 0) -> None:
+        super().__init__(results)
+        self.capped = int(capped)
 
 
 class LeagueGame(NamedTuple):
@@ -168,25 +185,30 @@ class Seating:
             if flip:
                 out[a][flip] = np.asarray(self.noise.act({a: obs[a]})[a])[flip]
 
-    def step(self, rew: Mapping[str, Any], ended: np.ndarray) -> list[MatchResult]:
+    def step(self, rew: Mapping[str, Any], ended: np.ndarray,
+             capped: np.ndarray | None = None) -> list[MatchResult]:
         """Add one step's rewards ``agent -> (num_envs,)``; the matches of sub-envs whose
-        episode ended (``ended`` bool ``(num_envs,)``) give their results and are reseated."""
+        episode ended (``ended`` bool ``(num_envs,)``) give their results (draws where
+        ``capped``, bool ``(num_envs,)``: the step limit ended them) and are reseated."""
         for a, r in rew.items():
             self.returns.setdefault(a, np.zeros(self.num_envs))
             self.returns[a] += np.asarray(r, dtype=np.float64)
         results: list[MatchResult] = []
         for e in np.flatnonzero(ended):
-            results += self.result(int(e), {a: float(r[e]) for a, r in self.returns.items()})
+            results += self.result(int(e), {a: float(r[e]) for a, r in self.returns.items()},
+                                   capped is not None and bool(capped[e]))
             for r in self.returns.values():
                 r[e] = 0.0
         return results
 
-    def result(self, env: int, returns: Mapping[str, float]) -> list[MatchResult]:
+    def result(self, env: int, returns: Mapping[str, float],
+               capped: bool = False) -> list[MatchResult]:
         """The ended match of sub-env ``env`` as results of the learner against each opponent
-        (see the module docstring; none for the seats it held itself), and the sub-env's next
-        match seated."""
+        (see the module docstring; a draw when ``capped``; none for the seats it held
+        itself), and the sub-env's next match seated."""
         match = self.matches[env]
-        result = side_result(self.sides, match.learner_side, returns, self.win_above)
+        result = DRAW if capped else side_result(self.sides, match.learner_side, returns,
+                                                 self.win_above)
         results = [(self.learner, p, result) for p in match.seats.values()
                    if p != self.learner]
         self.matches[env] = self._next_match()
@@ -222,18 +244,19 @@ def side_result(sides: Sides, side: str, returns: Mapping[str, float],
 
 def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Policy],
                opponent: tuple[str, Policy], games: int, seed: int, explore: bool = False,
-               win_above: Mapping[str, float] | None = None) -> list[MatchResult]:
+               win_above: Mapping[str, float] | None = None) -> GameResults:
     """``games`` evaluation games of the learner (``(player id, policy)``) against one
     opponent, who holds every other side. The learner plays ``side``; in a symmetric game
     (``side`` None) it takes each seat for an equal share of the games (the first seats one
-    more when they do not divide). Results as :meth:`Seating.result` gives them; the games of
-    one seating are played together on the sub-envs, seeded ``seed + k`` for seating ``k``."""
+    more when they do not divide). Results as :meth:`Seating.result` gives them (a game the
+    step limit cut is a draw, and counted in ``capped``); the games of one seating are played
+    together on the sub-envs, seeded ``seed + k`` for seating ``k``."""
     (me, mine), (them, theirs) = learner, opponent
     if (side is None) != sides.symmetric:
         raise ValueError("a symmetric game's learner takes every seat (side None); an "
                          "asymmetric game's plays its own side")
     own_sides = list(sides.agents) if side is None else [side]
-    results: list[MatchResult] = []
+    results = GameResults()
     for k, seat in enumerate(own_sides):
         count = games // len(own_sides) + (1 if k < games % len(own_sides) else 0)
         if not count:
@@ -241,8 +264,10 @@ def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Po
         seats = {a: (mine if s == seat else theirs) for s, agents in sides.agents.items()
                  for a in agents}
         per_env = -(-count // venv.num_envs)
-        for returns in episode_returns(venv, Seats(seats), per_env, seed=seed + k,
-                                       explore=explore)[:count]:
-            results.append((me, them, side_result(sides, seat, returns, win_above)))
+        out = episode_outcomes(venv, Seats(seats), per_env, seed=seed + k, explore=explore)
+        for returns, capped in zip(out.returns[:count], out.capped[:count], strict=True):
+            results.append((me, them, DRAW if capped else side_result(sides, seat, returns,
+                                                                      win_above)))
+            results.capped += capped
     return results
 

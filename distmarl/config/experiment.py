@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from distmarl.config.hparams import (
     Hyperparameters,
@@ -22,6 +22,7 @@ from distmarl.config.hparams import (
     MAPPOHyperparameters,
     MATD3Hyperparameters,
     check_search_ranges,
+    search_dtypes,
 )
 from distmarl.config.members import (
     check_group_ranges,
@@ -29,7 +30,15 @@ from distmarl.config.members import (
     member_algorithms,
     member_hp,
 )
-from distmarl.config.replay import DEFAULT_N_STEP, check_n_step, replay_hp, replays
+from distmarl.config.replay import (
+    DEFAULT_N_STEP,
+    REPLAY_CAPACITY,
+    FragmentRows,
+    check_n_step,
+    fragment_rows,
+    replay_hp,
+    replays,
+)
 from distmarl.config.section import Section
 
 
@@ -44,6 +53,15 @@ class EnvConfig(Section):
     num_envs: int = Field(8, ge=1, description="sub-envs per rollout worker")
     vector_mode: Literal["sync", "async"] = Field("sync", description="sub-envs in-process (sync) or in subprocesses (async)")
     nonfinite: Literal["raise", "drop"] = Field("raise", description="NaN/inf observations or rewards: raise, or drop the rows and count them")
+    max_episode_steps: int | Literal["auto"] = Field("auto", description="env steps after which an episode still running is cut, in training (its agents truncated, so learners bootstrap) and in every evaluation and league game (a cut game counts as a draw, and cut games are counted in the results). auto: the env's own limit where it declares one (max_cycles, max_steps, spec.max_episode_steps), else 10000")
+
+    @field_validator("max_episode_steps", mode="before")
+    @classmethod
+    def _step_limit(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)
+                               and value >= 1):
+            return value
+        raise ValueError("must be an int >= 1 or 'auto'")
 
 
 NET_CONFIG_DESCRIPTION = "network config in AgileRL's form: one for all agents, per group, or per agent"
@@ -125,7 +143,7 @@ class RLParameterConfig(Section):
     max: float = Field(description="upper bound")
     grow_factor: float = Field(1.2, gt=0, description="factor of a growing mutation")
     shrink_factor: float = Field(0.8, gt=0, description="factor of a shrinking mutation")
-    dtype: Literal["int", "float"] = Field("float", description="int parameters stay integers")
+    dtype: Literal["int", "float"] | None = Field(None, description="int: values stay whole numbers; null: the hyperparameter's own type (int for batch_size, learn_step, policy_freq, update_epochs; float for the others), filled in when the config loads. A dtype that contradicts the hyperparameter's type is refused")
 
     @model_validator(mode="after")
     def _ordered(self) -> RLParameterConfig:
@@ -162,7 +180,7 @@ class EvolutionConfig(Section):
     mode: Literal["sync", "async", "independent", "multi_frequency"] = Field("sync", description="generation-synchronous tournaments, asynchronous exploit/explore, independent members (evaluated at each boundary, never selected, copied or mutated: evolution off), or multiple-frequencies PBT (subpopulations evolving at their own evo_steps, with migration)")
     initial_hp: Literal["config", "sampled"] = Field("config", description="config: every member starts from algorithm.hp (AgileRL); sampled: each member's hp_config hyperparameters are drawn from their ranges (log-uniform for positive ranges), as PBT and random search start")
     evo_steps: int = Field(10_000, ge=1, description="env steps per member between evolution steps")
-    eval_steps: int | None = Field(None, ge=1, description="max env steps per evaluation episode (None: the whole episode)")
+    eval_steps: int | None = Field(None, ge=1, description="max env steps of each fitness evaluation, tighter than env.max_episode_steps: episodes still running then count with their partial scores, and later ones are not played (None: whole episodes, each ending by env.max_episode_steps at the latest)")
     eval_episodes: int = Field(4, ge=1, description="evaluation episodes per sub-env per fitness value (all members of a generation play the same episodes)")
     eval_explore: bool = Field(False, description="evaluate (fitness and final score) by sampling each member's policy, as AgileRL's PPO tests do, instead of its deterministic action (mean / arg-max); sampling restarts from each evaluation's seed. Suits on-policy members whose stochastic policy is what learned (in pistonball an arg-max policy moves every piston alike)")
     eval_loop: int = Field(1, ge=1, description="fitness = mean of the last eval_loop evaluations")
@@ -178,7 +196,7 @@ class EvolutionConfig(Section):
 
 
 class BufferConfig(Section):
-    capacity: int = Field(100_000, ge=1, description="rows the shared replay buffer holds")
+    capacity: int = Field(REPLAY_CAPACITY, ge=1, description="rows the shared buffer holds (a row: one env step of every agent). Left out: 100000 for members that replay (MADDPG, MATD3); for IPPO and MAPPO twice the rows of the fragments that can wait unread (members x (workers_per_member + 1) x learn_step x env.num_envs), which is all they need")
     replay_ratio: float | None = Field(None, ge=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch (the rest new); on-policy learners always read their member's new rows only")
     learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample (off-policy; on-policy members learn from their first fragment)")
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
@@ -295,10 +313,21 @@ class ExperimentConfig(Section):
         """Members of the run: ``population.size``, per side in a league with named sides."""
         return self.population.size * (len(self.league.sides) if self.league.sides else 1)
 
+    def fragment_rows(self) -> FragmentRows:
+        """What on-policy members can have waiting unread in the buffer, with the largest
+        ``learn_step`` they may reach (configured, per member group, or searched)."""
+        searched = self.evolution.hp_config.get("learn_step")
+        steps = [self.algorithm.hp.learn_step, *(() if searched is None else (searched.max,)),
+                 *(g.hp.get("learn_step") for g in self.population.members or [])]
+        return fragment_rows(self.num_members, self.population.workers_per_member, steps,
+                             self.env.num_envs)
+
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
         # members are of the algorithm section's family (population.members: _check_groups)
         buffer = self.buffer.resolved(replays(self.algorithm.name))
+        if "capacity" not in buffer.model_fields_set and not replays(self.algorithm.name):
+            buffer = buffer.model_copy(update={"capacity": self.fragment_rows().capacity})
         if buffer is not self.buffer:  # (assignment validates the whole config again)
             self.buffer = buffer
         if self.evolution.tournament.size > self.population.size:
@@ -310,6 +339,7 @@ class ExperimentConfig(Section):
             raise ValueError(f"league runs evolve in generations: evolution.mode sync or "
                              f"independent, not {self.evolution.mode}")
         self._check_subpopulations()
+        self._fill_search_dtypes()
         ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}
         if self.population.members is not None:  # the section is the groups' base
             self._check_groups(set(ranges))
@@ -326,6 +356,18 @@ class ExperimentConfig(Section):
             hp = self.algorithm.hp.model_copy(update=filled)
             self.algorithm = self.algorithm.model_copy(update={"hp": hp})
         return self
+
+    def _fill_search_dtypes(self) -> None:
+        """Each ``evolution.hp_config`` range's ``dtype``, from its hyperparameter's type in the
+        members' algorithms (:func:`~distmarl.config.hparams.search_dtypes`)."""
+        algorithms = [a for a in (self.algorithm.name,
+                                  *(g.algorithm for g in self.population.members or []))
+                      if a in ALGORITHM_CONFIGS]  # unknown names: the groups' check says so
+        ranges = self.evolution.hp_config
+        for name, dtype in search_dtypes(algorithms, {n: p.dtype for n, p in ranges.items()}
+                                         ).items():
+            if ranges[name].dtype != dtype:
+                ranges[name] = ranges[name].model_copy(update={"dtype": dtype})
 
     def _check_subpopulations(self) -> None:
         evo, subs = self.evolution, self.evolution.subpopulations

@@ -14,8 +14,8 @@ fragment holds ``learn_step * num_envs`` transitions per agent).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
-from typing import Annotated, Any, get_args
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import annotated_types as at
 import numpy as np
@@ -227,6 +227,59 @@ def check_search_ranges(algorithm: str, ranges: Mapping[str, tuple[float, float]
                 check_hp_value(algorithm, name, bound)
             except ValueError as err:
                 raise ValueError(f"the search range [{low}, {high}] of {name}: {err}") from None
+
+
+#: How a searched hyperparameter's values are kept: whole numbers, or real ones.
+SearchDtype = Literal["int", "float"]
+
+
+def _base_types(annotation: Any) -> set[Any]:
+    """The plain types of an annotation: ``Annotated`` and unions unwrapped."""
+    if get_origin(annotation) is Annotated:
+        return _base_types(get_args(annotation)[0])
+    args = get_args(annotation)
+    return set().union(*(_base_types(a) for a in args)) if args else {annotation}
+
+
+def hp_dtype(algorithm: str, name: str) -> SearchDtype | None:
+    """``int`` for an integer hyperparameter of ``algorithm`` (``batch_size``,
+    ``learn_step``, ...), ``float`` for a real-valued one, None for an on/off switch or a
+    name it does not have."""
+    field = hp_model(algorithm).model_fields.get(name)
+    if field is None:
+        return None
+    types = _base_types(field.annotation)
+    if bool in types:
+        return None
+    return "int" if int in types else "float"
+
+
+def search_dtypes(algorithms: Sequence[str], given: Mapping[str, SearchDtype | None]
+                  ) -> dict[str, SearchDtype]:
+    """Each searched hyperparameter's dtype (``given``: name -> the range's ``dtype``, None
+    where the config leaves it out): the hyperparameter's own type in ``algorithms`` (a
+    mixed population's), so an integer one mutates to integers without being told. A given
+    dtype must be that type (ValueError naming ``evolution.hp_config.<name>``): a float
+    range of an integer hyperparameter would mutate it to fractions (``learn_step`` 6.4),
+    an int range of a real one would round it. Names none of ``algorithms`` has are left
+    out (the range checks name them)."""
+    out: dict[str, SearchDtype] = {}
+    for name, dtype in given.items():
+        declared = {a: d for a in algorithms if (d := hp_dtype(a, name)) is not None}
+        kinds = set(declared.values())
+        if len(kinds) > 1:
+            raise ValueError(f"evolution.hp_config.{name}: {name} is an int in some of the "
+                             f"population's algorithms and a float in others ({declared})")
+        if not kinds:
+            continue
+        kind = kinds.pop()
+        if dtype is not None and dtype != kind:
+            what = ("an integer" if kind == "int" else "a real-valued")
+            raise ValueError(f"evolution.hp_config.{name}: dtype {dtype}, but {name} is "
+                             f"{what} hyperparameter of {', '.join(sorted(declared))}; leave "
+                             f"dtype out (it follows the hyperparameter) or set dtype: {kind}")
+        out[name] = kind
+    return out
 
 
 def check_hp(algorithm: str, hp: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from distmarl.config.experiment import ALGORITHM_CONFIGS, ExperimentConfig
 from distmarl.config.section import UNKNOWN_KEY, ConfigError
@@ -87,13 +87,27 @@ def _error_message(error: Mapping[str, Any]) -> str:
     return str(error["msg"]).removeprefix("Value error, ")
 
 
+#: the longest offending value an error line repeats (``got ...``); longer ones are left out
+SHOWN_VALUE_CHARS = 80
+
+
+def _shown_value(value: Any) -> str:
+    """`` (got value)`` for a plain value of a field; nothing for a section or a whole config
+    (a check across fields names its fields and values in its message) or a long value."""
+    if value is None or isinstance(value, Mapping | BaseModel):
+        return ""
+    text = repr(value)
+    return "" if len(text) > SHOWN_VALUE_CHARS else f" (got {text})"
+
+
 def format_error(err: ValidationError, source: str) -> str:
-    """One line per problem: ``  path.to.field: what is wrong (got value)``."""
+    """One line per problem, ending at the problem: ``  path.to.field: what is wrong (got
+    value)``; a check across sections gives its own message, which names the fields."""
     lines = []
     for e in err.errors():
-        value = e.get("input")
-        shown = "" if isinstance(value, Mapping) or value is None else f" (got {value!r})"
-        lines.append(f"  {_error_location(e) or '<root>'}: {_error_message(e)}{shown}")
+        where = _error_location(e)
+        lines.append(f"  {where + ': ' if where else ''}{_error_message(e)}"
+                     f"{_shown_value(e.get('input'))}")
     return f"invalid config {source}:\n" + "\n".join(lines)
 
 

@@ -4,12 +4,17 @@
 each off-policy member can hold its own (``algorithm.hp``) and ``evolution.hp_config`` can
 mutate them like a learning rate. A member's value left null starts from the ``buffer``
 section's; a setting the run cannot use is an error naming it.
+
+The buffer's size by family, when ``buffer.capacity`` is left out: :data:`REPLAY_CAPACITY`
+rows for members that replay; for members that learn from their own fragments, room for the
+fragments that can wait unread (:class:`FragmentRows`), which a replay-sized ring of image
+rows would far exceed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
-from typing import Any
+from collections.abc import Mapping, Sequence, Set
+from typing import Any, NamedTuple
 
 from distmarl.config.hparams import hp_model
 
@@ -18,6 +23,42 @@ from distmarl.config.hparams import hp_model
 DEFAULT_N_STEP = 3
 #: The off-policy hyperparameters a member's buffer reads take from, by ``buffer`` field.
 REPLAY_HP = ("replay_ratio", "prioritized_replay_alpha", "prioritized_replay_beta")
+#: Rows of the buffer of members that replay, when ``buffer.capacity`` is left out.
+REPLAY_CAPACITY = 100_000
+#: An on-policy buffer holds at least this many times the rows of the fragments that can wait
+#: unread (members' fragments interleave in one ring, so a row must outlast the writes of
+#: every other fragment in flight).
+FRAGMENT_CAPACITY_MARGIN = 2
+
+
+class FragmentRows(NamedTuple):
+    """What an on-policy population can have waiting unread in its buffer: ``fragments``
+    (per member, one per worker plus the one being learned) of up to ``steps`` vectorised
+    steps of ``num_envs`` envs each."""
+
+    fragments: int
+    steps: int
+    num_envs: int
+
+    @property
+    def rows(self) -> int:
+        """Rows the waiting fragments fill."""
+        return self.fragments * self.steps * self.num_envs
+
+    @property
+    def capacity(self) -> int:
+        """The smallest buffer that carries them: :data:`FRAGMENT_CAPACITY_MARGIN` times."""
+        return FRAGMENT_CAPACITY_MARGIN * self.rows
+
+
+def fragment_rows(members: int, workers_per_member: int, learn_steps: Sequence[Any],
+                  num_envs: int) -> FragmentRows:
+    """:class:`FragmentRows` of ``members`` members of ``workers_per_member`` workers, whose
+    fragments are at most the largest of ``learn_steps`` (the configured ``learn_step``s and
+    the top of a searched range; entries that are not numbers are left to their own checks)."""
+    steps = max((int(s) for s in learn_steps
+                 if isinstance(s, (int, float)) and not isinstance(s, bool)), default=1)
+    return FragmentRows(members * (workers_per_member + 1), max(1, steps), num_envs)
 
 
 def replays(algorithm: str) -> bool:

@@ -3,13 +3,43 @@
 from __future__ import annotations
 
 
-class EnvSpecError(ValueError):
+class _NamesSpec:
+    """An error about one env spec: the message is ``env spec '<spec>': <reason>`` (the spec
+    said once), or the reason alone when no spec is given. ``spec`` and ``reason`` are kept, so
+    a caller that names the spec itself (``env.spec '...': ...``) can print the reason alone."""
+
+    spec: str | None
+    reason: str
+
+    def _name(self, reason: str, spec: str | None) -> str:
+        self.spec, self.reason = spec, reason
+        return reason if spec is None else f"env spec {spec!r}: {reason}"
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (type(self), self.reason, {"spec": self.spec}))
+
+
+class EnvSpecError(_NamesSpec, ValueError):
     """An env spec (``"package.module:attr"``) names nothing usable: unknown module or attribute,
     or an object that is neither a PettingZoo parallel env nor convertible to one."""
 
+    def __init__(self, reason: str, *, spec: str | None = None) -> None:
+        super().__init__(self._name(reason, spec))
 
-class MissingPackageError(ImportError):
+
+class MissingPackageError(_NamesSpec, ImportError):
     """An env needs an optional package that is not installed; the message gives the pip command."""
+
+    def __init__(self, reason: str, *, spec: str | None = None) -> None:
+        super().__init__(self._name(reason, spec))
+
+
+def spec_reason(err: BaseException, spec: str) -> str:
+    """``err``'s message without its ``env spec '<spec>': `` prefix when it is about ``spec``
+    (for a message that already names the spec)."""
+    if isinstance(err, _NamesSpec) and err.spec == spec:
+        return err.reason
+    return str(err)
 
 
 class ClosedEnvError(RuntimeError):

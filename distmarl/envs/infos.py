@@ -26,6 +26,7 @@ RESERVED_KEYS = frozenset(
         "final_info",
         "_final_info",
         "nonfinite",
+        "capped",
         "state",
         "final_state",
     }

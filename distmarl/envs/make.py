@@ -11,9 +11,7 @@ standard wrapper stack is stepped through a lighter parallel view (:mod:`distmar
 
 from __future__ import annotations
 
-import difflib
 import importlib
-import pkgutil
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -24,6 +22,14 @@ from pettingzoo.utils.env import AECEnv, ParallelEnv
 from distmarl.envs.errors import EnvSpecError, MissingPackageError
 from distmarl.envs.light import lighten
 from distmarl.envs.preprocess import WrapperSpec, apply_wrappers
+from distmarl.envs.renamed import (
+    MOVED,
+    deprecated_env,
+    env_names,
+    is_deprecated,
+    missing_env,
+    moved_env,
+)
 
 #: pip command per package (or PettingZoo env family) that holds envs, for error messages.
 PIP_NAMES: dict[str, str] = {
@@ -35,8 +41,6 @@ PIP_NAMES: dict[str, str] = {
     "pettingzoo.classic": "'pettingzoo[classic]'",
     "pettingzoo.sisl": "'pettingzoo[sisl]'",
 }
-#: Modules that moved out of PettingZoo, with their new home.
-MOVED: dict[str, str] = {"pettingzoo.mpe": "mpe2", "pettingzoo.magent": "magent2"}
 
 
 def make_env(spec: str | Callable[..., Any], *, light: bool = True,
@@ -83,10 +87,12 @@ def make_vector_env(
     nonfinite: str = "raise",
     record_state: bool = False,
     wrappers: Sequence[WrapperSpec] = (),
+    max_episode_steps: int | str = "auto",
     **env_kwargs: Any,
 ) -> Any:
     """``VectorParallelEnv`` of ``num_envs`` copies of ``make_env(spec, **env_kwargs)``
-    (``record_state``: also return each sub-env's ``env.state()``, see ``VectorParallelEnv``)."""
+    (``record_state``: also return each sub-env's ``env.state()``; ``max_episode_steps``:
+    the episodes' step limit; see ``VectorParallelEnv``)."""
     from distmarl.envs.vector import VectorParallelEnv
 
     resolve(spec)  # fail here, with a clear message, rather than in every worker
@@ -97,6 +103,7 @@ def make_vector_env(
         num_workers=num_workers,
         nonfinite=nonfinite,  # type: ignore[arg-type]
         record_state=record_state,
+        max_episode_steps=max_episode_steps,  # type: ignore[arg-type]
     )
 
 
@@ -125,9 +132,8 @@ def to_parallel(env: Any, spec: str = "") -> ParallelEnv:
     ) and (not hasattr(env, "agent_selection")):
         return env  # duck-typed parallel env
     raise EnvSpecError(
-        f"env spec {spec!r} produced {type(env).__name__}, which is neither a PettingZoo "
-        "ParallelEnv nor an AECEnv that can be converted to one"
-    )
+        f"produced {type(env).__name__}, which is neither a PettingZoo ParallelEnv nor an "
+        "AECEnv that can be converted to one", spec=spec or None)
 
 
 def resolve(spec: str) -> Callable[..., Any]:
@@ -135,27 +141,39 @@ def resolve(spec: str) -> Callable[..., Any]:
     if not isinstance(spec, str) or not spec.strip(":"):
         raise EnvSpecError(f"env spec must be 'package.module:attr', got {spec!r}")
     module_name, _, attr = spec.partition(":")
-    module = _import(module_name, spec)
-    target: Any = module
+    target = _import(module_name, spec)
     if attr:
-        target = _attribute(module, attr, spec)
+        target = _attribute(target, attr, spec)
+    if is_deprecated(target):
+        raise EnvSpecError(_deprecated(module_name, attr), spec=spec)
     if isinstance(target, ModuleType) or not callable(target):  # env modules, look-alikes
         for name in ("parallel_env", "env"):
             if callable(getattr(target, name, None)):
                 return getattr(target, name)
         if isinstance(target, ModuleType):
             raise EnvSpecError(
-                f"env spec {spec!r}: module {target.__name__!r} has neither parallel_env nor env"
-            )
-        raise EnvSpecError(
-            f"env spec {spec!r}: {attr!r} is a {type(target).__name__}, not callable"
-        )
+                f"module {target.__name__!r} has neither parallel_env nor env", spec=spec)
+        raise EnvSpecError(f"{attr!r} is a {type(target).__name__}, not callable", spec=spec)
     return target
 
 
-def _import(name: str, spec: str) -> ModuleType:
+def _deprecated(module_name: str, attr: str) -> str:
+    """:func:`~distmarl.envs.renamed.deprecated_env` for ``module:attr`` or ``package.env``."""
+    if not attr:
+        module_name, _, attr = module_name.rpartition(".")
+    return deprecated_env(module_name, attr, env_names(importlib.import_module(module_name)))
+
+
+def _import(name: str, spec: str) -> Any:
+    """The module ``name``; a dotted name that is not a module may be an attribute (or an old
+    version of an env) of its parent package, looked up there."""
     try:
         return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        parent, _, child = name.rpartition(".")
+        if exc.name == name and parent:
+            return _attribute(_import(parent, spec), child, spec)
+        raise _import_error(spec, exc, name) from exc
     except ImportError as exc:
         raise _import_error(spec, exc, name) from exc
 
@@ -163,8 +181,9 @@ def _import(name: str, spec: str) -> ModuleType:
 def _attribute(module: ModuleType, attr: str, spec: str) -> Any:
     try:
         return getattr(module, attr)
-    except AttributeError:
-        pass
+    except AttributeError as exc:
+        if type(exc).__name__ == "RemovedEnv":  # PettingZoo's envs removed for good
+            raise EnvSpecError(str(exc), spec=spec) from None
     except ImportError as exc:  # lazily imported env modules (e.g. pettingzoo.atari)
         raise _import_error(spec, exc, f"{module.__name__}.{attr}") from exc
     if hasattr(module, "__path__"):  # a package: the attribute may be a submodule
@@ -175,41 +194,31 @@ def _attribute(module: ModuleType, attr: str, spec: str) -> Any:
                 raise _import_error(spec, exc, f"{module.__name__}.{attr}") from exc
         except ImportError as exc:
             raise _import_error(spec, exc, f"{module.__name__}.{attr}") from exc
-    names = [n for n in dir(module) if not n.startswith("_")]
-    if hasattr(module, "__path__"):
-        names += [m.name for m in pkgutil.iter_modules(module.__path__)]
-    close = difflib.get_close_matches(attr, names, n=3)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise EnvSpecError(f"env spec {spec!r}: module {module.__name__!r} has no {attr!r}{hint}")
+    raise EnvSpecError(missing_env(module, attr), spec=spec)
 
 
 def _import_error(spec: str, exc: ImportError, wanted: str = "") -> Exception:
     """Turn an import failure into an unknown-module or missing-package error with a pip hint."""
-    wanted = wanted or spec.partition(":")[0]
-    for old, new in MOVED.items():
+    module_name, _, attr = spec.partition(":")
+    wanted = wanted or module_name
+    for old in MOVED:
         if wanted == old or wanted.startswith(old + "."):
-            return MissingPackageError(
-                f"env spec {spec!r}: {old} has moved to the {new!r} package: "
-                f"pip install {new}, then use '{new}:<env name>' ({exc})"
-            )
+            return MissingPackageError(moved_env(old, module_name, attr), spec=spec)
     missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
     if missing and (wanted == missing or wanted.startswith(missing + ".")):
         top = missing.split(".")[0]
         if top not in PIP_NAMES:
             return EnvSpecError(
-                f"env spec {spec!r}: no module named {missing!r} (check the spelling, or "
-                "pip install the package that provides it)"
-            )
+                f"no module named {missing!r} (check the spelling, or pip install the package "
+                "that provides it)", spec=spec)
         return MissingPackageError(
-            f"env spec {spec!r} needs {top!r}, which is not installed: pip install {PIP_NAMES[top]}"
-        )
+            f"needs {top!r}, which is not installed: pip install {PIP_NAMES[top]}", spec=spec)
     if missing:  # the env module imports something that is not installed
         family = next(
             (k for k in sorted(PIP_NAMES, key=len, reverse=True) if wanted.startswith(k)), None
         )
         pip = PIP_NAMES[family] if family else missing.split(".")[0]
         return MissingPackageError(
-            f"env spec {spec!r}: importing {wanted!r} needs {missing!r}, which is not "
-            f"installed: pip install {pip}"
-        )
-    return EnvSpecError(f"env spec {spec!r}: {type(exc).__name__}: {exc}")
+            f"importing {wanted!r} needs {missing!r}, which is not installed: pip install {pip}",
+            spec=spec)
+    return EnvSpecError(f"{type(exc).__name__}: {exc}", spec=spec)

@@ -31,13 +31,17 @@ the env's own infos batched (see ``infos.py``) and, always:
   ``(num_envs, *act_shape)``: the action the env imposes instead, NaN where it imposes none.
   ``step`` puts these in place of the given actions (AgileRL's agent masking).
 * ``infos["nonfinite"][agent]``: bool ``(num_envs,)``, rows dropped for NaN / inf values.
+* ``infos["capped"]``: bool ``(num_envs,)``, the sub-envs whose episode the step limit ended in
+  this step (a subset of ``infos["_final_obs"]``; see ``limits.py``): every agent still live
+  is reported truncated, and a game cut so was not finished.
 * With ``record_state=True`` only: ``infos["state"]`` ``(num_envs, *state_shape)``, each sub-env's
   global state ``env.state()`` of the returned observations (after an autoreset: the reset
   state), and ``infos["final_state"]``, the state of the step that ended an episode (NaN rows
   elsewhere); ``true_next_state(infos)`` picks a transition's next state from them.
 
 Missing agents get reward 0 and are reported terminated once gone from the env (see
-``runner.py``). ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``; autoresets are unseeded, so
+``runner.py``). Every episode ends by ``max_episode_steps`` steps (``limits.py``).
+``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``; autoresets are unseeded, so
 a run is reproducible from the first seed. The constructor's ``seed`` is used by the first
 ``reset()`` called without one.
 """
@@ -53,6 +57,7 @@ from gymnasium import spaces
 
 from distmarl.envs.errors import ClosedEnvError, NonFiniteError, SubEnvError
 from distmarl.envs.infos import RESERVED_KEYS, env_defined_rows, merge_info
+from distmarl.envs.limits import CAPPED_KEY, LimitedFactory, Setting, StepLimit, resolve_limit
 from distmarl.envs.spaces import VectorLayout, assemble, placeholder
 from distmarl.envs.worker import AsyncBackend, SyncBackend, available_cores, build_env
 
@@ -80,6 +85,10 @@ class VectorParallelEnv:
         record_state: also return every sub-env's global state ``env.state()`` in
             ``infos["state"]`` / ``infos["final_state"]`` (MAPPO's centralised value input);
             the env must define a Box ``state_space``, else ValueError.
+        max_episode_steps: steps after which an episode still running is truncated and
+            reported in ``infos["capped"]``; ``"auto"``: the env's own limit where it declares
+            one, else ``DEFAULT_MAX_EPISODE_STEPS`` (``limits.resolve_limit``; each sub-env
+            resolves its own). Sub-env 0's is ``self.max_episode_steps``.
     """
 
     def __init__(
@@ -92,6 +101,7 @@ class VectorParallelEnv:
         context: str | None = None,
         nonfinite: Literal["raise", "drop"] = "raise",
         record_state: bool = False,
+        max_episode_steps: Setting = "auto",
     ) -> None:
         if len(env_fns) == 0:
             raise ValueError("env_fns is empty: give at least one env factory")
@@ -116,15 +126,19 @@ class VectorParallelEnv:
             # sync: the sub-envs themselves; async: one probe env, built here and closed again
             for i, fn in enumerate(env_fns if mode == "sync" else env_fns[:1]):
                 envs.append(build_env(fn, i))
+            #: sub-env 0's step limit (with "auto", each sub-env resolves its own)
+            self.max_episode_steps = resolve_limit(max_episode_steps, envs[0])
             self._describe(envs[0])
             if mode == "sync":
+                envs = [StepLimit(env, max_episode_steps) for env in envs]
                 self.backend: SyncBackend | AsyncBackend = SyncBackend(envs, self.layout)
         except BaseException:
             _close_all(envs)
             raise
         if mode == "async":
             _close_all(envs)
-            self.backend = AsyncBackend(env_fns, self.layout, workers, context)
+            limited = [LimitedFactory(fn, max_episode_steps) for fn in env_fns]
+            self.backend = AsyncBackend(limited, self.layout, workers, context)
 
     def _describe(self, env: Any) -> None:
         """Read agents, spaces and metadata from one sub-env; precompute per-agent constants."""
@@ -330,7 +344,10 @@ class VectorParallelEnv:
                 merge_info(infos, info, i, n, self._agent_set)
             if final and final[0] is not None:
                 merge_info(final_infos, final[0], i, n, self._agent_set)
+        capped = np.asarray(final_infos.pop(CAPPED_KEY, np.zeros(n, dtype=bool)), dtype=bool)
+        final_infos.pop(f"_{CAPPED_KEY}", None)
         infos.update(
+            capped=capped & ended,
             active=active,
             agent_mask=policy,
             env_defined_actions=eda,

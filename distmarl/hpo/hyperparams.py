@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.config.hparams import check_search_ranges
+from distmarl.config.hparams import check_search_ranges, search_dtypes
 
 Number = int | float
 
@@ -99,8 +99,12 @@ class HyperparameterConfig:
 
     def check_against(self, algorithm: str) -> None:
         """ValueError unless these ranges fit ``algorithm``'s hyperparameters
-        (:func:`~distmarl.config.hparams.check_search_ranges`)."""
+        (:func:`~distmarl.config.hparams.check_search_ranges`), each with its
+        hyperparameter's dtype (an integer one needs ``dtype=int``:
+        :func:`~distmarl.config.hparams.search_dtypes`)."""
         check_search_ranges(algorithm, {n: (p.min, p.max) for n, p in self.params.items()})
+        search_dtypes([algorithm], {n: "int" if p.dtype is int else "float"
+                                    for n, p in self.params.items()})
 
     def to_json(self) -> dict[str, Any]:
         return {name: p.to_json() for name, p in self.params.items()}

@@ -13,7 +13,8 @@ policies play against opponents they understand. At the end of a league run:
 Games against one opponent are seeded by that opponent alone (``seed + 7919 * k``, ``k`` its
 place among the side's opponents), so every member meets the same games and
 ``distmarl evaluate`` on a checkpoint plays them again. Results are the learner's (1 win,
-0.5 draw, 0 loss); :func:`outcome` turns them into rates.
+0.5 draw, 0 loss; a game the env's step limit cut is a draw); :func:`outcome` turns them into
+rates, and each row counts its games that were cut (``capped``).
 """
 
 from __future__ import annotations
@@ -95,13 +96,17 @@ def outcome(results: Sequence[float]) -> dict[str, float]:
             "score": float(r.mean()), "score_stderr": float(r.std() / np.sqrt(r.size))}
 
 
-def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[float]]
-               ) -> list[dict[str, Any]]:
-    """One row per game set: who played whom, on which side, and :func:`outcome`."""
+def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[float]],
+               capped: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """One row per game set: who played whom, on which side, :func:`outcome`, and
+    ``capped``: its games the step limit cut (``capped[k]`` for set ``k``; None: none)."""
     if len(games) != len(results):
         raise ValueError(f"{len(games)} game sets but {len(results)} results")
+    cut = [0] * len(games) if capped is None else [int(c) for c in capped]
+    if len(cut) != len(games):
+        raise ValueError(f"{len(games)} game sets but {len(cut)} capped counts")
     return [{"player": g.learner, "side": g.side, "opponent": g.opponent, "kind": g.kind,
-             **outcome(r)} for g, r in zip(games, results)]
+             **outcome(r), "capped": c} for g, r, c in zip(games, results, cut)]
 
 
 def pooled(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:

@@ -8,8 +8,9 @@ completed against the image it will read.
      "min_channel_size": 8, "max_channel_size": 256, "max_kernel_size": 9, "max_stride": 4}
 
 Left out, the conv layers default by image size: Nature DQN's three layers (32/64/64 channels,
-kernels 8/4/3, strides 4/2/1) for images of 32 pixels a side or more, two 3x3 layers of 32
-channels with stride 1 for smaller ones (a 6x7 board).
+kernels 8/4/3, strides 4/2/1) for images of :data:`NATURE_MIN_SIDE` pixels a side or more, two
+layers of 32 channels with stride 1 and kernels of 3 (less where the image is too small for
+3) for smaller ones (a 6x7 board). Either way each layer's output is at least 1x1.
 """
 
 from __future__ import annotations
@@ -38,16 +39,25 @@ CNN_ONLY_KEYS: frozenset[str] = frozenset(CNN_KEYS) - {"activation", "min_hidden
                                                        "max_hidden_layers"}
 
 
+#: The smallest image side Nature DQN's layers fit (36 -> 8 -> 3 -> 1).
+NATURE_MIN_SIDE = 36
+
+
 class CNNConfigError(ValueError):
     """An invalid CNN ``encoder_config``."""
 
 
 def default_layers(image: ImageInput) -> dict[str, list[int]]:
-    """Conv layers for an image when the config gives none."""
+    """Conv layers for an image when the config gives none; they fit it (see the module)."""
     _, h, w = image.chw
-    if min(h, w) >= 32:
+    side = min(h, w)
+    if side >= NATURE_MIN_SIDE:
         return {"channel_size": [32, 64, 64], "kernel_size": [8, 4, 3], "stride_size": [4, 2, 1]}
-    return {"channel_size": [32, 32], "kernel_size": [3, 3], "stride_size": [1, 1]}
+    kernels = []
+    for _ in range(2):
+        kernels.append(max(1, min(3, side)))
+        side -= kernels[-1] - 1
+    return {"channel_size": [32, 32], "kernel_size": kernels, "stride_size": [1, 1]}
 
 
 def complete_cnn_config(cfg: Mapping[str, Any] | None, where: str,
@@ -78,7 +88,7 @@ def complete_cnn_config(cfg: Mapping[str, Any] | None, where: str,
     try:
         cnn_spec(out, image, out_dim=1)
     except ValueError as e:
-        raise CNNConfigError(f"{where}: {e}") from e
+        raise CNNConfigError(f"{where} for an {image.describe()}: {e}") from e
     return out
 
 

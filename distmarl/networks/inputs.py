@@ -3,9 +3,9 @@ of parts.
 
 * :class:`VectorInput`: ``Box`` of rank 0-1 (or any rank when flattened), ``Discrete``
   (one-hot), ``MultiDiscrete`` (one-hot per entry), ``MultiBinary``: read flattened as float.
-* :class:`ImageInput`: ``Box`` of rank 3 (channels last or first) or an integer ``Box`` of rank
-  2 (one channel, a colour-reduced frame): read by a CNN, kept in the env's dtype until the
-  network's first operation scales it.
+* :class:`ImageInput`: ``Box`` of rank 3 (channels last or first, see :func:`guess_channels_last`)
+  or an integer ``Box`` of rank 2 (one channel, a colour-reduced frame): read by a CNN, kept in
+  the env's dtype until the network's first operation scales it.
 * :class:`DictInput`: ``Dict`` / ``Tuple`` of the above (a part per key), read by a multi-input
   encoder. PettingZoo's ``action_mask`` key is not an input: it goes to the action head.
 
@@ -25,6 +25,12 @@ from gymnasium import spaces
 MASK_KEY = "action_mask"
 #: The smallest image side a CNN reads; smaller grids are flattened into a vector.
 MIN_IMAGE_SIDE = 4
+#: What to do about a ``Sequence`` observation (a variable-length list of rows).
+SEQUENCE_HINT = (
+    "; a Sequence is a variable-length list of rows, which networks cannot read: give the env "
+    "a fixed-size observation instead (knights_archers_zombies_v11: env.kwargs obs_method "
+    "'vector' or 'vector-masked', padded to a fixed number of rows, instead of "
+    "'vector-sequence'; v10: sequence_space: false)")
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,13 @@ class ImageInput:
             return 1, h, w
         c, h, w = self.shape
         return c, h, w
+
+    def describe(self) -> str:
+        """How the image is read, for messages: ``image (8, 8, 111) read as channels last (8x8,
+        111 channels)``."""
+        c, h, w = self.chw
+        how = {"HWC": "channels last", "CHW": "channels first", "HW": "one channel"}[self.layout]
+        return f"image {self.shape} read as {how} ({h}x{w}, {c} channel{'s' * (c != 1)})"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""
@@ -121,9 +134,10 @@ def leaf_input(space: spaces.Space, where: str, channels_last: bool | None = Non
         return VectorInput(int(np.sum(space.nvec)))
     if isinstance(space, spaces.MultiBinary):
         return VectorInput(int(np.prod(space.shape)))
+    hint = SEQUENCE_HINT if isinstance(space, spaces.Sequence) else ""
     raise UnsupportedSpaceError(
         f"{where} is {space}, which no encoder reads; encoders take Box (a vector, or an image "
-        "of rank 2 or 3), Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple of them")
+        f"of rank 2 or 3), Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple of them{hint}")
 
 
 def is_image(space: spaces.Box, channels_last: bool | None = None) -> bool:
@@ -140,16 +154,41 @@ def is_image(space: spaces.Box, channels_last: bool | None = None) -> bool:
 
 
 def image_input(space: spaces.Box, channels_last: bool | None = None) -> ImageInput:
-    """An image's layout (channels last when the last axis is the smallest, as AgileRL and
-    SuperSuit's frames have it) and the scaling from its bounds."""
+    """An image's layout (``channels_last`` when given, else :func:`guess_channels_last`) and
+    the scaling from its bounds."""
     shape = tuple(int(s) for s in space.shape)
     if len(shape) == 2:
         layout: Literal["HWC", "CHW", "HW"] = "HW"
     else:
-        last = channels_last if channels_last is not None else int(np.argmin(shape)) == 2
+        last = channels_last if channels_last is not None else guess_channels_last(shape)
         layout = "HWC" if last else "CHW"
     scale, offset = _scaling(space)
     return ImageInput(shape, layout, scale, offset)
+
+
+def guess_channels_last(shape: tuple[int, ...]) -> bool:
+    """Whether a rank-3 image ``shape`` has its channels last. Channels are the axis that is
+    not spatial:
+
+    * two equal sides and a third that differs: the odd one is the channels (chess's
+      ``(8, 8, 111)`` and go's ``(5, 5, 17)``: last; ``(4, 84, 84)``: first);
+    * otherwise channels first only when the first axis is the smallest of the three
+      (``(3, 210, 160)``, ``(2, 6, 7)``), else channels last, PettingZoo's and SuperSuit's
+      convention (connect four's ``(6, 7, 2)``, pistonball's ``(457, 120, 3)``).
+
+    :func:`ambiguous_layout` names the shapes where this is a guess."""
+    a, b, c = shape
+    if a == b != c:
+        return True
+    if b == c != a:
+        return False
+    return not (a < b and a < c)
+
+
+def ambiguous_layout(shape: tuple[int, ...]) -> bool:
+    """Rank-3 shapes whose layout no rule tells: three equal sides, or equal first and last
+    sides around a different middle one (``(8, 8, 8)``, ``(5, 3, 5)``)."""
+    return len(shape) == 3 and shape[0] == shape[2]
 
 
 def _scaling(space: spaces.Box) -> tuple[float, float]:

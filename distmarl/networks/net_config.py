@@ -19,6 +19,12 @@ Groups and agents may be mixed as long as each agent is covered exactly once. Un
 keys mixed with agent/group keys, an agent covered twice or not at all: :class:`NetConfigError`,
 whose message lists the env's agents and groups.
 
+``channels_last`` (true / false; left out: guessed, see
+:func:`~distmarl.networks.inputs.guess_channels_last`) says how a rank-3 image observation is
+laid out, in any of the three forms (``{"white": {"channels_last": true}}``). It decides how the
+observation is read, so :func:`channels_last_of` reads it before any network is configured and
+the completed configs leave it out.
+
 One deliberate difference from AgileRL: ``layer_norm`` defaults to False (AgileRL: True), because
 LayerNorm renormalises a layer when it grows, so no added layer or node could preserve outputs.
 """
@@ -30,14 +36,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distmarl.agents import agent_groups, group_of
-from distmarl.networks.cnn_config import CNN_ONLY_KEYS, CNNConfigError, complete_cnn_config
+from distmarl.networks.cnn_config import (
+    CNN_ONLY_KEYS,
+    CNNConfigError,
+    complete_cnn_config,
+    default_layers,
+)
 from distmarl.networks.inputs import DictInput, ImageInput, InputSpec
 from distmarl.networks.mlp import ACTIVATIONS
 
 #: A complete per-agent config: ``latent_dim`` plus full ``encoder_config`` / ``head_config``.
 AgentNetConfig = dict[str, Any]
 
-NET_CONFIG_KEYS: tuple[str, ...] = ("latent_dim", "encoder_config", "head_config")
+NET_CONFIG_KEYS: tuple[str, ...] = ("latent_dim", "encoder_config", "head_config",
+                                    "channels_last")
 DEFAULT_LATENT_DIM = 32
 DEFAULT_MLP_CONFIG: dict[str, Any] = {
     "hidden_size": [64],
@@ -98,6 +110,30 @@ def _keys_per_agent(raw: Mapping[str, Any], agents: list[str]) -> dict[str, str]
     return chosen
 
 
+def channels_last_of(net_config: Mapping[str, Any] | None, agents: Sequence[str]
+                     ) -> dict[str, bool | None]:
+    """Each agent's ``channels_last`` (None: not given, the layout is guessed), from the config
+    that covers it: the one config, or its agent's key, or its group's. Keys that cover no agent
+    are left for :func:`resolve_net_config` to report."""
+    raw = dict(net_config or {})
+    if all(k in NET_CONFIG_KEYS for k in raw):
+        return dict.fromkeys(agents, _channels_last(raw, "net_config"))
+    out: dict[str, bool | None] = {}
+    for a in agents:
+        key = a if a in raw else group_of(a)
+        cfg = raw.get(key)
+        out[a] = _channels_last(cfg, f"net_config[{key!r}]") if isinstance(cfg, Mapping) else None
+    return out
+
+
+def _channels_last(cfg: Mapping[str, Any], where: str) -> bool | None:
+    value = cfg.get("channels_last")
+    if value is not None and not isinstance(value, bool):
+        raise NetConfigError(f"{where}['channels_last'] must be true or false (left out: guessed "
+                             f"from the shape), got {value!r}")
+    return value
+
+
 def _explain(message: str, agents: list[str]) -> str:
     return f"{message}. The env's agents: {agents}; groups: {list(agent_groups(agents))}."
 
@@ -114,6 +150,7 @@ def complete_net_config(cfg: Any, where: str, observed: InputSpec | None = None,
     latent = cfg.get("latent_dim", DEFAULT_LATENT_DIM)
     if not isinstance(latent, int) or isinstance(latent, bool) or latent <= 0:
         raise NetConfigError(f"{where}['latent_dim'] must be a positive int, got {latent!r}")
+    _channels_last(cfg, where)
     return {
         "latent_dim": latent,
         "encoder_config": complete_encoder_config(
@@ -139,9 +176,9 @@ def complete_encoder_config(cfg: Any, where: str, observed: InputSpec | None,
         p for _, p in observed.parts if isinstance(p, ImageInput)]
     if kind == "mlp" and images:
         raise NetConfigError(
-            f"{who} observes an image {images[0].shape}, but {where} is an MLP config "
-            f"({sorted(cfg)}): set a CNN config, e.g. encoder_config: {{channel_size: [32, 64], "
-            "kernel_size: [8, 4], stride_size: [4, 2]}, or leave encoder_config out for the "
+            f"{who} observes an {images[0].describe()}, but {where} is an MLP config "
+            f"({sorted(cfg)}): set a CNN config, e.g. encoder_config: "
+            f"{suggested_cnn(images)}, or leave encoder_config out for the "
             "default CNN" + (" (a dict observation takes {cnn_config: ..., mlp_config: ...})"
                              if isinstance(observed, DictInput) else ""))
     try:
@@ -157,6 +194,14 @@ def complete_encoder_config(cfg: Any, where: str, observed: InputSpec | None,
                                for k, p in observed.parts if isinstance(p, ImageInput)}}
     except CNNConfigError as e:
         raise NetConfigError(str(e)) from e
+
+
+def suggested_cnn(images: Sequence[ImageInput]) -> str:
+    """Conv layers that fit every image of ``images`` (the default layers of the smallest), as
+    YAML flow: ``{channel_size: [32, 32], kernel_size: [3, 3], stride_size: [1, 1]}``."""
+    smallest = min(images, key=lambda im: min(im.chw[1:]))
+    layers = default_layers(smallest)
+    return "{" + ", ".join(f"{k}: {v}" for k, v in layers.items()) + "}"
 
 
 def given_kind(cfg: Mapping[str, Any]) -> str:

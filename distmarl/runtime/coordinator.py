@@ -32,8 +32,10 @@ from distmarl.runtime.generations import Generations, make_hp_config
 from distmarl.runtime.league import make_league
 from distmarl.runtime.recorder import Recorder
 from distmarl.runtime.resources import plan_resources
+from distmarl.runtime.resume import agent_spaces
 from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
 from distmarl.runtime.scheduler import Call, Scheduler
+from distmarl.runtime.stopping import StopRequest, stop_details
 from distmarl.version import __version__
 
 
@@ -62,7 +64,8 @@ class TrainingRun:
     """One training run: ``__init__`` builds the parts, each from its own sections of ``cfg``
     (actors started, a checkpoint loaded when ``resume`` names one, weights published, tracking
     started); :meth:`run` trains until ``max_steps`` per member, the target fitness, or
-    ``stop`` is set."""
+    ``stop`` is set (a :class:`~distmarl.runtime.stopping.StopRequest` says why and whether a
+    signal cut the run short)."""
 
     def __init__(self, cfg: ExperimentConfig, run_dir: Path, resume: str | None,
                  ray_address: str | None, stop: threading.Event) -> None:
@@ -117,7 +120,8 @@ class TrainingRun:
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
             tags=tags, max_steps=training.max_steps, evo_steps=evo_steps,
             new_policy=lambda name: make_algorithm(converted(algo, name), spaces, seed=cfg.seed),
-            state=self.state, fleet=self.fleet, generations=self.generations)
+            state=self.state, fleet=self.fleet, generations=self.generations,
+            agent_spaces=agent_spaces(spaces[0], spaces[1]))
         if resume:
             self.recorder.restore(resume)
         else:
@@ -132,6 +136,7 @@ class TrainingRun:
         self.recorder.start()
         mark("tracking")
         self.inflight: dict[Any, Call] = {}
+        self.interrupted = False  # a signal stopped the run
         self.setup_seconds = time.perf_counter() - started
         self.state.start_clock()
 
@@ -140,7 +145,8 @@ class TrainingRun:
         try:
             while self.state.running:
                 if self.stop_requested.is_set():
-                    self.state.stop("stopped")
+                    reason, self.interrupted = stop_details(self.stop_requested)
+                    self.state.stop(reason)
                     break
                 for call in self.scheduler.next_calls():
                     self.inflight[self._submit(call)] = call
@@ -152,11 +158,11 @@ class TrainingRun:
                 self.recorder.maybe_write()
                 self.fleet.tick()
             self._drain()
-            if self.final_episodes > 0:
+            if self.final_episodes > 0 and not self.interrupted:
                 self.generations.final_evaluation(self.final_episodes, self.final_seed)
-            self.recorder.finish()
+            self.recorder.finish("KILLED" if self.interrupted else "FINISHED")
         except BaseException:
-            self.recorder.finish(failed=True)
+            self.recorder.finish("FAILED")
             raise
         return self.summary()
 
@@ -182,7 +188,7 @@ class TrainingRun:
             m.record_episodes(result.episode_scores)
             self.fleet.count_dropped_rows(result.nonfinite_rows)
             if self.league is not None:
-                self.league.record_training(result.match_results)
+                self.league.record_training(result.match_results, result.capped_episodes)
         elif not self.fleet.trained(call.member, result.incarnation):
             self.scheduler.on_failure(call)  # restarted between our calls: owed again
         else:
@@ -255,7 +261,7 @@ class Coordinator:
         self.run_dir = Path(run_dir)
         self.resume = resume
         self.ray_address = ray_address
-        self.stop_requested = threading.Event()
+        self.stop_requested = StopRequest()
         self.current: TrainingRun | None = None
 
     def run(self) -> dict[str, Any]:
@@ -264,8 +270,10 @@ class Coordinator:
                            self.stop_requested)
         return self.current.run()
 
-    def stop(self) -> bool:
-        self.stop_requested.set()
+    def stop(self, reason: str = "stopped", interrupted: bool = False) -> bool:
+        """End the run at the loop's next turn, its summary's ``stop_reason`` ``reason``;
+        ``interrupted`` (a signal): no final evaluation, tracking runs closed as KILLED."""
+        self.stop_requested.request(reason, interrupted)
         return True
 
     def progress(self) -> dict[str, Any]:

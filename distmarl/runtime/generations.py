@@ -241,6 +241,7 @@ class Generations:
         if self.league is not None:
             return self._evaluate_league(members, seed)
         results = self._gather(members, [self._eval_call(i, seed) for i in members])
+        self._report_capped("fitness", {i: r.capped for i, r in zip(members, results)})
         fitness = {}
         for i, scores in zip(members, results):
             fitness[i] = float(np.mean(scores))
@@ -255,8 +256,8 @@ class Generations:
         assert self.league is not None
         calls = {i: self.league.evaluation_calls(i, self.fleet.workers[i][0], seed)
                  for i in members}
-        for i in members:
-            self.league.record_evaluation(ray.get(calls[i]))
+        capped = {i: self.league.record_evaluation(ray.get(calls[i])) for i in members}
+        self._report_capped("league evaluation", capped)
         fitness = {}
         for i in members:
             fitness[i] = self.league.fitness(i)
@@ -278,6 +279,7 @@ class Generations:
         calls = [self._final_call(i, episodes, seed) for i in indices]
         calls.append(lambda: workers[0][0].score_fixed.remote(-1, None, episodes, seed, True))
         *scores, random_scores = self._gather([*indices, 0], calls)
+        self._report_capped("final", {i: s.capped for i, s in enumerate(scores)})
         fitness = self.selection.fitness([m.fitness for m in members])
         self.state.final = FinalEvaluation(
             episodes=episodes, seed=seed, elite=rank(fitness)[0],
@@ -297,6 +299,8 @@ class Generations:
         workers = [w[0] for w in self.fleet.workers]
         rows = self.league.final_rows(plan, ray.get(
             [self.league.final_call(g, workers, games) for g in plan]))
+        self._report_capped("final", {i: sum(r["capped"] for r in rows_of(rows, member_id(i)))
+                                      for i in range(len(self.state.members))})
         scores = [pooled(rows_of(rows, member_id(i))) for i in range(len(self.state.members))]
         first = next(iter(elites))
         self.state.final = FinalEvaluation(
@@ -305,6 +309,19 @@ class Generations:
             random_score=pooled(rows_of(rows, RANDOM, "baseline", first))[0],
             elites=elites, games=rows)
         return self.state.final
+
+    def _report_capped(self, evaluation: str, capped: Mapping[int, int]) -> None:
+        """Episodes or games of an evaluation that the env's step limit cut (partial scores;
+        draws in a league), per member: an event in the run's record and a warning, when
+        there are any."""
+        counts = {int(i): int(n) for i, n in capped.items() if n}
+        if not counts:
+            return
+        self.state.event(evaluation=evaluation, capped_episodes=counts,
+                         generation=self.state.generation)
+        log.warning("%s evaluation: %d episode(s) reached the step limit (env.max_episode_steps) "
+                    "unfinished, members %s: their partial scores count (a league game: a "
+                    "draw)", evaluation, sum(counts.values()), sorted(counts))
 
     def _final_call(self, member: int, episodes: int, seed: int) -> Callable[[], Any]:
         m, worker = self.state.members[member], self.fleet.workers[member][0]

@@ -45,6 +45,8 @@ class LeagueRun:
         self.league = setup.league
         #: snapshot id -> [ref] of its frozen weights in the object store
         self.snapshot_boxes: dict[str, list[Any]] = {}
+        #: games the env's step limit cut (each a draw), by kind: training, evaluation
+        self.capped = {"training": 0, "evaluation": 0}
 
     # ------------------------------------------------------------------ training
     def plan(self, member: int) -> LeaguePlan:
@@ -69,8 +71,10 @@ class LeagueRun:
         m = self.state.members[int(index)]
         return m.version, m.weights_box, side
 
-    def record_training(self, results: Sequence[MatchResult]) -> None:
+    def record_training(self, results: Sequence[MatchResult], capped: int = 0) -> None:
+        """Training games' results, ``capped`` of them cut by the step limit (draws)."""
         self.league.record_training(results)
+        self.capped["training"] += int(capped)
 
     # ------------------------------------------------------------------ evaluation
     def evaluation_calls(self, member: int, worker: Any, seed: int) -> list[Any]:
@@ -86,9 +90,15 @@ class LeagueRun:
                     self.cfg.eval_games, seed + 7919 * k, side, self.explore))
         return refs
 
-    def record_evaluation(self, results: Sequence[Sequence[MatchResult]]) -> None:
+    def record_evaluation(self, results: Sequence[Sequence[MatchResult]]) -> int:
+        """Rate evaluation games (each set as ``play`` returns it); the number of them the
+        step limit cut (draws)."""
+        capped = 0
         for games in results:
             self.league.record_evaluation(games)
+            capped += int(getattr(games, "capped", 0))
+        self.capped["evaluation"] += capped
+        return capped
 
     def fitness(self, member: int) -> float:
         return self.league.fitness(member)
@@ -134,7 +144,8 @@ class LeagueRun:
     @staticmethod
     def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[MatchResult]]
                    ) -> list[dict[str, Any]]:
-        return final_rows(games, [[r for *_, r in res] for res in results])
+        return final_rows(games, [[r for *_, r in res] for res in results],
+                          [int(getattr(res, "capped", 0)) for res in results])
 
     # ------------------------------------------------------------------ between generations
     def copied(self, copies: Sequence[tuple[int, int]]) -> None:
@@ -156,17 +167,20 @@ class LeagueRun:
             self.snapshot_boxes.pop(snap.id, None)
 
     def summary(self) -> dict[str, Any]:
-        """Ratings (ordinal) of every player, the snapshots held, the games rated, the sides'
-        agents and each member's side."""
+        """Ratings (ordinal) of every player, the snapshots held, the games rated, the games
+        the step limit cut (draws; training and evaluation), the sides' agents and each
+        member's side."""
         lg = self.league
         return {"ratings": {p: lg.ratings.ordinal(p) for p in sorted(lg.ratings.table)},
                 "snapshots": lg.pool.ids(), "rated_games": lg.ratings.matches,
+                "capped_games": dict(self.capped),
                 "sides": {s: list(a) for s, a in self.sides.agents.items()},
                 "member_sides": list(lg.side_of_member)}
 
     def metrics(self) -> dict[str, float]:
-        """Every member's and reference's rating (ordinal), the snapshots held and the games
-        rated, under namespaced keys (``member/3/rating``, ``league/ref/random/rating``)."""
+        """Every member's and reference's rating (ordinal), the snapshots held, the games
+        rated and (once there are any) the games the step limit cut, under namespaced keys
+        (``member/3/rating``, ``league/ref/random/rating``)."""
         lg = self.league
         out = {f"{p}/rating": lg.ratings.ordinal(p) for p in lg.ratings.table
                if p.startswith("member/")}
@@ -174,6 +188,7 @@ class LeagueRun:
                 if p.startswith("ref/")}
         out["league/snapshots"] = float(len(lg.pool.snapshots))
         out["league/rated_games"] = float(lg.ratings.matches)
+        out |= {f"league/capped_{kind}_games": float(n) for kind, n in self.capped.items() if n}
         return out
 
     def plot_win_rates(self, path: Path, newest_snapshots: int = 4) -> Path:
@@ -189,7 +204,8 @@ class LeagueRun:
     def state_dict(self) -> dict[str, Any]:
         """The league's plain state and RNG (the snapshots' weights go separately:
         :meth:`snapshot_weights`)."""
-        return {"league": self.league.state_dict(), "rng": self.rng.bit_generator.state}
+        return {"league": self.league.state_dict(), "rng": self.rng.bit_generator.state,
+                "capped": dict(self.capped)}
 
     def snapshot_weights(self) -> dict[str, dict[str, Any]]:
         return {sid: ray.get(box[0]) for sid, box in self.snapshot_boxes.items()}
@@ -197,6 +213,7 @@ class LeagueRun:
     def load_state_dict(self, state: dict[str, Any], weights: dict[str, dict[str, Any]]) -> None:
         self.league.load_state_dict(state["league"])
         self.rng.bit_generator.state = state["rng"]
+        self.capped.update(state.get("capped", {}))
         missing = [s for s in self.league.pool.ids() if s not in weights]
         if missing:
             raise ValueError(f"the checkpoint's league has no weights for {missing}")

@@ -78,14 +78,18 @@ class Recorder:
     member) sets the ``"auto"`` cadences, and with ``evo_steps`` (per member) the boundaries
     after a resume.
     ``new_policy(name)`` builds a fresh algorithm of that name (the elite's), for the elite
-    model."""
+    model. ``agent_spaces`` (each agent's spaces as text, see
+    :func:`~distmarl.runtime.resume.agent_spaces`) go into every checkpoint, so a resume can
+    check its env against it before Ray starts."""
 
     def __init__(self, tracking: TrackingConfig, run_dir: Path, *, name: str,
                  config: dict[str, Any], tags: dict[str, str], max_steps: int,
                  evo_steps: Sequence[int],
                  new_policy: Callable[[str], Algorithm], state: RunState, fleet: Fleet,
-                 generations: Generations) -> None:
+                 generations: Generations,
+                 agent_spaces: dict[str, dict[str, str]] | None = None) -> None:
         self.tracking, self.run_dir, self.name = tracking, run_dir, name
+        self.agent_spaces = agent_spaces
         self.config, self.tags, self.new_policy = config, tags, new_policy
         self.max_steps, self.evo_steps = max_steps, evo_steps
         self.state, self.fleet, self.generations = state, fleet, generations
@@ -209,7 +213,8 @@ class Recorder:
         """Every member's full state, the run's state and the buffer, at this step."""
         states = self.fleet.learner_states()  # a restarted learner is restored first
         buffer_state = self.fleet.buffer_state()
-        meta = {"config": self.config, **self.state.state_dict(),
+        meta = {"config": self.config, "agent_spaces": self.agent_spaces,
+                **self.state.state_dict(),
                 **self.generations.state_dict(), "mlflow": self.tracker.run_ids()}
         path = save_checkpoint(self.run_dir / "checkpoints", self.state.total_env_steps, meta,
                                states, buffer_state, keep_last=self.tracking.keep_last,
@@ -218,19 +223,23 @@ class Recorder:
         return path
 
     # ------------------------------------------------------------------ end
-    def finish(self, failed: bool = False) -> None:
-        """Final metrics, checkpoint and artifacts (config, lineage, plots, the elite model),
-        then close the tracking runs (metrics never sent go to ``mlflow-unsent.jsonl``)."""
+    def finish(self, status: str = "FINISHED") -> None:
+        """End the run's records, then close the tracking runs with ``status`` (metrics never
+        sent go to ``mlflow-unsent.jsonl``). ``FINISHED``: final metrics, checkpoint and
+        artifacts (config, lineage, plots, the elite model); ``KILLED`` (a signal stopped the
+        run): final metrics and checkpoint only, so the stop is quick and a resume goes on from
+        here; ``FAILED``: nothing more."""
         try:
-            if not failed and self.state.members:
+            if status != "FAILED" and self.state.members:
                 self.tracker.log_metrics(self.metrics(), self.state.member_step())
                 self.checkpoint()
-                self.write_artifacts()
+                if status == "FINISHED":
+                    self.write_artifacts()
                 self.tracker.flush()
-                self.log_elite_model()
+                if status == "FINISHED":
+                    self.log_elite_model()
         finally:
-            self.tracker.finish("FAILED" if failed else "FINISHED",
-                                spill=self.run_dir / "mlflow-unsent.jsonl")
+            self.tracker.finish(status, spill=self.run_dir / "mlflow-unsent.jsonl")
 
     def write_artifacts(self) -> None:
         from distmarl.tracking.plots import plot_family_tree, plot_fitness

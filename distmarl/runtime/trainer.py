@@ -1,4 +1,5 @@
-"""``train``: start (or join) Ray, run the coordinator, show progress, stop cleanly on Ctrl-C."""
+"""``train``: start (or join) Ray, run the coordinator, show progress, stop cleanly on SIGINT and
+SIGTERM."""
 
 from __future__ import annotations
 
@@ -18,12 +19,33 @@ from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
 from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import CoordinatorActor
+from distmarl.runtime.resume import agent_spaces, check_resume
+from distmarl.runtime.stopping import StopSignals, own_process_group, stop_reason
+
+#: seconds the driver waits on the run between looks at signals and progress (a signal's
+#: handler runs once the wait returns)
+WAIT_S = 0.25
+#: names tried for a new run directory within one second (``<time>-<name>-<n>``)
+RUN_DIR_TRIES = 1000
 
 
-def new_run_dir(directory: str, name: str) -> Path:
-    """A new run directory under ``directory`` (``tracking.directory``): ``<time>-<name>``."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return (Path(directory) / f"{stamp}-{name}").resolve()
+def new_run_dir(directory: str | Path, name: str) -> Path:
+    """A new, empty run directory under ``directory`` (``tracking.directory``):
+    ``<time>-<name>``, or ``<time>-<name>-2``, ``-3``, ... when another run took that name in
+    the same second. Each name is claimed by creating its folder (an atomic ``mkdir`` that
+    fails where the folder exists), so two runs never share one."""
+    parent = Path(directory).resolve()
+    parent.mkdir(parents=True, exist_ok=True)
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
+    for n in range(1, RUN_DIR_TRIES + 1):
+        path = parent / (base if n == 1 else f"{base}-{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent}: {RUN_DIR_TRIES} run directories named {base}[-N] "
+                          f"exist already")
 
 
 def progress_line(p: dict[str, Any], width: int = 24) -> str:
@@ -47,57 +69,115 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
           show_progress: bool = True, num_cpus: int | None = None,
           num_gpus: int | None = None,
           on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``).
+    """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``
+    and to the run directory's ``summary.json``).
 
-    ``on_coordinator`` is called with the coordinator actor's handle once it exists (a soak or
-    a dashboard can query ``progress`` or ``handles`` through it)."""
-    spaces = preflight(cfg)  # config errors surface here, before Ray starts
-    try:
-        league_setup(cfg, spaces)  # sides, references and win_above against the env's agents
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-    if resume is not None:
-        run_dir = Path(resume).resolve()
-        if not (run_dir / "checkpoints").exists():
-            raise FileNotFoundError(f"--resume {run_dir}: no checkpoints/ folder there")
-    run_dir = (Path(run_dir).resolve() if run_dir is not None
-               else new_run_dir(cfg.tracking.directory, cfg.name))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started_ray = not ray.is_initialized() and address is None
-    info = init_ray(address, num_cpus=num_cpus, num_gpus=num_gpus, log_to_driver=True)
-    here = ray.get_runtime_context().get_node_id()
-    coord = CoordinatorActor.options(
-        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-    ).remote(json.loads(cfg.model_dump_json()), str(run_dir),
-             str(run_dir / "checkpoints") if resume is not None else None, info.get("address"))
-    if on_coordinator is not None:
-        on_coordinator(coord)
-    result = coord.run.remote()
-    try:
-        summary = _wait(coord, result, show_progress)
-    except KeyboardInterrupt:
-        print("\ninterrupted: stopping and writing a final checkpoint...", file=sys.stderr)
-        ray.get(coord.stop.remote())
-        summary = ray.get(result)
-    finally:
-        if show_progress:
-            print(file=sys.stderr)
-    summary["ray"] = {"address": info.get("address"), "dashboard": info.get("dashboard_url")}
-    if summary_json is not None:
-        Path(summary_json).parent.mkdir(parents=True, exist_ok=True)
-        Path(summary_json).write_text(json.dumps(summary, indent=1, default=str))
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    if started_ray:
-        ray.shutdown()
+    SIGINT and SIGTERM stop the run after the calls in flight, with a checkpoint and the
+    tracking runs closed as ``KILLED`` (see :mod:`~distmarl.runtime.stopping`); the summary's
+    ``stop_reason`` then names the signal and ``stop_signal`` holds its number (None
+    otherwise). ``on_coordinator`` is called with the coordinator actor's handle once it exists
+    (a soak or a dashboard can query ``progress`` or ``handles`` through it)."""
+    new = resume is None and run_dir is None
+    with StopSignals() as signals:  # blocked in the threads started from here on
+        run_dir = _checked_run_dir(cfg, resume, run_dir)  # config errors: before Ray starts
+        try:
+            summary = _run(cfg, run_dir, signals, address=address,
+                           resume=resume is not None, show_progress=show_progress,
+                           num_cpus=num_cpus, num_gpus=num_gpus, on_coordinator=on_coordinator)
+        except Stopped:
+            if new:  # nothing was written: no empty run directory left behind
+                with contextlib.suppress(OSError):
+                    run_dir.rmdir()
+            raise
+        for path in ([] if summary_json is None else [Path(summary_json)]):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(summary, indent=1, default=str))
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
 
-def _wait(coord: Any, result: Any, show_progress: bool) -> dict[str, Any]:
+def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
+                     run_dir: str | Path | None) -> Path:
+    """Check what can be checked without Ray (the env and algorithms build, the league fits
+    the env, a resumed checkpoint fits the config); the run directory, created."""
+    spaces = preflight(cfg)
+    try:
+        league = league_setup(cfg, spaces)  # sides, references and win_above against the env
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if resume is not None:
+        path = Path(resume).resolve()
+        check_resume(path, cfg, agent_spaces(spaces[0], spaces[1]), league is not None)
+        return path
+    if run_dir is not None:
+        path = Path(run_dir).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return new_run_dir(cfg.tracking.directory, cfg.name)
+
+
+def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address: str | None,
+         resume: bool, show_progress: bool, num_cpus: int | None, num_gpus: int | None,
+         on_coordinator: Callable[[Any], None] | None) -> dict[str, Any]:
+    """Start (or join) Ray, run the coordinator to its end and return its summary. A local Ray
+    gets a process group of its own, so a signal to the driver's group reaches the driver
+    alone. Ray starts with the stop signals still blocked (its threads inherit that, so the
+    signals reach the main thread); they are delivered once the handlers are back. A signal
+    before the coordinator runs ends the run with nothing to save (:class:`Stopped`)."""
+    started_ray = not ray.is_initialized() and address is None
+    with own_process_group(started_ray) as group:
+        signals.group = group
+        info = init_ray(address, num_cpus=num_cpus, num_gpus=num_gpus, log_to_driver=True)
+    signals.install()  # again: ray.init's core worker replaced the SIGTERM handler
+    signals.deliver()
+    try:
+        if signals.received is not None:
+            raise Stopped(signals.received)
+        here = ray.get_runtime_context().get_node_id()
+        coord = CoordinatorActor.options(
+            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+        ).remote(json.loads(cfg.model_dump_json()), str(run_dir),
+                 str(run_dir / "checkpoints") if resume else None, info.get("address"))
+        if on_coordinator is not None:
+            on_coordinator(coord)
+        result = coord.run.remote()
+        try:
+            summary = _wait(coord, result, show_progress, signals)
+        finally:
+            if show_progress:
+                print(file=sys.stderr)
+    finally:
+        if started_ray:
+            ray.shutdown()
+            signals.group = None
+            signals.install()  # again: shutting Ray down gave SIGTERM its default back
+    summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
+                              else None)
+    summary["ray"] = {"address": info.get("address"), "dashboard": info.get("dashboard_url")}
+    return summary
+
+
+class Stopped(Exception):
+    """A stop signal came before the run had started: nothing was trained or saved."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"{stop_reason(signum)} before the run started: nothing was saved")
+        self.signum = signum
+
+
+def _wait(coord: Any, result: Any, show_progress: bool, signals: StopSignals
+          ) -> dict[str, Any]:
+    """The run's summary once it ends; a stop signal meanwhile asks the coordinator to stop."""
+    asked, shown = False, 0.0
     while True:
-        ready, _ = ray.wait([result], timeout=1.0)
+        ready, _ = ray.wait([result], timeout=WAIT_S)
         if ready:
-            return ray.get(result)
-        if show_progress:
+            return dict(ray.get(result))
+        if signals.received is not None and not asked:
+            ray.get(coord.stop.remote(signals.reason, interrupted=True))
+            asked = True
+        if show_progress and time.monotonic() - shown >= 1.0:
+            shown = time.monotonic()
             with contextlib.suppress(ray.exceptions.GetTimeoutError):
                 line = progress_line(ray.get(coord.progress.remote(), timeout=5))
                 print(line, end="", file=sys.stderr, flush=True)

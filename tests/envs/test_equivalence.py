@@ -44,7 +44,7 @@ def test_vector_env_equals_single_envs(name: str, continuous: bool, mode: str) -
     endings = 0
     with VectorParallelEnv(fns, mode=mode, num_workers=2 if mode == "async" else None) as venv:
         if mode == "sync":
-            assert isinstance(venv.backend.runner.envs[0], LightParallel)
+            assert isinstance(venv.backend.runner.envs[0].env, LightParallel)  # in StepLimit
         obs, infos = venv.reset(seed=SEED)
         for i, env in enumerate(singles):
             ref, _ = env.reset(seed=SEED + i)

@@ -16,6 +16,7 @@ from distmarl.envs import (
     make_vector_env,
     to_parallel,
 )
+from distmarl.envs.renamed import env_names
 
 
 def episode_length(env: ParallelEnv, seed: int = 0) -> int:
@@ -69,11 +70,14 @@ def test_env_factory_pickles_and_builds() -> None:
     [
         ("no_such_pkg_xyz:env", EnvSpecError, "no module named 'no_such_pkg_xyz'"),
         ("mpe2:simple_sprad_v3", EnvSpecError, "has no 'simple_sprad_v3'.*'simple_spread_v3'"),
-        ("pettingzoo.mpe:simple_spread_v3", MissingPackageError, "pip install mpe2"),
+        ("pettingzoo.mpe:simple_spread_v3", MissingPackageError,
+         "moved to the 'mpe2' package: use 'mpe2:simple_spread_v3'"),
         ("pettingzoo.atari:pong_v3", MissingPackageError, r"pip install 'pettingzoo\[atari\]'"),
-        # an old version: pettingzoo names the current one (v4 up to 1.26, the bench extra's
-        # pin for AgileRL; v5 from 1.27)
-        ("pettingzoo.sisl:pursuit_v3", EnvSpecError, r"pursuit_v3 is now deprecated, use pursuit_v[45]"),
+        # an old version: the current one is named (v4 up to pettingzoo 1.26, the bench
+        # extra's pin for AgileRL; v5 from 1.27)
+        ("pettingzoo.sisl:pursuit_v3", EnvSpecError,
+         r"^env spec 'pettingzoo.sisl:pursuit_v3': 'pursuit_v3' is an old version that "
+         r"pettingzoo [0-9.]+ no longer has: use 'pettingzoo.sisl:pursuit_v[45]'"),
         ("builtins:dict", EnvSpecError, "neither a PettingZoo ParallelEnv nor an AECEnv"),
         ("math:pi", EnvSpecError, "'pi' is a float, not callable"),
         ("mpe2._mpe_utils", EnvSpecError, "has neither parallel_env nor env"),
@@ -111,3 +115,52 @@ def test_a_missing_env_package_gives_the_pip_command(monkeypatch: pytest.MonkeyP
         MissingPackageError, match="needs 'mpe2', which is not installed: pip install mpe2"
     ):
         make_env("mpe2:simple_spread_v3")
+
+
+@pytest.mark.parametrize(
+    ("spec", "successor"),
+    [
+        ("pettingzoo.butterfly:pistonball_v5", "use 'pettingzoo.butterfly:pistonball_v6'"),
+        ("pettingzoo.butterfly.pistonball_v5", "use 'pettingzoo.butterfly:pistonball_v6'"),
+        # a version newer than the installed one: the installed one is named
+        ("pettingzoo.sisl:multiwalker_v99", "has 'multiwalker_v9', another version of the "
+                                            "same env: use 'pettingzoo.sisl:multiwalker_v9'"),
+        ("mpe2:simple_speaker_listener_v3", "use 'mpe2:simple_speaker_listener_v4'"),
+        ("pettingzoo.mpe:simple_speaker_listener_v3",
+         "pettingzoo.mpe has moved to the 'mpe2' package: use 'mpe2:simple_speaker_listener_v4'"),
+        ("pettingzoo.mpe.simple_spread_v3",
+         "pettingzoo.mpe has moved to the 'mpe2' package: use 'mpe2:simple_spread_v3'"),
+    ],
+)
+def test_renamed_envs_name_their_successor(spec: str, successor: str) -> None:
+    with pytest.raises((EnvSpecError, MissingPackageError)) as err:
+        make_env(spec)
+    assert str(err.value).startswith(f"env spec '{spec}': "), str(err.value)
+    assert successor in str(err.value), str(err.value)
+    assert str(err.value).count("env spec") == 1
+
+
+def test_a_removed_env_says_no_version_is_left_and_lists_the_family() -> None:
+    import pettingzoo.sisl
+
+    if "waterworld_v4" in env_names(pettingzoo.sisl):
+        pytest.skip("this pettingzoo still has waterworld")
+    with pytest.raises(EnvSpecError) as err:
+        make_env("pettingzoo.sisl:waterworld_v4")
+    message = str(err.value)
+    assert "has no 'waterworld_v4' and no other version of 'waterworld'" in message
+    assert "an older release may have it" in message and "pursuit_v" in message
+
+
+def test_a_moved_env_without_its_new_package_gives_the_pip_command(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mpe2", None)  # import mpe2 now fails as if not installed
+    with pytest.raises(MissingPackageError, match=r"pip install mpe2, then use "
+                       r"'mpe2:simple_tag_v3' \(or the version mpe2 has\)"):
+        make_env("pettingzoo.mpe:simple_tag_v3")
+
+
+def test_magent_envs_point_to_magent2() -> None:
+    pytest.importorskip("magent2")
+    with pytest.raises(MissingPackageError, match=r"use 'magent2\.environments:battle_v4'"):
+        make_env("pettingzoo.magent:battle_v3")

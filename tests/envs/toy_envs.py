@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import time
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo.utils.env import ParallelEnv
+from pettingzoo.utils import AgentSelector
+from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 
 class _Base(ParallelEnv):
@@ -183,6 +185,82 @@ class InfRewardEnv(DyingEnv):
         return obs, rew, term, trunc, info
 
 
+class EndlessEnv(_Base):
+    """A game without a move limit: players ``e_0`` and ``e_1`` act at every step and are
+    never terminated or truncated. ``e_0`` gets reward 1 per step and ``e_1`` 0, a score that
+    would decide the game if it ever ended. ``declared``: a gymnasium-style
+    ``spec.max_episode_steps`` the env states but does not enforce (None: it states none)."""
+
+    def __init__(self, declared: int | None = None, continuous: bool = False) -> None:
+        super().__init__(2, "e", continuous)
+        if declared is not None:
+            self.spec = SimpleNamespace(max_episode_steps=declared)
+        self._spaces = {a: (_Base.observation_space(self, a), _Base.action_space(self, a))
+                        for a in self.possible_agents}
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._spaces[agent][0]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._spaces[agent][1]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple:
+        self._start()
+        return {a: self._obs(a) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple:
+        self._take(actions)
+        obs = {a: self._obs(a) for a in self.agents}
+        rew = {"e_0": 1.0, "e_1": 0.0}
+        never = dict.fromkeys(self.agents, False)
+        return obs, rew, never, dict(never), {a: {} for a in self.agents}
+
+
+class EndlessTurns(AECEnv):
+    """The AEC form of :class:`EndlessEnv`: ``e_0`` and ``e_1`` move in turn, forever
+    (not parallelizable: distmarl steps it one move at a time). The mover gets reward 1.
+    ``max_cycles``: a limit the env states but does not enforce."""
+
+    metadata: ClassVar[dict[str, Any]] = {"name": "endless_turns", "is_parallelizable": False}
+
+    def __init__(self, max_cycles: int | None = None) -> None:
+        super().__init__()
+        self.possible_agents = ["e_0", "e_1"]
+        self.render_mode = None
+        self.max_cycles = max_cycles  # stated (in cycles of both moves), never enforced
+        self.t = 0
+        self._obs_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self._act_space = spaces.Discrete(3)
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_space
+
+    def observe(self, agent: str) -> np.ndarray:
+        return np.array([self.possible_agents.index(agent), self.t], dtype=np.float32)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self._selector = AgentSelector(self.agents)
+        self.agent_selection = self._selector.reset()
+
+    def step(self, action: Any) -> None:
+        mover = self.agent_selection
+        self._cumulative_rewards[mover] = 0.0
+        self.rewards = {a: float(a == mover) for a in self.agents}
+        self.t += 1
+        self.agent_selection = self._selector.next()
+        self._accumulate_rewards()
+
+
 def failing_factory() -> ParallelEnv:
     """An env factory that raises while building the env."""
     raise OSError("cannot open the simulator")
@@ -200,3 +278,73 @@ def mixed_group_env() -> DyingEnv:
 
     env.observation_space = observation_space  # type: ignore[method-assign]
     return env
+
+
+class CrowdEnv(ParallelEnv):
+    """Many agents with image-like observations, magent2 battle's shapes at a smaller count:
+    ``n_agents`` agents (``ant_k``, one group), each observing a float32
+    ``(13, 13, 5)`` view (about 3.4 KB) filled with the step number, ``Discrete(21)`` actions,
+    reward 1 per step, truncated after ``max_steps``."""
+
+    metadata: ClassVar[dict[str, Any]] = {"name": "crowd", "is_parallelizable": True}
+    view = (13, 13, 5)
+
+    def __init__(self, n_agents: int = 100, max_steps: int = 20) -> None:
+        self.possible_agents = [f"ant_{k}" for k in range(n_agents)]
+        self.max_steps = max_steps
+        self.t = 0
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return spaces.Box(0.0, 1.0, self.view, np.float32)
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return spaces.Discrete(21)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        frame = np.full(self.view, self.t / self.max_steps, np.float32)
+        return {a: frame.copy() for a in self.agents}
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple:
+        self.t = 0
+        self.agents = list(self.possible_agents)
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple:
+        if set(actions) != set(self.agents):
+            raise ValueError(f"got actions for {sorted(actions)}, live agents are {self.agents}")
+        self.t += 1
+        done = self.t >= self.max_steps
+        obs = self._obs()
+        rew = dict.fromkeys(self.agents, 1.0)
+        term = dict.fromkeys(self.agents, False)
+        trunc = dict.fromkeys(self.agents, done)
+        info: dict[str, dict] = {a: {} for a in self.agents}
+        if done:
+            self.agents = []
+        return obs, rew, term, trunc, info
+
+
+class BrokenEnv(DyingEnv):
+    """A ``DyingEnv`` that builds but fails on ``fails_on`` (``"reset"`` or ``"step"``, its
+    first one): raises RuntimeError (``how="raise"``) or aborts its process from native code
+    (``"abort"``, as a simulator's failed C assertion does)."""
+
+    def __init__(self, fails_on: str = "reset", how: str = "raise") -> None:
+        super().__init__((50, 50))
+        self.fails_on = fails_on
+        self.how = how
+
+    def _fail(self, phase: str) -> None:
+        if phase != self.fails_on:
+            return
+        if self.how == "abort":
+            os.abort()
+        raise RuntimeError(f"simulator broke on {phase}")
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple:
+        self._fail("reset")
+        return super().reset(seed, options)
+
+    def step(self, actions: dict[str, Any]) -> tuple:
+        self._fail("step")
+        return super().step(actions)

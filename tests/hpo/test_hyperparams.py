@@ -133,3 +133,46 @@ def test_a_population_of_samples_is_one_set_per_member_and_repeats_with_its_seed
     assert first == cfg.sample(4, np.random.default_rng(7))
     assert len(first) == 4 and all(set(hp) == {"lr_actor", "batch_size"} for hp in first)
     assert len({hp["lr_actor"] for hp in first}) == 4
+
+
+def test_an_integer_hyperparameters_range_is_an_int_range_without_being_told() -> None:
+    """``learn_step: {min: 1, max: 16}`` (no dtype) loads as an int range: its mutations and
+    samples are whole numbers that pass the hyperparameter's rule."""
+    from distmarl.config import load_config
+    from distmarl.config.hparams import check_hp_value
+    from distmarl.hpo import Mutations
+    from distmarl.runtime.generations import make_hp_config
+
+    cfg = load_config("examples/configs/tiny.yaml",
+                      ["evolution.hp_config={learn_step: {min: 1, max: 16}, "
+                       "lr_actor: {min: 0.0001, max: 0.01}}"])
+    assert {n: p.dtype for n, p in cfg.evolution.hp_config.items()} == {
+        "learn_step": "int", "lr_actor": "float"}
+    hp_config = make_hp_config(cfg.evolution.hp_config, ["MADDPG"])
+    mutations = Mutations(0, 0, 0, 0, 0, rl_hp=1, rand_seed=0)
+    rng = np.random.default_rng(0)
+    hps = [{"learn_step": 8, "lr_actor": 1e-3}] * 200
+    steps = [p.detail["new"] for p in mutations.plan(hps, hp_config, rng)
+             if p.detail["hp"] == "learn_step"]
+    assert steps and all(type(v) is int for v in steps) and set(steps) <= {6, 10}
+    for value in steps + [s["learn_step"] for s in hp_config.sample(50, rng)]:
+        assert check_hp_value("MADDPG", "learn_step", value) == value
+
+
+def test_a_mixed_populations_ranges_follow_their_algorithms_types() -> None:
+    from distmarl.config import load_config
+
+    cfg = load_config("examples/configs/speaker_listener_mixed.yaml",
+                      ["evolution.hp_config={learn_step: {min: 1, max: 4}, "
+                       "tau: {min: 0.001, max: 0.1}}"])
+    assert {n: p.dtype for n, p in cfg.evolution.hp_config.items()} == {
+        "learn_step": "int", "tau": "float"}
+
+
+def test_a_float_range_of_an_integer_hyperparameter_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"hp_config\.learn_step: dtype float, but learn_step "
+                                         r"is an integer hyperparameter of MADDPG"):
+        HyperparameterConfig(learn_step=RLParameter(1, 16)).check_against("MADDPG")
+    with pytest.raises(ValueError, match=r"hp_config\.lr: dtype int, but lr is a real-valued"):
+        HyperparameterConfig(lr=RLParameter(1e-4, 1e-2, dtype=int)).check_against("IPPO")
+    HyperparameterConfig(learn_step=RLParameter(1, 16, dtype=int)).check_against("MADDPG")

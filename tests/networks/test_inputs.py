@@ -77,3 +77,15 @@ def test_a_space_no_encoder_reads_is_named_with_its_place() -> None:
         input_spec(nested, "agent 'a_0'")
     with pytest.raises(UnsupportedSpaceError, match="no part a network could read"):
         input_spec(spaces.Dict({"action_mask": spaces.Box(0, 1, (3,), np.int8)}))
+
+
+def test_a_sequence_observation_is_refused_with_the_fixed_size_alternative() -> None:
+    rows = spaces.Sequence(spaces.Box(-1.0, 1.0, (11,), np.float64), stack=True)
+    with pytest.raises(UnsupportedSpaceError) as err:
+        input_spec(rows, "agent 'archer_0''s observation")
+    message = str(err.value)
+    assert message.startswith("agent 'archer_0''s observation is Sequence(")
+    assert "obs_method 'vector' or 'vector-masked'" in message and "sequence_space: false" in message
+    with pytest.raises(UnsupportedSpaceError, match="Text") as other:
+        input_spec(spaces.Text(8))
+    assert "Sequence is a variable-length" not in str(other.value)

@@ -90,7 +90,7 @@ def test_fitness_recorded_and_evolution_happened(run) -> None:
         assert len(m["fitness"]) == summary["generations"]
         assert all(np.isfinite(m["fitness"]))
     assert summary["best_fitness"] == max(m["fitness"][-1] for m in summary["members"])
-    mutated = [e for e in summary["events"] if e["mutation"] != "none"]
+    mutated = [e for e in summary["events"] if e.get("mutation", "none") != "none"]
     assert mutated, "no mutation happened"
     assert summary["copies"], "no selection copied a member"
     for copy in summary["copies"]:  # right after the copy the weights equal the source's

@@ -11,6 +11,10 @@ An agent's observation becomes what its encoder reads (:mod:`distmarl.networks.i
 PettingZoo's ``action_mask`` (a key of a dict observation) is not an input; :meth:`ObsReader.mask`
 returns it as a bool ``(B, n)`` tensor.
 
+:func:`obs_readers` builds every agent's reader with its ``net_config``'s ``channels_last``
+and says once per process how each group's images are read (INFO; WARNING where the layout
+is a guess no rule tells, :func:`~distmarl.networks.inputs.ambiguous_layout`).
+
 Centralised critics read every agent's observation: side by side ``(B, sum dim)`` when all are
 vectors (the MLP critic as before), otherwise a dict input with one part per agent (per agent
 and key for dict observations), read by a multi-input encoder.
@@ -18,6 +22,7 @@ and key for dict observations), read by a multi-input encoder.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +30,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from distmarl.agents import group_of
 from distmarl.algorithms.common.space_tensors import obs_tensor
 from distmarl.networks.inputs import (
     MASK_KEY,
@@ -32,10 +38,15 @@ from distmarl.networks.inputs import (
     ImageInput,
     InputSpec,
     VectorInput,
+    ambiguous_layout,
     input_spec,
 )
+from distmarl.networks.net_config import channels_last_of
 
 Input = torch.Tensor | dict[str, torch.Tensor]
+log = logging.getLogger(__name__)
+#: layout lines this process has logged (each once)
+_said: set[str] = set()
 
 
 def policy_space(space: spaces.Space) -> spaces.Space:
@@ -48,12 +59,14 @@ def policy_space(space: spaces.Space) -> spaces.Space:
 
 
 class ObsReader:
-    """How one agent's observations become its network's input."""
+    """How one agent's observations become its network's input (``channels_last``: the
+    layout of rank-3 images, None: guessed)."""
 
-    def __init__(self, space: spaces.Space, where: str = "observation") -> None:
+    def __init__(self, space: spaces.Space, where: str = "observation",
+                 channels_last: bool | None = None) -> None:
         self.space = space
         self.policy_space = policy_space(space)
-        self.input: InputSpec = input_spec(self.policy_space, where)
+        self.input: InputSpec = input_spec(self.policy_space, where, channels_last)
 
     def tensor(self, x: Any, device: torch.device) -> Input:
         """A batch ``(B, ...)`` (array, tensor, or dict) -> network input (see the module). A
@@ -70,6 +83,37 @@ class ObsReader:
         if not isinstance(x, Mapping) or x.get(MASK_KEY) is None:
             return None
         return mask_tensor(x[MASK_KEY], device)
+
+
+def obs_readers(observation_spaces: Mapping[str, spaces.Space],
+                net_config: Mapping[str, Any] | None) -> dict[str, ObsReader]:
+    """Every agent's reader, its images laid out as ``net_config``'s ``channels_last`` says
+    (:func:`~distmarl.networks.net_config.channels_last_of`) or guessed; logs how each group's
+    images are read (see the module)."""
+    layouts = channels_last_of(net_config, list(observation_spaces))
+    readers = {a: ObsReader(s, f"agent {a!r}'s observation", layouts[a])
+               for a, s in observation_spaces.items()}
+    for a, r in readers.items():
+        _say_layout(group_of(a), r.input, layouts[a])
+    return readers
+
+
+def _say_layout(group: str, spec: InputSpec, channels_last: bool | None) -> None:
+    images = [spec] if isinstance(spec, ImageInput) else (
+        [p for _, p in spec.parts if isinstance(p, ImageInput)]
+        if isinstance(spec, DictInput) else [])
+    for image in images:
+        line = f"agent group {group!r}: {image.describe()}"
+        if line in _said:
+            continue
+        _said.add(line)
+        if channels_last is not None:
+            log.info("%s, as net_config's channels_last says", line)
+        elif image.layout != "HW" and ambiguous_layout(image.shape):
+            log.warning("%s, a guess: set channels_last: true or false in the group's "
+                        "net_config if that is wrong", line)
+        else:
+            log.info("%s (set channels_last in net_config to change)", line)
 
 
 def mask_tensor(mask: object, device: torch.device) -> torch.Tensor:

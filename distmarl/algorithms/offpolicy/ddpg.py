@@ -23,10 +23,10 @@ from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import (
     Input,
-    ObsReader,
     batch_size,
     joint_input,
     mask_tensor,
+    obs_readers,
 )
 from distmarl.algorithms.common.space_tensors import make_codec
 from distmarl.algorithms.offpolicy.batch import (
@@ -61,8 +61,7 @@ class OffPolicyMultiAgent(Algorithm):
     ) -> None:
         super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
         self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
-        self.readers = {a: ObsReader(s, f"agent {a!r}'s observation")
-                        for a, s in self.observation_spaces.items()}
+        self.readers = obs_readers(self.observation_spaces, self.net_config)
         self.joint = joint_input(self.readers)
         self.nets = NetworkSet()
         self._build_networks(

@@ -52,7 +52,7 @@ from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet, make_adam
-from distmarl.algorithms.common.observations import Input, ObsReader, batch_size, tcat
+from distmarl.algorithms.common.observations import Input, batch_size, obs_readers, tcat
 from distmarl.algorithms.common.sharing import group_net_configs
 from distmarl.algorithms.onpolicy import acting, rows
 from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
@@ -97,8 +97,7 @@ class OnPolicyMultiAgent(Algorithm):
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
         self.heads: dict[str, PolicyHead] = {
             g: make_head(self.action_spaces[m[0]], self.device) for g, m in self.groups.items()}
-        self.readers = {a: ObsReader(s, f"agent {a!r}'s observation")
-                        for a, s in self.observation_spaces.items()}
+        self.readers = obs_readers(self.observation_spaces, self.net_config)
         #: what each agent's policy reads
         self.inputs: dict[str, InputSpec] = {a: r.input for a, r in self.readers.items()}
         self.nets = NetworkSet()

@@ -24,8 +24,16 @@ from typing import Any, NamedTuple
 import ray
 
 from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
+from distmarl.collect.evaluation import Scores
 from distmarl.collect.opponents import Opponents
-from distmarl.collect.seating import LeagueGame, LeaguePlan, MatchResult, Seating, play_games
+from distmarl.collect.seating import (
+    GameResults,
+    LeagueGame,
+    LeaguePlan,
+    MatchResult,
+    Seating,
+    play_games,
+)
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import converted, make_algorithm, make_venv
 from distmarl.hpo.league_state import member_id
@@ -43,6 +51,7 @@ class CollectResult(NamedTuple):
     refused: int  # times the rate limiter refused the chunk before it was stored
     nonfinite_rows: int = 0  # agent rows dropped for NaN / inf values (env.nonfinite="drop")
     match_results: tuple[MatchResult, ...] = ()  # league games ended (learner, opponent, result)
+    capped_episodes: int = 0  # episodes ended that the env's step limit cut (truncated)
 
 
 class RolloutShell:
@@ -109,15 +118,16 @@ class RolloutShell:
         self._dropped_reported += dropped
         return CollectResult(rollout.env_steps, rollout.episode_scores, rollout.episode_lengths,
                              self.version, time.perf_counter() - start, refused, dropped,
-                             tuple(rollout.match_results))
+                             tuple(rollout.match_results), rollout.capped)
 
     def play(self, version: int, weights_box: list[Any] | None,
              opponent: tuple[str, int | None, list[Any] | None, str], games: int, seed: int,
              side: str | None, explore: bool = False, learner: str | None = None
-             ) -> list[MatchResult]:
+             ) -> GameResults:
         """League evaluation: ``games`` games of this member (on ``side``; None in a symmetric
         game: every seat in turn) against ``opponent`` ``(player, version, weights box,
-        side)``, on the evaluation envs; results as ``(member, opponent, result)``.
+        side)``, on the evaluation envs; results as ``(member, opponent, result)``, with
+        the count of games the step limit cut (draws).
         ``learner`` (``ref/<name>``) plays instead of the member (a final evaluation's
         baseline). References are made afresh, seeded by ``seed``, so the same games give
         the same results again (``distmarl evaluate``)."""
@@ -171,17 +181,17 @@ class RolloutShell:
         return self.opponents.player(player, version, weights)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
-                 max_steps: int | None, seed: int, explore: bool = False) -> list[float]:
+                 max_steps: int | None, seed: int, explore: bool = False) -> Scores:
         """Scores on a separate copy of the envs (the collection's episodes go on undisturbed),
         without exploration, or (``explore``) sampling the policy from a stream seeded by
-        ``seed``."""
+        ``seed``; with the count of unfinished episodes (:class:`Scores`)."""
         self._sync(version, weights_box)
         self._seed_sampling(explore, seed)
         return evaluate(self._eval_venv(seed), self.algo, episodes=episodes, max_steps=max_steps,
                         seed=seed, explore=explore)
 
     def score_fixed(self, version: int, weights_box: list[Any] | None, episodes: int,
-                    seed: int, random: bool = False, explore: bool = False) -> list[float]:
+                    seed: int, random: bool = False, explore: bool = False) -> Scores:
         """Scores of the fixed set of ``episodes`` episodes seeded by ``seed``: of the member's
         policy (sampled with ``explore``, as :meth:`evaluate`), or (``random``) of uniform
         random actions on the same episodes."""

@@ -1,0 +1,211 @@
+"""Stopping a run from outside: ``SIGINT`` (Ctrl-C) and ``SIGTERM`` (``timeout``, Docker,
+Kubernetes, ``ray job stop``) on the driver, and the request the coordinator acts on.
+
+The driver (:func:`~distmarl.runtime.trainer.train`) holds :class:`StopSignals` while a run is
+on. The first signal is only noted; the driver then asks the coordinator to stop, which sets its
+:class:`StopRequest`: the loop ends at its next turn, the calls in flight finish, a checkpoint is
+written and the tracking runs close as ``KILLED``. A second signal exits at once, with no
+checkpoint, taking a local Ray's processes with it. The exit code is a shell's for a process
+ended by that signal: ``128 + signum`` (130 for ``SIGINT``, 143 for ``SIGTERM``).
+
+A local Ray started by the driver shares its process group unless told otherwise, so a signal
+sent to the whole group (``timeout``, a terminal's Ctrl-C, ``kill -TERM -PGID``) would reach the
+raylet and every worker too, and Ray's workers exit on ``SIGTERM`` before the run can save
+anything. :func:`own_process_group` starts Ray's processes in a process group of their own; they
+still end with the driver (Ray ties its processes to their parents' lives).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+#: the signals that stop a run
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def exit_code(signum: int) -> int:
+    """A shell's exit status of a process ended by ``signum``: 130 for SIGINT, 143 for SIGTERM."""
+    return 128 + int(signum)
+
+
+def stop_reason(signum: int) -> str:
+    """The summary's ``stop_reason`` of a run stopped by ``signum``: ``"stopped by SIGTERM"``."""
+    return f"stopped by {signal.Signals(signum).name}"
+
+
+class StopRequest(threading.Event):
+    """The coordinator's stop flag (set from another of its threads). ``reason`` becomes the
+    summary's ``stop_reason``; ``interrupted`` (a signal, not a planned stop) skips the final
+    evaluation and the elite model and closes the tracking runs as ``KILLED``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = "stopped"
+        self.interrupted = False
+
+    def request(self, reason: str = "stopped", interrupted: bool = False) -> None:
+        """Stop at the next turn of the loop; the first request's reason stays."""
+        if not self.is_set():
+            self.reason, self.interrupted = reason, interrupted
+        self.set()
+
+
+def stop_details(stop: threading.Event) -> tuple[str, bool]:
+    """``(reason, interrupted)`` of a set stop flag (a plain ``Event``: a planned stop)."""
+    if isinstance(stop, StopRequest):
+        return stop.reason, stop.interrupted
+    return "stopped", False
+
+
+class StopSignals:
+    """While installed (a ``with`` block, main thread only), SIGINT and SIGTERM are caught:
+    the first one's number goes to :attr:`received` and a line to stderr; a second one exits
+    the process at once with :func:`exit_code`. The previous handlers come back on exit.
+
+    On entering, the two signals are also blocked in this thread until :meth:`deliver`: every
+    thread started meanwhile (Ray's, torch's) inherits the block, so the kernel later hands
+    the signals to the main thread alone. (CPython runs a handler promptly only when the
+    signal lands on the main thread; one that lands on another thread may wait for the main
+    thread's next switch between threads, for good where it waits in native code.) A signal
+    that comes while blocked is not lost: it arrives on :meth:`deliver`.
+
+    Python calls a handler once for any number of one signal that came before it could run
+    (a double Ctrl-C while the main thread waits in native code), so the signals are counted
+    where each one lands: Python's wakeup fd gets a byte per signal."""
+
+    def __init__(self) -> None:
+        #: the first signal caught, or None
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+        self._mask: set[int] | None = None
+        self._wakeup: tuple[int, int, int] | None = None  # (read end, write end, previous fd)
+        #: a process group to kill with the driver on a second signal (a local Ray's, from
+        #: :func:`own_process_group`): Ray's agents would otherwise outlive it for a minute
+        self.group: int | None = None
+
+    @staticmethod
+    def _main() -> bool:
+        return threading.current_thread() is threading.main_thread()
+
+    def install(self) -> None:
+        """Catch the stop signals (again: ``ray.init`` replaces the SIGTERM handler). Off the
+        main thread Python cannot, and the signals keep their handlers."""
+        if not self._main():
+            return
+        for signum in STOP_SIGNALS:
+            previous = signal.signal(signum, self._handle)
+            self._previous.setdefault(signum, previous)
+
+    def deliver(self) -> None:
+        """Unblock the signals in this thread: from here the main thread takes them (those
+        that came meanwhile at once)."""
+        if self._mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+            self._mask = None
+
+    def restore(self) -> None:
+        """Give the signals back their handlers (and Python's wakeup fd) from before."""
+        self.deliver()
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+        if self._wakeup is not None:
+            read, write, previous_fd = self._wakeup
+            signal.set_wakeup_fd(previous_fd)
+            os.close(read)
+            os.close(write)
+            self._wakeup = None
+
+    def __enter__(self) -> StopSignals:
+        self.install()
+        if self._main():
+            read, write = os.pipe()
+            os.set_blocking(read, False)
+            os.set_blocking(write, False)
+            self._wakeup = (read, write, signal.set_wakeup_fd(write, warn_on_full_buffer=False))
+            if hasattr(signal, "pthread_sigmask"):
+                self._mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS))
+        return self
+
+    def _arrived(self) -> int:
+        """How many stop signals landed since the last call (at least the one handled)."""
+        if self._wakeup is None:
+            return 1
+        data = b""
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self._wakeup[0], 512):
+                data += chunk
+        return max(1, sum(1 for b in data if b in STOP_SIGNALS))
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+    @property
+    def reason(self) -> str | None:
+        """:func:`stop_reason` of the signal received, or None."""
+        return None if self.received is None else stop_reason(self.received)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.received is not None or self._arrived() > 1:
+            _say(f"\ndistmarl: {name} again: exiting now, without a checkpoint\n")
+            if self.group is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(self.group, signal.SIGKILL)
+            os._exit(exit_code(signum))
+        self.received = signum
+        _say(f"\ndistmarl: {name}: stopping after the calls in flight, then writing a "
+             f"checkpoint (send it again to exit at once)\n")
+
+
+def _say(text: str) -> None:
+    """Write to stderr from a signal handler (no buffered stream: it may be mid-write)."""
+    with contextlib.suppress(OSError):
+        os.write(sys.stderr.fileno(), text.encode())
+
+
+#: the holder of :func:`own_process_group`: leads a new group, says so, waits for stdin to close
+_HOLDER = "import os, sys; os.setpgid(0, 0); print('ready', flush=True); sys.stdin.read()"
+
+
+@contextlib.contextmanager
+def own_process_group(enabled: bool = True) -> Iterator[int | None]:
+    """Within this block the driver belongs to a new process group, so the processes it starts
+    (a local Ray's) are in it; on leaving, the driver goes back to its own group and they stay.
+    A signal sent to the driver's group then reaches the driver alone. Yields the new group's
+    id (None where nothing changed).
+
+    The new group is led by a short-lived holder process: the driver may lead its own group
+    (a shell's job), and a leader can join another group but cannot start a second one. Nothing
+    changes where the driver cannot move (a session leader: PID 1 in a container) or
+    ``enabled`` is False."""
+    if not enabled or sys.platform == "win32":
+        yield None
+        return
+    before = os.getpgrp()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None
+        holder.stdout.readline()  # its group exists
+        try:
+            os.setpgid(0, holder.pid)
+        except OSError:  # a session leader cannot leave its group
+            yield None
+            return
+        try:
+            yield holder.pid
+        finally:
+            os.setpgid(0, before)  # the driver's own number: its group anew if it was alone
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()

@@ -1,0 +1,370 @@
+"""Stopping a run from outside, as a shell, ``timeout``, a container runtime or a scheduler does:
+SIGTERM and SIGINT to a real ``distmarl train`` stop it after the calls in flight with a
+checkpoint, a summary and the MLflow runs KILLED, exiting 143 / 130; ``--resume`` then goes on to
+``max_steps``; a second signal exits at once. The signals go to the driver's whole process group
+(what ``timeout`` and a terminal's Ctrl-C do), so Ray's processes must be out of their way.
+
+Also here, without Ray: the signal handling itself, the process group the driver gives Ray, and
+run directories that never collide."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distmarl.runtime.stopping import own_process_group
+from distmarl.runtime.trainer import new_run_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+MAX_STEPS = 4000  # per member: a checkpoint every 400, a run of about 15 s on 2 cores
+
+
+# ---------------------------------------------------------------------------------- helpers
+@dataclass
+class Train:
+    """A ``distmarl train`` process and the files its stdout and stderr go to (files: Ray's
+    processes would hold a pipe open after the driver has gone)."""
+
+    proc: subprocess.Popen
+    out: Path
+    err: Path
+
+    def wait(self, timeout: float) -> tuple[int, str]:
+        """Its exit code and stdout, once it ends."""
+        self.proc.wait(timeout=timeout)
+        return self.proc.returncode, self.out.read_text()
+
+    def stop(self, signum: int, timeout: float = 120) -> tuple[int, str]:
+        """Send ``signum`` to its whole process group; :meth:`wait`."""
+        os.killpg(self.proc.pid, signum)
+        return self.wait(timeout)
+
+    def stderr_tail(self) -> str:
+        return self.err.read_text()[-3000:]
+
+
+def start_train(tmp: Path, *args: str) -> Train:
+    """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job)."""
+    n = len(list(tmp.glob("stderr-*.txt")))
+    out, err = tmp / f"stdout-{n}.txt", tmp / f"stderr-{n}.txt"
+    with out.open("w") as out_file, err.open("w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", "--num-cpus",
+             "2", "--set", f"tracking.directory={tmp / 'runs'}",
+             "--set", f"training.max_steps={MAX_STEPS}", *args],
+            stdout=out_file, stderr=err_file, cwd=ROOT, process_group=0)
+    return Train(proc, out, err)
+
+
+def wait_for(what: str, check: Callable[[], Any], run: Train, timeout: float = 240) -> Any:
+    """``check()``'s first truthy value (polled); fails if the run ends first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        if run.proc.poll() is not None:
+            pytest.fail(f"the run ended (exit {run.proc.returncode}) before {what}: "
+                        f"{run.stderr_tail()}")
+        time.sleep(0.2)
+    pytest.fail(f"no {what} after {timeout} s")
+
+
+def steps(tmp: Path) -> list[int]:
+    """The steps of the complete checkpoints under ``tmp/runs/*/checkpoints``."""
+    return sorted(int(p.parent.name.removeprefix("step-"))
+                  for p in (tmp / "runs").glob("*/checkpoints/step-*/manifest.json"))
+
+
+def run_statuses(summary: dict[str, Any]) -> dict[str, str]:
+    """The MLflow status of the run's parent and member runs (read from its SQLite store)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(summary["mlflow"]["uri"])
+    ids = {"parent": summary["mlflow"]["parent"],
+           **{f"member {i}": r for i, r in enumerate(summary["mlflow"]["members"])}}
+    return {name: client.get_run(run_id).info.status for name, run_id in ids.items()}
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process started by ``pid``, recursively (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, pp in parents.items() if pp == p}
+        todo.extend(kids - found)
+        found |= kids
+    return found
+
+
+# ---------------------------------------------------------------------------------- real runs
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sigterm_and_sigint_stop_with_a_checkpoint_then_resume_reaches_max_steps(
+        tmp_path: Path) -> None:
+    # SIGTERM to the group mid-run
+    run = start_train(tmp_path)
+    wait_for("a checkpoint", lambda: steps(tmp_path), run)
+    code, out = run.stop(signal.SIGTERM)
+    assert code == 143, run.stderr_tail()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    first = json.loads((run_dir / "summary.json").read_text())
+    assert first["stop_reason"] == "stopped by SIGTERM" and first["stop_signal"] == 15
+    assert f"distmarl: stopped by SIGTERM after {first['env_steps']:,} env steps" in out
+    assert Path(first["checkpoint"]).name == f"step-{first['env_steps']:012d}"
+    assert steps(tmp_path)[-1] == first["env_steps"] < 2 * MAX_STEPS
+    assert first["final_score"] is None  # no final evaluation on a stop
+    assert set(run_statuses(first).values()) == {"KILLED"}
+    assert "SIGTERM: stopping after the calls in flight" in run.err.read_text()
+
+    # resumed, then SIGINT (a terminal's Ctrl-C) once it has saved again
+    run = start_train(tmp_path, "--resume", str(run_dir))
+    wait_for("a new checkpoint", lambda: steps(tmp_path)[-1] > first["env_steps"], run)
+    code, out = run.stop(signal.SIGINT)
+    assert code == 130, run.stderr_tail()
+    second = json.loads((run_dir / "summary.json").read_text())
+    assert second["stop_reason"] == "stopped by SIGINT" and second["stop_signal"] == 2
+    assert first["env_steps"] < second["env_steps"] == steps(tmp_path)[-1] < 2 * MAX_STEPS
+    assert second["mlflow"] == first["mlflow"]
+    assert set(run_statuses(second).values()) == {"KILLED"}
+
+    # resumed to the end
+    run = start_train(tmp_path, "--resume", str(run_dir))
+    code, out = run.wait(timeout=400)
+    assert code == 0, run.stderr_tail()
+    last = json.loads((run_dir / "summary.json").read_text())
+    assert last["stop_reason"] == "max_steps" and last["stop_signal"] is None
+    assert all(m["env_steps"] >= MAX_STEPS for m in last["members"])
+    assert last["resumed_from"].endswith(f"step-{second['env_steps']:012d}")
+    assert last["final_score"] is not None and last["mlflow"] == first["mlflow"]
+    assert set(run_statuses(last).values()) == {"FINISHED"}
+    assert "distmarl: max_steps after" in out
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_dir.name]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_second_signal_exits_at_once_and_leaves_no_ray_process(tmp_path: Path) -> None:
+    run = start_train(tmp_path)
+    wait_for("a checkpoint", lambda: steps(tmp_path), run)
+    ray_processes = descendants(run.proc.pid)
+    assert ray_processes  # the raylet, the GCS, the workers
+    os.killpg(run.proc.pid, signal.SIGTERM)
+    time.sleep(0.05)  # well within the stop (the calls in flight, a checkpoint, Ray's shutdown)
+    sent = time.monotonic()
+    code, _ = run.stop(signal.SIGTERM, timeout=30)
+    assert code == 143 and time.monotonic() - sent < 2
+    assert "SIGTERM again: exiting now" in run.err.read_text()
+    assert not list((tmp_path / "runs").glob("*/summary.json"))
+    deadline = time.monotonic() + 30  # Ray's processes end with their parent
+    while time.monotonic() < deadline and ray_processes & _pids():
+        time.sleep(0.5)
+    assert not ray_processes & _pids()
+
+
+def _pids() -> set[int]:
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
+
+
+# ---------------------------------------------------------------------------------- no Ray
+HANDLER_SCRIPT = textwrap.dedent("""
+    import os, signal, sys, time
+    from distmarl.runtime.stopping import StopSignals
+
+    with StopSignals() as signals:
+        os.kill(os.getpid(), signal.SIG{first})  # blocked: waits for deliver()
+        time.sleep(0.2)
+        print("before deliver", signals.received, flush=True)
+        signals.deliver()
+        time.sleep(0.2)
+        print("received", signals.received, signals.reason, flush=True)
+        if {twice}:
+            os.kill(os.getpid(), signal.SIG{first})
+            time.sleep(5)
+            print("still here", flush=True)
+    print("restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
+""")
+
+
+@pytest.mark.parametrize("name,code", [("INT", 130), ("TERM", 143)])
+def test_the_first_signal_is_noted_and_a_second_exits_with_128_plus_signum(name: str,
+                                                                         code: int) -> None:
+    once = subprocess.run([sys.executable, "-c", HANDLER_SCRIPT.format(first=name, twice=False)],
+                          capture_output=True, text=True, timeout=60)
+    assert once.returncode == 0, once.stderr
+    number = int(getattr(signal, f"SIG{name}"))
+    assert once.stdout.splitlines() == ["before deliver None",
+                                        f"received {number} stopped by SIG{name}",
+                                        "restored True"]
+    assert f"distmarl: SIG{name}: stopping after the calls in flight" in once.stderr
+    twice = subprocess.run([sys.executable, "-c", HANDLER_SCRIPT.format(first=name, twice=True)],
+                           capture_output=True, text=True, timeout=60)
+    assert twice.returncode == code
+    assert "still here" not in twice.stdout
+    assert f"distmarl: SIG{name} again: exiting now, without a checkpoint" in twice.stderr
+
+
+COALESCED_SCRIPT = textwrap.dedent("""
+    import os, subprocess
+    from distmarl.runtime.stopping import StopSignals
+
+    with StopSignals() as signals:
+        signals.deliver()
+        pid = os.getpid()
+        subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {pid}; sleep 0.1; kill -INT {pid}"])
+        sum(range(200_000_000))  # one long native call: Python runs the handler once, after it
+        print("survived", signals.received, flush=True)
+""")
+
+
+def test_two_signals_before_the_handler_runs_still_exit_at_once() -> None:
+    """Python calls the handler once for both (a double Ctrl-C while the driver waits in
+    native code); the count comes from the wakeup fd."""
+    proc = subprocess.run([sys.executable, "-c", COALESCED_SCRIPT], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 130, proc.stdout + proc.stderr
+    assert "survived" not in proc.stdout
+    assert "distmarl: SIGINT again: exiting now" in proc.stderr
+
+
+GROUP_SCRIPT = textwrap.dedent("""
+    import os, signal, subprocess, sys, time
+    from distmarl.runtime.stopping import own_process_group
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not what a wrapper may have ignored
+    group = os.getpgrp()
+    with own_process_group(enabled=sys.argv[1] == "own"):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    assert os.getpgrp() == group
+    signal.signal(signal.SIGTERM, lambda *a: print("driver got it", flush=True))
+    os.killpg(group, signal.SIGTERM)
+    time.sleep(0.5)
+    print("child alive", child.poll() is None, flush=True)
+    child.kill()
+""")
+#: runs the script as a member of a group it leads, ignoring SIGTERM itself (as ``timeout`` does)
+WRAPPER = ("import signal, subprocess, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+           "sys.exit(subprocess.call([sys.executable, '-c', *sys.argv[1:]]))")
+
+
+@pytest.mark.parametrize("leader", [True, False], ids=["leads its group", "under timeout"])
+def test_processes_started_in_own_process_group_miss_a_signal_to_the_drivers_group(
+        leader: bool) -> None:
+    """A shell's job leads its group; under ``timeout`` the driver is a member of timeout's."""
+    def run(mode: str) -> list[str]:
+        command = [sys.executable, "-c", GROUP_SCRIPT, mode]
+        if not leader:
+            command = [sys.executable, "-c", WRAPPER, GROUP_SCRIPT, mode]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              process_group=0)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    assert run("own") == ["driver got it", "child alive True"]
+    assert run("shared") == ["driver got it", "child alive False"]  # what it prevents
+
+
+def test_own_process_group_changes_nothing_when_disabled() -> None:
+    group = os.getpgrp()
+    with own_process_group(enabled=False):
+        assert os.getpgrp() == group
+
+
+# ---------------------------------------------------------------------------------- run dirs
+def _claim(directory: str, barrier: Any, out: Any) -> None:
+    barrier.wait()
+    out.put(str(new_run_dir(directory, "tiny")))
+
+
+def _check_names(paths: list[Path]) -> None:
+    """Distinct, created, and within each second ``<time>-tiny``, ``-2``, ``-3``, ..."""
+    assert len(set(paths)) == len(paths) and all(p.is_dir() for p in paths)
+    by_second: dict[str, list[str]] = {}
+    for p in paths:
+        stamp = "-".join(p.name.split("-")[:2])
+        by_second.setdefault(stamp, []).append(p.name.removeprefix(f"{stamp}-tiny"))
+    for suffixes in by_second.values():
+        assert sorted(suffixes, key=lambda s: int(s[1:] or 1)) == (
+            [""] + [f"-{n}" for n in range(2, len(suffixes) + 1)])
+    assert max(len(s) for s in by_second.values()) > 1  # names did collide
+
+
+def test_run_directories_claimed_at_once_by_threads_are_distinct(tmp_path: Path) -> None:
+    barrier, paths = threading.Barrier(16), []
+    lock = threading.Lock()
+
+    def claim() -> None:
+        barrier.wait()
+        path = new_run_dir(tmp_path / "runs", "tiny")
+        with lock:
+            paths.append(path)
+
+    threads = [threading.Thread(target=claim) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _check_names(paths)
+
+
+def test_run_directories_claimed_at_once_by_processes_are_distinct(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    barrier, out = ctx.Barrier(8), ctx.Queue()
+    procs = [ctx.Process(target=_claim, args=(str(tmp_path / "runs"), barrier, out))
+             for _ in range(8)]
+    for p in procs:
+        p.start()
+    paths = [Path(out.get(timeout=60)) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    _check_names(paths)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_two_runs_of_one_config_started_together_keep_their_own_directories(
+        tmp_path: Path) -> None:
+    """Two ``distmarl train`` of one config started at once, each tracked in MLflow in its own
+    run directory: both finish. The plain ``<time>-tiny`` names of the next two minutes are
+    taken beforehand, so both runs must claim suffixed names in the same seconds, as two runs
+    started in one second do."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    now = time.time()
+    taken = {runs / f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + s))}-tiny"
+             for s in range(120)}
+    for path in taken:
+        path.mkdir()
+    first, second = (start_train(tmp_path, "--set", "training.max_steps=400") for _ in range(2))
+    for run in (first, second):
+        code, out = run.wait(timeout=300)
+        assert code == 0, run.stderr_tail()
+        assert "distmarl: max_steps after" in out
+    made = sorted(set(runs.iterdir()) - taken)
+    assert len(made) == 2 and all(p.name.endswith(("-tiny-2", "-tiny-3")) for p in made)
+    for path in made:
+        summary = json.loads((path / "summary.json").read_text())
+        assert summary["run_dir"] == str(path) and (path / "mlflow.db").exists()
+        assert set(run_statuses(summary).values()) == {"FINISHED"}
