@@ -97,11 +97,6 @@ def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:
     return algorithm_class(cfg.name).reads_state_with(cfg.hp.as_dict(), state_space)
 
 
-def initial_learn_step(cfg: ExperimentConfig) -> int:
-    """The configured ``learn_step`` (``algorithm.hp``, whose default is the algorithm's)."""
-    return cfg.algorithm.hp.learn_step
-
-
 def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
     """ValueError (naming the field) when the buffer config cannot carry an on-policy
     population's fragments: a rate limit (each row is read exactly once, so a

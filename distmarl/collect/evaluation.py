@@ -38,8 +38,9 @@ def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> fl
 
 class Scores(list[float]):
     """Episode scores (a plain list of floats) and ``capped``: how many of those episodes
-    were not finished: cut by the env's step limit (``env.max_episode_steps``) or still
-    running at an evaluation's ``max_steps``; their scores are partial."""
+    the env's step limit (``env.max_episode_steps``) cut unfinished; their scores are partial.
+    (Episodes still running at an evaluation's own ``max_steps``, ``evolution.eval_steps``,
+    are partial too, as that setting asks, and are not counted.)"""
 
     capped: int = 0
 
@@ -49,8 +50,8 @@ class Scores(list[float]):
 
 
 class Outcomes(NamedTuple):
-    """Each agent's return per episode, in :func:`evaluate`'s order, and whether each
-    episode was unfinished (see :class:`Scores`)."""
+    """Each agent's return per episode, in :func:`evaluate`'s order, and whether the step
+    limit cut each one (see :class:`Scores`)."""
 
     returns: list[dict[str, float]]
     capped: list[bool]
@@ -63,7 +64,7 @@ def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None =
     order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i`` (whichever ends first),
     so a seed names the same episodes for every policy. With
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
-    ``eval_steps``); so does an episode the env's step limit cut (both are counted in
+    ``eval_steps``); so does an episode the env's step limit cut (counted in
     :attr:`Scores.capped`)."""
     out = episode_outcomes(venv, algo, episodes, max_steps, seed, explore)
     return Scores([float(sum(r.values())) for r in out.returns], sum(out.capped))
@@ -78,9 +79,10 @@ def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int |
 
 def episode_outcomes(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
                      seed: int | None = None, explore: bool = False) -> Outcomes:
-    """:func:`episode_returns`, and which of the episodes were unfinished: ended by the
-    vector env's step limit (``infos["capped"]``) or still running at ``max_steps`` (an
-    episode that had not taken a step then is no episode: left out)."""
+    """:func:`episode_returns`, and which of the episodes the vector env's step limit ended
+    (``infos["capped"]``). Episodes still running at ``max_steps`` count with their partial
+    returns, not as capped (an episode that had not taken a step then is no episode: left
+    out)."""
     obs, infos = venv.reset(seed=seed)
     obs = fold_info_masks(obs, infos)
     agents = list(venv.possible_agents)
@@ -107,7 +109,7 @@ def episode_outcomes(venv: Any, algo: Policy, episodes: int = 1, max_steps: int 
         length[infos["_final_obs"]] = 0
         steps += 1
     for i in np.flatnonzero((done < episodes) & (length > 0)):  # only with max_steps
-        per_env[i].append(({a: float(running[a][i]) for a in agents}, True))
+        per_env[i].append(({a: float(running[a][i]) for a in agents}, False))
     ordered = [s[k] for k in range(episodes) for s in per_env if k < len(s)]
     return Outcomes([r for r, _ in ordered], [c for _, c in ordered])
 

@@ -53,7 +53,8 @@ def test_fitness_and_final_evaluations_end_at_the_limit_and_count_the_unfinished
         scores = evaluate(venv, policy, episodes=3, seed=1)
         assert scores == [LIMIT] * 6 and scores.capped == 6  # e_0's reward, partial
         tighter = evaluate(venv, policy, episodes=3, max_steps=4, seed=1)  # eval_steps
-        assert tighter == [4.0, 4.0] and tighter.capped == 2
+        # partial scores, as eval_steps asks: not counted as cut by the env's step limit
+        assert tighter == [4.0, 4.0] and tighter.capped == 0
         # eval_steps at the limit: the next episodes have not begun, so are not scored
         assert evaluate(venv, policy, episodes=3, max_steps=LIMIT, seed=1) == [LIMIT] * 2
         final = fixed_scores(venv, policy, episodes=5, seed=1)
