@@ -70,12 +70,11 @@ class StopSignals:
     the first one's number goes to :attr:`received` and a line to stderr; a second one exits
     the process at once with :func:`exit_code`. The previous handlers come back on exit.
 
-    On entering, the two signals are also blocked in this thread until :meth:`deliver`: every
-    thread started meanwhile (Ray's, torch's) inherits the block, so the kernel later hands
-    the signals to the main thread alone. (CPython runs a handler promptly only when the
-    signal lands on the main thread; one that lands on another thread may wait for the main
-    thread's next switch between threads, for good where it waits in native code.) A signal
-    that comes while blocked is not lost: it arrives on :meth:`deliver`.
+    The signals are never blocked: a blocked signal is inherited by every process started
+    meanwhile (Ray's raylet and GCS, and through them its workers), which then ignore the
+    SIGTERM that ends them. A signal that lands on another thread (Ray's, torch's) is still
+    handled on the main thread, once it next runs Python code: the driver's wait loop
+    returns to Python every fraction of a second.
 
     Python calls a handler once for any number of one signal that came before it could run
     (a double Ctrl-C while the main thread waits in native code), so the signals are counted
@@ -85,7 +84,6 @@ class StopSignals:
         #: the first signal caught, or None
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
-        self._mask: set[int] | None = None
         self._wakeup: tuple[int, int, int] | None = None  # (read end, write end, previous fd)
         #: a process group to kill with the driver on a second signal (a local Ray's, from
         #: :func:`own_process_group`): Ray's agents would otherwise outlive it for a minute
@@ -104,16 +102,8 @@ class StopSignals:
             previous = signal.signal(signum, self._handle)
             self._previous.setdefault(signum, previous)
 
-    def deliver(self) -> None:
-        """Unblock the signals in this thread: from here the main thread takes them (those
-        that came meanwhile at once)."""
-        if self._mask is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
-            self._mask = None
-
     def restore(self) -> None:
         """Give the signals back their handlers (and Python's wakeup fd) from before."""
-        self.deliver()
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
@@ -131,8 +121,6 @@ class StopSignals:
             os.set_blocking(read, False)
             os.set_blocking(write, False)
             self._wakeup = (read, write, signal.set_wakeup_fd(write, warn_on_full_buffer=False))
-            if hasattr(signal, "pthread_sigmask"):
-                self._mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS))
         return self
 
     def _arrived(self) -> int:

@@ -78,7 +78,7 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
     otherwise). ``on_coordinator`` is called with the coordinator actor's handle once it exists
     (a soak or a dashboard can query ``progress`` or ``handles`` through it)."""
     new = resume is None and run_dir is None
-    with StopSignals() as signals:  # blocked in the threads started from here on
+    with StopSignals() as signals:
         run_dir = _checked_run_dir(cfg, resume, run_dir)  # config errors: before Ray starts
         try:
             summary = _run(cfg, run_dir, signals, address=address,
@@ -121,15 +121,15 @@ def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address:
          on_coordinator: Callable[[Any], None] | None) -> dict[str, Any]:
     """Start (or join) Ray, run the coordinator to its end and return its summary. A local Ray
     gets a process group of its own, so a signal to the driver's group reaches the driver
-    alone. Ray starts with the stop signals still blocked (its threads inherit that, so the
-    signals reach the main thread); they are delivered once the handlers are back. A signal
-    before the coordinator runs ends the run with nothing to save (:class:`Stopped`)."""
+    alone. A signal before the coordinator runs (in preflight, or while Ray starts) ends the
+    run with nothing to save (:class:`Stopped`)."""
+    if signals.received is not None:  # came during the checks: Ray is not started at all
+        raise Stopped(signals.received)
     started_ray = not ray.is_initialized() and address is None
     with own_process_group(started_ray) as group:
         signals.group = group
         info = init_ray(address, num_cpus=num_cpus, num_gpus=num_gpus, log_to_driver=True)
     signals.install()  # again: ray.init's core worker replaced the SIGTERM handler
-    signals.deliver()
     try:
         if signals.received is not None:
             raise Stopped(signals.received)

@@ -193,10 +193,7 @@ HANDLER_SCRIPT = textwrap.dedent("""
     from distmarl.runtime.stopping import StopSignals
 
     with StopSignals() as signals:
-        os.kill(os.getpid(), signal.SIG{first})  # blocked: waits for deliver()
-        time.sleep(0.2)
-        print("before deliver", signals.received, flush=True)
-        signals.deliver()
+        os.kill(os.getpid(), signal.SIG{first})
         time.sleep(0.2)
         print("received", signals.received, signals.reason, flush=True)
         if {twice}:
@@ -214,8 +211,7 @@ def test_the_first_signal_is_noted_and_a_second_exits_with_128_plus_signum(name:
                           capture_output=True, text=True, timeout=60)
     assert once.returncode == 0, once.stderr
     number = int(getattr(signal, f"SIG{name}"))
-    assert once.stdout.splitlines() == ["before deliver None",
-                                        f"received {number} stopped by SIG{name}",
+    assert once.stdout.splitlines() == [f"received {number} stopped by SIG{name}",
                                         "restored True"]
     assert f"distmarl: SIG{name}: stopping after the calls in flight" in once.stderr
     twice = subprocess.run([sys.executable, "-c", HANDLER_SCRIPT.format(first=name, twice=True)],
@@ -230,7 +226,6 @@ COALESCED_SCRIPT = textwrap.dedent("""
     from distmarl.runtime.stopping import StopSignals
 
     with StopSignals() as signals:
-        signals.deliver()
         pid = os.getpid()
         subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {pid}; sleep 0.1; kill -INT {pid}"])
         sum(range(200_000_000))  # one long native call: Python runs the handler once, after it
@@ -246,6 +241,30 @@ def test_two_signals_before_the_handler_runs_still_exit_at_once() -> None:
     assert proc.returncode == 130, proc.stdout + proc.stderr
     assert "survived" not in proc.stdout
     assert "distmarl: SIGINT again: exiting now" in proc.stderr
+
+
+BLOCKED_SCRIPT = textwrap.dedent("""
+    import subprocess, sys, threading
+    from distmarl.runtime.stopping import StopSignals
+
+    with StopSignals():
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(subprocess.run(
+            ["grep", "SigBlk", "/proc/self/status"], capture_output=True, text=True).stdout))
+        thread.start()
+        thread.join()
+        print(seen[0].split()[1], flush=True)
+""")
+
+
+def test_processes_started_while_the_signals_are_caught_do_not_block_them() -> None:
+    """A process started during a run (Ray's raylet and GCS, an env's subprocess) must still
+    take the SIGTERM that ends it: none of the stop signals is blocked in it."""
+    proc = subprocess.run([sys.executable, "-c", BLOCKED_SCRIPT], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    blocked = int(proc.stdout.strip(), 16)
+    assert not blocked & ((1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1)))
 
 
 GROUP_SCRIPT = textwrap.dedent("""
