@@ -30,7 +30,7 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
           address: str | None = None, resume: str | Path | None = None,
           run_dir: str | Path | None = None, summary_json: str | Path | None = None,
           show_progress: bool = True, num_cpus: int | None = None, num_gpus: int | None = None,
-          on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
+          local: bool = False, on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Train a population, as ``distmarl train`` does, and return the run's summary.
 
     ``cfg`` is an :class:`~distmarl.config.ExperimentConfig` or the path of a YAML config;
@@ -41,8 +41,10 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
     the end); ``resume`` continues the run directory of an earlier run from its last
     checkpoint; ``run_dir`` places the run (default: a new folder under
     ``tracking.directory``); ``summary_json`` also writes the summary there;
-    ``show_progress`` draws a progress bar on stderr; ``on_coordinator`` is called with the
-    coordinator actor's handle once it exists.
+    ``show_progress`` draws a progress bar on stderr; ``local`` runs the whole population in
+    this process without Ray (notebooks, debugging, tests: a seeded run gives the same summary
+    again); ``on_coordinator`` is called with the coordinator (the actor's handle on Ray, the
+    object itself in process) once it exists.
 
     The summary is plain data (also written to ``<run_dir>/summary.json``), among its keys:
 
@@ -73,7 +75,8 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
                          "to load_config(path, overrides)")
     return run_training(cfg, address=address, resume=resume, run_dir=run_dir,
                         summary_json=summary_json, show_progress=show_progress,
-                        num_cpus=num_cpus, num_gpus=num_gpus, on_coordinator=on_coordinator)
+                        num_cpus=num_cpus, num_gpus=num_gpus, local=local,
+                        on_coordinator=on_coordinator)
 
 
 def __getattr__(name: str) -> Any:

@@ -64,7 +64,7 @@ def _train(args: argparse.Namespace) -> int:
     try:
         summary = train(cfg, address=args.address, resume=args.resume, run_dir=args.run_dir,
                         summary_json=args.summary_json, show_progress=not args.quiet,
-                        num_cpus=args.num_cpus, num_gpus=args.num_gpus)
+                        num_cpus=args.num_cpus, num_gpus=args.num_gpus, local=args.local)
     except Stopped as stopped:
         print(f"distmarl: {stopped}", file=sys.stderr)
         return exit_code(stopped.signum)
@@ -235,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("train", help="train a population (a local Ray unless --address)")
     tr.add_argument("config", help="experiment YAML")
     tr.add_argument("--address", help="join this Ray cluster instead of starting a local one")
+    tr.add_argument("--local", action="store_true",
+                    help="the whole population in this process, without Ray (debugging, "
+                         "notebooks; a seeded run repeats exactly)")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value")
     tr.add_argument("--summary-json", help="write the final figures to this JSON file")
     tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")

@@ -1,15 +1,18 @@
-"""``CoordinatorActor``: drives a population run on Ray by composing the runtime's parts.
+"""``TrainingRun``: drives a population run by composing the runtime's parts; ``CoordinatorActor``
+runs it on Ray.
 
 - :class:`~distmarl.runtime.run_state.RunState`: the run's counters, one record per member;
 - :mod:`~distmarl.runtime.datapath`: the off-policy or on-policy rules, chosen once;
 - :class:`~distmarl.runtime.scheduler.Scheduler` (pure): which calls to make next;
-- :class:`~distmarl.runtime.fleet.Fleet`: the actors, their restarts and snapshots;
+- a :class:`~distmarl.runtime.fleet.Fleet`: the learners, workers and buffer, as Ray actors
+  (:class:`~distmarl.runtime.ray_fleet.RayFleet`, with restarts and snapshots) or in this
+  process (:class:`~distmarl.runtime.local_fleet.LocalFleet`);
 - :class:`~distmarl.runtime.generations.Generations`: evaluate, select, mutate, copy;
 - :class:`~distmarl.runtime.recorder.Recorder`: metrics, checkpoints, artifacts, resume.
 
-The loop: ask the scheduler for calls, make them as actor calls, hand each result back (a
-failed call to the scheduler and the fleet), evolve members at their boundaries, record. The
-coordinator owns no env and no network; plain data in, plain data out.
+The loop: ask the scheduler for calls, submit them to the fleet, hand each finished result
+back, evolve members at their boundaries, record. The run owns no env and no network; plain
+data in, plain data out.
 """
 
 from __future__ import annotations
@@ -21,17 +24,18 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
 
+from distmarl.collect.league_setup import league_setup
 from distmarl.collect.seating import LeagueGame
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, reads_state
-from distmarl.runtime.datapath import make_datapath
-from distmarl.runtime.fleet import Fleet
+from distmarl.runtime.datapath import DataPath, make_datapath
+from distmarl.runtime.fleet import Fleet, FleetSpec
 from distmarl.runtime.generations import Generations, make_hp_config
 from distmarl.runtime.league import make_league
+from distmarl.runtime.local_fleet import LocalFleet
+from distmarl.runtime.ray_fleet import RayFleet
 from distmarl.runtime.recorder import Recorder
-from distmarl.runtime.resources import plan_resources
 from distmarl.runtime.resume import agent_spaces
 from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
 from distmarl.runtime.scheduler import Call, Scheduler
@@ -60,15 +64,38 @@ class _Stopwatch:
         self.last = now
 
 
+def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: LeagueGame | None
+               ) -> FleetSpec:
+    """What ``cfg``'s fleet is built from (the env's ``spaces``, a league's seating rules)."""
+    algos = cfg.member_algorithm_configs()
+    return FleetSpec(
+        members=cfg.num_members, population=cfg.population, env=cfg.env, algorithms=algos,
+        spaces=spaces,
+        buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]),
+                                    any(reads_state(a, spaces) for a in algos)),
+        n_step=cfg.buffer.row_steps, weight_sync_updates=cfg.training.weight_sync_updates,
+        seed=cfg.seed, resources=cfg.resources,
+        snapshot_interval_s=cfg.buffer.snapshot_interval_s, league=league,
+        convert=cfg.population.cross_algorithm == "convert")
+
+
+def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,
+               scheduler: Scheduler) -> Fleet:
+    """A :class:`LocalFleet` (``local``) or a :class:`RayFleet` (Ray must be running)."""
+    kind = LocalFleet if local else RayFleet
+    return kind(spec, path=path, state=state, scheduler=scheduler)
+
+
 class TrainingRun:
     """One training run: ``__init__`` builds the parts, each from its own sections of ``cfg``
-    (actors started, a checkpoint loaded when ``resume`` names one, weights published, tracking
-    started); :meth:`run` trains until ``max_steps`` per member, the target fitness, or
-    ``stop`` is set (a :class:`~distmarl.runtime.stopping.StopRequest` says why and whether a
-    signal cut the run short)."""
+    (the fleet started, in this process where ``local``, else on Ray; a checkpoint loaded when
+    ``resume`` names one, weights published, tracking started); :meth:`run` trains until
+    ``max_steps`` per member, the target fitness, or ``stop`` is set (a
+    :class:`~distmarl.runtime.stopping.StopRequest` says why and whether a signal cut the run
+    short)."""
 
     def __init__(self, cfg: ExperimentConfig, run_dir: Path, resume: str | None,
-                 ray_address: str | None, stop: threading.Event) -> None:
+                 ray_address: str | None, stop: threading.Event, local: bool = False) -> None:
         started = time.perf_counter()
         #: seconds of each start-up phase, in order (where start-up time goes)
         self.setup_phases: dict[str, float] = {}
@@ -88,20 +115,12 @@ class TrainingRun:
         path = make_datapath(algo.name, training, cfg.buffer)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
-        self.league = make_league(cfg, spaces, self.state)
-        self.fleet = Fleet(
-            cfg.population, cfg.env, algos, spaces,
-            buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]),
-                                        any(reads_state(a, spaces) for a in algos)),
-            snapshot_interval_s=cfg.buffer.snapshot_interval_s, n_step=cfg.buffer.row_steps,
-            weight_sync_updates=training.weight_sync_updates, seed=cfg.seed,
-            resources=plan_resources(cfg.resources, cfg.population, ray.cluster_resources(),
-                                     cfg.num_members),
-            members=cfg.num_members,
-            league=None if self.league is None else LeagueGame(
-                self.league.sides, cfg.league.win_above, cfg.league.opponent_epsilon),
-            path=path, state=self.state, scheduler=self.scheduler,
-            convert=cfg.population.cross_algorithm == "convert")
+        setup = league_setup(cfg, spaces)
+        game = None if setup is None else LeagueGame(setup.sides, cfg.league.win_above,
+                                                     cfg.league.opponent_epsilon)
+        self.fleet = make_fleet(fleet_spec(cfg, spaces, game), local, path, self.state,
+                                self.scheduler)
+        self.league = make_league(cfg, setup, self.state, self.fleet.store)
         evo_steps = cfg.member_evo_steps()
         self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps), hp,
                                           algorithm=algos[i].name)
@@ -114,7 +133,7 @@ class TrainingRun:
             convert=cfg.population.cross_algorithm == "convert", evo_steps=evo_steps)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec,
                 "algorithm": "+".join(dict.fromkeys(a.name for a in algos)),
-                "ray.address": str(ray_address or "local"),
+                "ray.address": "none (in process)" if local else str(ray_address or "local"),
                 "population": str(cfg.num_members)}
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
@@ -135,7 +154,6 @@ class TrainingRun:
         mark("workers")  # weights published, states snapshot, every worker up
         self.recorder.start()
         mark("tracking")
-        self.inflight: dict[Any, Call] = {}
         self.interrupted = False  # a signal stopped the run
         self.setup_seconds = time.perf_counter() - started
         self.state.start_clock()
@@ -149,50 +167,35 @@ class TrainingRun:
                     self.state.stop(reason)
                     break
                 for call in self.scheduler.next_calls():
-                    self.inflight[self._submit(call)] = call
-                if self.inflight:
-                    ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=0.5)
-                    for ref in ready:
-                        self._handle(ref)
+                    plan = None if self.league is None or call.kind == "train" else \
+                        self.league.plan(call.member)
+                    self.fleet.submit(call, plan)
+                for call, result in self.fleet.finished(timeout_s=0.5):
+                    self._handle(call, result)
                 self._evolve()
                 self.recorder.maybe_write()
                 self.fleet.tick()
-            self._drain()
+            for call, result in self.fleet.drain(timeout_s=60):  # their rows and updates count
+                self._handle(call, result)
             if self.final_episodes > 0 and not self.interrupted:
                 self.generations.final_evaluation(self.final_episodes, self.final_seed)
             self.recorder.finish("KILLED" if self.interrupted else "FINISHED")
         except BaseException:
             self.recorder.finish("FAILED")
             raise
+        finally:
+            self.fleet.close()
         return self.summary()
 
-    def _submit(self, call: Call) -> Any:
-        if call.kind == "train":
-            return self.fleet.learners[call.member].train.remote(call.updates)
-        box = self.state.members[call.member].weights_box
-        worker = self.fleet.workers[call.member][call.worker]
-        plan = None if self.league is None else self.league.plan(call.member)
-        return worker.collect.remote(call.steps, call.version, box, plan)
-
-    def _handle(self, ref: Any) -> None:
-        """Hand a finished call's result (or failure) to the scheduler and the fleet."""
-        call = self.inflight.pop(ref)
+    def _handle(self, call: Call, result: Any) -> None:
+        """Hand a finished call's result to the scheduler and the member's record."""
         m = self.state.members[call.member]
-        try:
-            result = ray.get(ref)
-        except (RayActorError, RayTaskError) as err:
-            self.fleet.on_failure(call, self.scheduler.on_failure(call), err)
-            return
+        self.scheduler.on_result(call, result)
         if call.kind == "collect":
-            self.scheduler.on_result(call, result)
             m.record_episodes(result.episode_scores)
-            self.fleet.count_dropped_rows(result.nonfinite_rows)
             if self.league is not None:
                 self.league.record_training(result.match_results, result.capped_episodes)
-        elif not self.fleet.trained(call.member, result.incarnation):
-            self.scheduler.on_failure(call)  # restarted between our calls: owed again
         else:
-            self.scheduler.on_result(call, result)
             m.record_train(result.seconds, result.metrics)
 
     def _evolve(self) -> None:
@@ -211,13 +214,6 @@ class TrainingRun:
             self.generations.evolve_sync()
         if all(m.phase == DONE for m in self.state.members):
             self.state.stop("max_steps")
-
-    def _drain(self) -> None:
-        """Wait for calls in flight (their rows and updates count) before the final save."""
-        if self.inflight:
-            ready, _ = ray.wait(list(self.inflight), num_returns=len(self.inflight), timeout=60)
-            for ref in ready:
-                self._handle(ref)
 
     def progress(self) -> dict[str, Any]:
         """:func:`progress`, with each side's best rating in a league."""
@@ -256,18 +252,19 @@ class Coordinator:
     ``handles`` and ``stop`` answer meanwhile (the actor has several threads)."""
 
     def __init__(self, config: dict[str, Any], run_dir: str, resume: str | None = None,
-                 ray_address: str | None = None) -> None:
+                 ray_address: str | None = None, local: bool = False) -> None:
         self.cfg = ExperimentConfig.model_validate(config)
         self.run_dir = Path(run_dir)
         self.resume = resume
         self.ray_address = ray_address
+        self.local = local
         self.stop_requested = StopRequest()
         self.current: TrainingRun | None = None
 
     def run(self) -> dict[str, Any]:
         """Build the run's parts and train; returns the summary."""
         self.current = TrainingRun(self.cfg, self.run_dir, self.resume, self.ray_address,
-                           self.stop_requested)
+                                   self.stop_requested, self.local)
         return self.current.run()
 
     def stop(self, reason: str = "stopped", interrupted: bool = False) -> bool:
@@ -282,10 +279,13 @@ class Coordinator:
         return self.current.progress()
 
     def handles(self) -> dict[str, Any]:
-        """Actor handles, for tests and fault injection (once the run is set up)."""
+        """Actor handles, for tests and fault injection (once the run is set up on Ray)."""
         if self.current is None:
             raise RuntimeError("the run is still setting up: no actors yet")
-        return self.current.fleet.handles()
+        fleet = self.current.fleet
+        if not isinstance(fleet, RayFleet):
+            raise RuntimeError("the run is in process: it has no actors")
+        return fleet.handles()
 
 
 CoordinatorActor = ray.remote(max_concurrency=4)(Coordinator)  # type: ignore[call-overload]

@@ -1,62 +1,39 @@
-"""The run's actors and keeping them alive: handles, restarts, snapshots, what was lost.
+"""The fleet: the one part of a run that calls the learners, rollout workers and buffer.
 
-* A rollout worker dies: Ray restarts it (``max_restarts``); its next ``collect`` call carries
-  the member's latest weights, so it goes on; the chunk that was in flight is lost and counted.
-  A restart shows as a new pid: after any failed ``collect`` call, and every
-  :data:`CENSUS_INTERVAL_S` for all workers (a worker that died while idle fails no call).
-* A learner dies: Ray restarts it and the fleet loads the member's last state snapshot (an
-  object the coordinator owns, refreshed every :data:`STATE_SNAPSHOT_CALLS` train calls and
-  after every generation).
-* The buffer dies: Ray restarts it empty and the fleet loads its latest snapshot (taken every
-  ``buffer.snapshot_interval_s``); the rows added since are lost and counted.
-* A node dies (with whatever actors ran there): Ray restarts them on the nodes left, and each
-  is handled as above, from the snapshots' copies on the coordinator's node
-  (:mod:`distmarl.runtime.snapshots`).
+Generations, the league, the recorder and the run loop speak the run's verbs (:class:`Fleet`):
+submit a collect or train call and take the finished ones, publish weights, evaluate, play
+league games, copy and mutate members, set hyperparameters, read and load states. Two fleets
+carry them out:
 
-When the data path resynchronises fragments (on-policy), a fault that may leave fragments in
-the buffer that the scheduler did not count (a worker that died after its write, a buffer
-restored from an older snapshot) makes the member's learner discard its waiting fragments, and
-the member owes no update (:meth:`Fleet.resync`). Every counter only moves forward.
+- :class:`~distmarl.runtime.ray_fleet.RayFleet`: actors on a Ray cluster, calls in flight
+  side by side, restarts, snapshots and what was lost (:class:`FaultLog`);
+- :class:`~distmarl.runtime.local_fleet.LocalFleet`: the same shells in this process, each
+  call run when it is submitted; a seeded run is reproducible step for step.
+
+Both build their shells from one :class:`FleetSpec`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
-import ray
-from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayError, RayTaskError
-
-from distmarl.collect.seating import LeagueGame
-from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig
-from distmarl.runtime.actors.buffer import make_buffer_actor
-from distmarl.runtime.actors.learner import LearnerActor
-from distmarl.runtime.actors.member import MemberActor, WorkerView
-from distmarl.runtime.actors.rollout import RolloutWorkerActor
-from distmarl.runtime.datapath import DataPath
-from distmarl.runtime.resources import ActorResources
-from distmarl.runtime.run_state import RunState
-from distmarl.runtime.scheduler import Call, Scheduler
-from distmarl.runtime.snapshots import Snapshots, load_first
+from distmarl.collect.evaluation import Scores
+from distmarl.collect.seating import GameResults, LeagueGame, LeaguePlan
+from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
+from distmarl.hpo import MutationPlan
+from distmarl.runtime.actors.clients import BufferClient, Store
+from distmarl.runtime.scheduler import Call
 from distmarl.types import STATE_FIELDS
 
-log = logging.getLogger(__name__)
-
-#: restart every dead actor, however often; a call in flight is not retried (it is counted)
-ACTOR_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 0}
-MAX_FAILURES = 50
-#: seconds between two rounds of asking every rollout worker its pid (see Fleet.tick)
-CENSUS_INTERVAL_S = 5.0
-#: train calls between snapshots of a learner's full state
-STATE_SNAPSHOT_CALLS = 16
+__all__ = ["Copied", "FaultLog", "Fleet", "FleetSpec", "Mutated", "Play"]
 
 
 @dataclass
 class FaultLog:
+    """What faults cost the run (all zero in one process)."""
+
     worker_restarts: int = 0
     lost_chunks: int = 0
     lost_env_steps: int = 0
@@ -71,282 +48,156 @@ class FaultLog:
         return asdict(self)
 
 
-def get_with_retry(submit: Callable[[], Any], attempts: int = 120, delay_s: float = 0.5) -> Any:
-    """``ray.get(submit())``, submitting again while the actor is restarting or just died
-    (Ray brings it back); errors raised by the actor's own code are not retried."""
-    for attempt in range(attempts):
-        try:
-            return ray.get(submit(), timeout=600)
-        except RayActorError:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(delay_s)
-    raise AssertionError("unreachable")
+@dataclass(frozen=True)
+class FleetSpec:
+    """What the shells are built from: ``members`` learners (one per member, each building
+    ``algorithms[member]``), ``population.workers_per_member`` rollout workers each (their envs
+    from ``env``), one buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`);
+    every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
+    (None: cooperative). ``resources`` and ``snapshot_interval_s`` matter on Ray only."""
+
+    members: int
+    population: PopulationConfig
+    env: EnvConfig
+    algorithms: Sequence[AlgorithmConfig]
+    spaces: tuple[Any, ...]
+    buffer_kwargs: dict[str, Any]
+    n_step: int
+    weight_sync_updates: int
+    seed: int
+    resources: ResourceConfig
+    snapshot_interval_s: float = 0.0
+    league: LeagueGame | None = None
+    convert: bool = False
+
+    def learner_kwargs(self, member: int, buffer: BufferClient, store: Store) -> dict[str, Any]:
+        """:class:`~distmarl.runtime.actors.learner.LearnerShell`'s arguments."""
+        return dict(member=member, algo_cfg=self.algorithms[member], spaces=self.spaces,
+                    buffer=buffer, seed=self.seed * 1009 + member,
+                    weight_sync_updates=self.weight_sync_updates, num_envs=self.env.num_envs,
+                    fields=tuple(self.buffer_kwargs["field_names"]), convert=self.convert,
+                    store=store)
+
+    def worker_kwargs(self, member: int, worker: int, buffer: BufferClient, store: Store
+                      ) -> dict[str, Any]:
+        """:class:`~distmarl.runtime.actors.rollout.RolloutShell`'s arguments."""
+        record_state = bool(set(STATE_FIELDS) & set(self.buffer_kwargs["field_names"]))
+        return dict(member=member, worker=worker, env_cfg=self.env,
+                    algo_cfg=self.algorithms[member], spaces=self.spaces, buffer=buffer,
+                    seed=self.seed * 7919 + member * 101 + worker, league=self.league,
+                    n_step=self.n_step, record_state=record_state, store=store)
 
 
-class Fleet:
-    """The buffer actor (built from ``buffer_kwargs``, see
-    :func:`distmarl.factory.buffer_kwargs`), one learner per member (``members``, default
-    ``population.size``; a league has that many per side),
-    ``workers_per_member`` rollout workers per member, each building its member's algorithm
-    from ``algorithms[member]`` (workers their envs from ``env``) with a seed derived from
-    ``seed``; what they
-    cost in faults (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
-    buffer is snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of
-    fragments clears the member's owed updates in ``scheduler``."""
+class Play(NamedTuple):
+    """One set of league games on member ``worker``'s first rollout worker (the arguments of
+    its ``play``): the member's weights ``version`` / ``box`` against ``opponent``
+    ``(player, version, box, side)``; ``learner`` (``ref/<name>``) plays in its place."""
 
-    def __init__(self, population: PopulationConfig, env: EnvConfig,
-                 algorithms: Sequence[AlgorithmConfig], spaces: tuple[Any, ...], *,
-                 buffer_kwargs: dict[str, Any], snapshot_interval_s: float, n_step: int,
-                 weight_sync_updates: int, seed: int, resources: ActorResources,
-                 path: DataPath, state: RunState, scheduler: Scheduler,
-                 members: int | None = None, league: LeagueGame | None = None,
-                 convert: bool = False) -> None:
-        self.path, self.state, self.scheduler = path, state, scheduler
-        count = population.size if members is None else members
-        # actor handles are typed Any: their methods are called through ``.remote``
-        self.buffer: Any = make_buffer_actor(buffer_kwargs, num_cpus=resources.buffer["num_cpus"],
-                                             **ACTOR_OPTIONS)
-        record_state = bool(set(STATE_FIELDS) & set(buffer_kwargs["field_names"]))
+    worker: int
+    version: int
+    box: list[Any] | None
+    opponent: tuple[str, int | None, list[Any] | None, str]
+    games: int
+    seed: int
+    side: str | None
+    explore: bool
+    learner: str | None = None
 
-        def learner_kwargs(member: int) -> dict[str, Any]:
-            return dict(member=member, algo_cfg=algorithms[member], spaces=spaces,
-                        buffer=self.buffer, seed=seed * 1009 + member,
-                        weight_sync_updates=weight_sync_updates, num_envs=env.num_envs,
-                        fields=tuple(buffer_kwargs["field_names"]), convert=convert)
 
-        def worker_kwargs(member: int, w: int) -> dict[str, Any]:
-            return dict(member=member, worker=w, env_cfg=env, algo_cfg=algorithms[member],
-                        spaces=spaces, buffer=self.buffer, seed=seed * 7919 + member * 101 + w,
-                        league=league, n_step=n_step, record_state=record_state)
+class Copied(NamedTuple):
+    """A copy carried out: ``member`` took ``source``'s full state (and hyperparameters
+    ``hp``); the checksums of the source's weights and of the copy's."""
 
-        #: each member's learner; with ``resources.colocate``, a MemberActor also holding
-        #: the member's worker 0
-        self.learners: list[Any] = [
-            MemberActor.options(**resources.member, **ACTOR_OPTIONS).remote(
-                learner_kwargs(member), worker_kwargs(member, 0)) if resources.colocate
-            else LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
-                **learner_kwargs(member))
-            for member in range(count)]
-        self.workers: list[list[Any]] = [
-            [WorkerView(self.learners[member]) if resources.colocate and w == 0
-             else RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
-                 **worker_kwargs(member, w))
-             for w in range(population.workers_per_member)]
-            for member in range(count)]
-        self.faults = FaultLog()
-        self.snapshots = Snapshots(snapshot_interval_s)
-        self.buffer_incarnation: str | None = None
-        self.learner_incarnations: dict[int, str] = {}
-        self.worker_pids: dict[tuple[int, int], int] = {}
-        #: each learner's torch device (``cuda`` / ``cpu``), as it reported at start
-        self.learner_devices: list[str] = []
-        self.census: dict[tuple[int, int], Any] = {}
-        self.census_taken = time.monotonic()
-        self.train_calls: dict[int, int] = {}
+    member: int
+    source: int
+    hp: dict[str, Any]
+    source_checksum: float
+    copy_checksum: float
 
-    # ------------------------------------------------------------------ start
+
+class Mutated(NamedTuple):
+    """A mutation carried out: its ``plan``, what changed, the member's hyperparameters."""
+
+    plan: MutationPlan
+    change: dict[str, Any]
+    hp: dict[str, Any]
+
+
+class Fleet(Protocol):
+    """The run's verbs. Weights a fleet publishes go to the members of the run state it was
+    given (``set_weights``), so the next collect call carries them."""
+
+    faults: FaultLog
+    #: where published weights and league snapshots live
+    store: Store
+    #: each learner's torch device (``cuda`` / ``cpu``)
+    learner_devices: list[str]
+
     def hyperparameters(self) -> list[dict[str, Any]]:
-        return ray.get([lr.hyperparameters.remote() for lr in self.learners])
+        """Every member's hyperparameters, in member order."""
 
     def watch(self) -> None:
-        """Publish every learner's weights, snapshot every state, and remember every actor's
-        incarnation / pid (a later change is a restart)."""
-        published = ray.get([lr.publish.remote() for lr in self.learners])
-        for m, (version, box) in zip(self.state.members, published):
-            m.set_weights(version, box)
-            self.snapshot_learner(m.member)
-        self.check_buffer()
-        self.check_learners()
-        learner_infos = ray.get([lr.info.remote() for lr in self.learners])
-        self.learner_devices = [i["device"] for i in learner_infos]
-        notes = [i["device_note"] for i in learner_infos if i["device_note"]]
-        if notes:  # once per run, where the user sees it (each learner's own goes to its log)
-            log.warning("%d of %d learners run on CPU though Ray gave them GPUs: %s",
-                        len(notes), len(learner_infos), notes[0])
-        infos = [ray.get([w.info.remote() for w in ws]) for ws in self.workers]
-        self.worker_pids = {(member, w): info["pid"] for member, ws in enumerate(infos)
-                            for w, info in enumerate(ws)}
+        """Before the loop: publish every member's weights and note what runs where."""
 
-    def actors(self) -> list[Any]:
-        """Every actor of the fleet once (a colocated worker is its learner's actor)."""
-        separate = [w for ws in self.workers for w in ws if not isinstance(w, WorkerView)]
-        return [self.buffer, *self.learners, *separate]
+    def submit(self, call: Call, plan: LeaguePlan | None) -> None:
+        """Start ``call`` (a league's collect call takes the worker's next ``plan``)."""
 
-    def handles(self) -> dict[str, Any]:
-        """Actor handles, for tests and fault injection."""
-        return {"buffer": self.buffer, "learners": self.learners, "workers": self.workers}
+    def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        """Calls that ended well since the last look, with their results (waits up to
+        ``timeout_s`` for one); a failed call is accounted for here and not returned."""
 
-    # ------------------------------------------------------------------ every turn
-    def tick(self, force_snapshot: bool = False) -> None:
-        """Called on every turn of the coordinator's loop: copy finished snapshots here, look
-        for restarted workers, and ask the buffer for its state when one is due. Only that
-        last step waits for an actor (the buffer's incarnation)."""
-        self.snapshots.settle()
-        self._census()
-        if self.snapshots.buffer_due(force_snapshot) and not self.check_buffer():
-            self.snapshots.take_buffer(self.buffer.state_dict.remote)
+    def drain(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        """Every call still in flight, once ended (waits up to ``timeout_s``)."""
 
-    def trained(self, member: int, incarnation: str) -> bool:
-        """A train call of ``member`` came back from learner ``incarnation``: False when the
-        learner restarted since (it was then restored); every few calls, snapshot its state."""
-        if incarnation != self.learner_incarnations.get(member):
-            self.check_learners([member])
-            return False
-        self.train_calls[member] = self.train_calls.get(member, 0) + 1
-        if self.train_calls[member] % STATE_SNAPSHOT_CALLS == 0:
-            self.snapshot_learner(member)
-        return True
+    def tick(self) -> None:
+        """On every turn of the loop: upkeep that must not wait."""
 
-    def count_dropped_rows(self, rows: int) -> None:
-        self.faults.dropped_nonfinite_rows += rows
+    def publish(self, members: Sequence[int], snapshot: bool = False) -> None:
+        """Publish ``members``' current weights (``snapshot``: and keep their states)."""
 
-    # ------------------------------------------------------------------ faults
-    def on_failure(self, call: Call, lost: int, err: BaseException) -> None:
-        """Account for a failed call (``lost``: its env steps or updates, as the scheduler
-        counted them); re-raise what is not a fault. An actor that died (or is restarting) is
-        waited for until Ray has it back, so no further call is wasted on it."""
-        self.faults.failures += 1
-        if self.faults.failures > MAX_FAILURES:
-            raise RuntimeError(f"{self.faults.failures} actor failures: giving up ({err})") from err
-        buffer_restarted = self.check_buffer()
-        own_fault = isinstance(err, RayActorError) and not isinstance(err, RayTaskError)
-        # a RayTaskError that is also a RayActorError: the call failed on an actor it called
-        # (the buffer, dying or restarting), or on weights whose owner (a learner) is gone;
-        # anything else is a real error and ends the run
-        downstream = (isinstance(err, RayTaskError)
-                      and isinstance(err, RayActorError | ObjectLostError))
-        if not (own_fault or downstream or buffer_restarted):
-            raise err
-        if call.kind == "collect":
-            self.faults.lost_chunks += 1
-            self.faults.lost_env_steps += lost
-            self.check_worker(call.member, call.worker)  # it may have died too
-            self.check_learners([call.member])  # a dead learner's weights die with it
-            self.resync([call.member])  # the lost fragment may have reached the buffer
-        else:
-            self.faults.lost_updates += lost
-            self.check_learners([call.member])
+    def evaluate(self, members: Sequence[int], episodes: int, max_steps: int | None,
+                 seed: int, explore: bool) -> list[Scores]:
+        """Each member's evaluation episodes with its published weights, in order."""
 
-    def check_buffer(self) -> bool:
-        """True when the buffer restarted (it was then restored from the latest snapshot)."""
-        try:
-            incarnation = get_with_retry(self.buffer.incarnation.remote)
-        except (RayActorError, GetTimeoutError) as err:
-            raise RuntimeError(f"the replay buffer actor is gone and did not come back: {err}"
-                               ) from err
-        if self.buffer_incarnation is None:
-            self.buffer_incarnation = incarnation
-            return False
-        if incarnation == self.buffer_incarnation:
-            return False
-        self.faults.buffer_restarts += 1
-        load_first(self.buffer.load_state_dict.remote, self.snapshots.buffer_candidates(),
-                   "buffer")
-        counter = get_with_retry(self.buffer.stats.remote)["counter"]
-        lost = max(0, self.state.buffer_rows - counter)
-        self.faults.buffer_lost_rows += lost
-        self.buffer_incarnation = incarnation
-        log.warning("the replay buffer restarted: restored %d rows from its snapshot, %d rows "
-                    "lost", counter, lost)
-        self.state.event(fault="buffer restarted", restored_rows=counter, lost_rows=lost)
-        self.resync(list(range(len(self.learners))))
-        return True
+    def score_fixed(self, members: Sequence[int], episodes: int, seed: int, explore: bool
+                    ) -> tuple[list[Scores], Scores]:
+        """Each member's scores on the fixed episodes of ``seed``, and uniform random play's."""
 
-    def check_learners(self, members: Sequence[int] | None = None) -> None:
-        """Restore every learner Ray restarted since we last looked (it holds fresh weights)."""
-        for member in range(len(self.learners)) if members is None else members:
-            incarnation = get_with_retry(self.learners[member].incarnation.remote)
-            known = self.learner_incarnations.get(member)
-            if known is None:
-                self.learner_incarnations[member] = incarnation
-            elif incarnation != known:
-                self.faults.learner_restarts += 1
-                restored = self.restore_learner(member)
-                self.state.event(fault="learner restarted", member=member, restored=restored)
-                log.warning("learner %d restarted and was restored from its last snapshot",
-                            member)
+    def play(self, games: Sequence[Play]) -> list[GameResults]:
+        """League games, in order."""
 
-    def restore_learner(self, member: int) -> bool:
-        """Load the member's last state snapshot into its (restarted) learner and republish.
-        The latest snapshot is tried first, then the last copy on the coordinator's node.
-        False when neither could be loaded (the learner goes on from a fresh state)."""
-        m, learner = self.state.members[member], self.learners[member]
-        restored, hp = load_first(learner.load_state.remote,
-                                  self.snapshots.learner_candidates(member), f"learner {member}")
-        m.hp = hp if restored else get_with_retry(learner.hyperparameters.remote)
-        m.set_weights(*get_with_retry(learner.publish.remote))
-        self.learner_incarnations[member] = get_with_retry(learner.incarnation.remote)
-        return restored
+    def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
+                  ) -> tuple[list[Copied], list[Mutated]]:
+        """Copy full states (``(member, source)``; all read before any is written, so swaps
+        are safe), then mutate, then publish the changed members."""
 
-    def snapshot_learner(self, member: int) -> None:
-        """Keep the member's latest full state as an object the coordinator owns."""
-        self.snapshots.take_learner(member, self.learners[member].get_state.remote())
+    def set_hyperparameters(self, values: Mapping[int, dict[str, Any]]
+                            ) -> dict[int, dict[str, Any]]:
+        """Set each member's ``values``; each member's hyperparameters after."""
 
-    def resync(self, members: Sequence[int]) -> None:
-        """When the data path resynchronises fragments: each member's learner discards the
-        fragments waiting for it and the member owes no update."""
-        if not self.path.resyncs_fragments:
-            return
-        for member in members:
-            discarded = get_with_retry(self.learners[member].discard_pending.remote)
-            if discarded:
-                log.warning("member %d: discarded %d rows of fragments after a fault", member,
-                            discarded)
-        self.scheduler.forget_owed(members)
+    def learner_state(self, member: int) -> dict[str, Any]:
+        """``member``'s full learner state."""
 
-    def check_worker(self, member: int, worker: int) -> None:
-        """Wait until the worker answers again; count a restart when its pid changed."""
-        self._note_pid(member, worker, get_with_retry(self.workers[member][worker].info.remote)["pid"])
-
-    def _note_pid(self, member: int, worker: int, pid: int) -> None:
-        known = self.worker_pids.get((member, worker))
-        if known is not None and pid != known:
-            self.faults.worker_restarts += 1
-            self.state.event(fault="worker restarted", member=member, worker=worker)
-            log.warning("rollout worker %d/%d restarted", member, worker)
-        self.worker_pids[(member, worker)] = pid
-
-    def _census(self) -> None:
-        """Every :data:`CENSUS_INTERVAL_S`, ask every rollout worker its pid without waiting;
-        the answers are read on later turns as they come. A worker that died between calls
-        (idle, or after its call had failed on another actor) shows up here."""
-        if self.census:
-            ready, _ = ray.wait(list(self.census.values()), num_returns=len(self.census),
-                                timeout=0)
-            for key, ref in list(self.census.items()):
-                if ref in ready:
-                    del self.census[key]
-                    # one that died meanwhile is seen by a later census or a failed call
-                    with contextlib.suppress(RayError):
-                        self._note_pid(*key, ray.get(ref)["pid"])
-        if not self.census and time.monotonic() - self.census_taken >= CENSUS_INTERVAL_S:
-            self.census = {(member, w): worker.info.remote()
-                           for member, workers in enumerate(self.workers)
-                           for w, worker in enumerate(workers)}
-            self.census_taken = time.monotonic()
-
-    # ------------------------------------------------------------------ state
     def learner_states(self) -> list[dict[str, Any]]:
-        """Every learner's full state, after restoring any Ray restarted."""
-        self.check_learners()
-        return [get_with_retry(lr.get_state.remote) for lr in self.learners]
+        """Every learner's full state, in member order."""
 
     def buffer_state(self) -> dict[str, Any] | None:
-        """The buffer's state for a checkpoint; None where the data path resynchronises
-        fragments (on-policy): a resume drops the fragments waiting there anyway, and an image
-        run's fragments are gigabytes that would cross the object store and the disk."""
-        if self.path.resyncs_fragments:
-            return None
-        self.check_buffer()
-        return get_with_retry(self.buffer.state_dict.remote)
+        """The buffer's state for a checkpoint (None where it is not kept)."""
 
     def load(self, learner_states: Sequence[dict[str, Any]],
              buffer_state: dict[str, Any] | None) -> None:
-        """Load a checkpoint's states into the actors."""
-        if len(learner_states) != len(self.learners):
-            raise ValueError(f"the checkpoint holds {len(learner_states)} members, the config "
-                             f"asks for {len(self.learners)}")
-        ray.get([lr.load_state.remote(s) for lr, s in zip(self.learners, learner_states)])
-        if buffer_state is not None:
-            ray.get(self.buffer.load_state_dict.remote(buffer_state))
+        """Load a checkpoint's states."""
+
+    def resync(self, members: Sequence[int]) -> None:
+        """Where fragments resynchronise (on-policy): each member's learner drops the fragments
+        waiting for it and the member owes no update (after a resume or a fault)."""
+
+    def close(self) -> None:
+        """Release what the fleet holds (envs, actors)."""
+
+
+def check_state_count(states: Sequence[Any], members: int) -> None:
+    """A checkpoint's learner states must be one per member."""
+    if len(states) != members:
+        raise ValueError(f"the checkpoint holds {len(states)} members, the config asks for "
+                         f"{members}")

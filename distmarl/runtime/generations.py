@@ -1,7 +1,8 @@
-"""Between generations: evaluate, select, mutate, copy, on the learner actors.
+"""Between generations: evaluate, select, mutate, copy, through the fleet.
 
 The decisions come from :mod:`distmarl.hpo` (pure, seeded with this part's own
-``Generator``); this module carries them out through the fleet's actors. Synchronous mode
+``Generator``); this module carries them out through the fleet's verbs
+(:class:`~distmarl.runtime.fleet.Fleet`). Synchronous mode
 evolves the whole population once every member reached its boundary
 (:meth:`Generations.evolve_sync`); asynchronous mode (population-based training) evolves each
 member at its own boundary (:meth:`Generations.evolve_async`).
@@ -11,12 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import ray
-from ray.exceptions import ObjectLostError, RayActorError
 
 from distmarl.config import EvolutionConfig, RLParameterConfig, TrainingConfig
 from distmarl.hpo import (
@@ -32,15 +31,11 @@ from distmarl.hpo.league_state import member_id
 from distmarl.hpo.multi_frequency import MultiFrequency
 from distmarl.hpo.pbt import AsyncExploit
 from distmarl.hpo.tournament import SelectionPlan, rank, select_by_side
-from distmarl.runtime.fleet import Fleet, get_with_retry
+from distmarl.runtime.fleet import Copied, Fleet, Mutated
 from distmarl.runtime.league import LeagueRun
 from distmarl.runtime.run_state import DONE, FinalEvaluation, RunState
 
 log = logging.getLogger(__name__)
-
-#: What a lost actor or node raises here: the actor itself, or an object it owned (published
-#: weights, a state) that died with it (``OwnerDiedError`` is an ``ObjectLostError``).
-LOST = (RayActorError, ObjectLostError)
 
 
 def make_hp_config(ranges: Mapping[str, RLParameterConfig],
@@ -152,12 +147,9 @@ class Generations:
                     if m.weights_only}
         self.carry_out(step.copies(), plans)
         if elite_hp:
-            learners = self.fleet.learners
-            hps = ray.get([learners[i].set_hyperparameters.remote(hp)
-                           for i, hp in elite_hp.items()])
-            for i, hp in zip(elite_hp, hps):
+            for i, hp in self.fleet.set_hyperparameters(elite_hp).items():
                 state[i].hp = hp
-            self._republish(sorted(elite_hp))
+            self.fleet.publish(sorted(elite_hp), snapshot=True)
         for (i, src), plan in zip(step.clones, plans):
             self.lineage.record_copy(i, src, plan, state[i].hp)
         for m in step.migrations:
@@ -196,12 +188,12 @@ class Generations:
         """Start every member from hyperparameters drawn from the ``hp_config`` ranges
         (``evolution.initial_hp: sampled``): set on the learners, published to the workers,
         and the family tree's roots."""
-        members, learners = self.state.members, self.fleet.learners
+        members = self.state.members
         values = self.hp_config.sample(len(members), self.rng)
-        hps = ray.get([learners[i].set_hyperparameters.remote(v) for i, v in enumerate(values)])
-        for m, hp in zip(members, hps):
-            m.hp = hp
-        self._republish(list(range(len(members))))
+        hps = self.fleet.set_hyperparameters(dict(enumerate(values)))
+        for m in members:
+            m.hp = hps[m.member]
+        self.fleet.publish(list(range(len(members))), snapshot=True)
         self.lineage = Lineage([m.hp for m in members], [m.algorithm for m in members])
         self.state.event(initial_hp="sampled", values=[dict(v) for v in values])
 
@@ -235,12 +227,12 @@ class Generations:
         """Fresh weights, then evaluation episodes (``evolution.eval_explore``); appends to each
         fitness. A learner or worker Ray restarted meanwhile is restored / asked again;
         weights lost with their learner's node are republished from the restored learner."""
-        self.fleet.check_learners(members)
-        self._refresh_weights(members)
+        self.fleet.publish(members)
         seed = int(self.rng.integers(2**31))  # the same episodes for everyone: fair comparisons
         if self.league is not None:
             return self._evaluate_league(members, seed)
-        results = self._gather(members, [self._eval_call(i, seed) for i in members])
+        results = self.fleet.evaluate(members, self.evo.eval_episodes, self.evo.eval_steps,
+                                      seed, self.evo.eval_explore)
         self._report_capped("fitness", {i: r.capped for i, r in zip(members, results)})
         fitness = {}
         for i, scores in zip(members, results):
@@ -254,9 +246,10 @@ class Generations:
         in member order (so the ratings do not depend on which call finished first); fitness
         is each member's rating."""
         assert self.league is not None
-        calls = {i: self.league.evaluation_calls(i, self.fleet.workers[i][0], seed)
-                 for i in members}
-        capped = {i: self.league.record_evaluation(ray.get(calls[i])) for i in members}
+        games = {i: self.league.evaluation_games(i, seed) for i in members}
+        results = iter(self.fleet.play([g for i in members for g in games[i]]))
+        capped = {i: self.league.record_evaluation([next(results) for _ in games[i]])
+                  for i in members}
         self._report_capped("league evaluation", capped)
         fitness = {}
         for i in members:
@@ -271,14 +264,11 @@ class Generations:
         by fitness. Sets ``state.final``."""
         members = self.state.members
         indices = list(range(len(members)))
-        self.fleet.check_learners(indices)
-        self._refresh_weights(indices)
+        self.fleet.publish(indices)
         if self.league is not None:
             return self._final_league(episodes, seed)
-        workers = self.fleet.workers
-        calls = [self._final_call(i, episodes, seed) for i in indices]
-        calls.append(lambda: workers[0][0].score_fixed.remote(-1, None, episodes, seed, True))
-        *scores, random_scores = self._gather([*indices, 0], calls)
+        scores, random_scores = self.fleet.score_fixed(indices, episodes, seed,
+                                                       self.evo.eval_explore)
         self._report_capped("final", {i: s.capped for i, s in enumerate(scores)})
         fitness = self.selection.fitness([m.fitness for m in members])
         self.state.final = FinalEvaluation(
@@ -296,9 +286,8 @@ class Generations:
         elites = self.league.elites(
             self.selection.fitness([m.fitness for m in self.state.members]))
         plan = self.league.final_games(elites, seed)
-        workers = [w[0] for w in self.fleet.workers]
-        rows = self.league.final_rows(plan, ray.get(
-            [self.league.final_call(g, workers, games) for g in plan]))
+        rows = self.league.final_rows(plan, self.fleet.play(
+            [self.league.final_play(g, games) for g in plan]))
         self._report_capped("final", {i: sum(r["capped"] for r in rows_of(rows, member_id(i)))
                                       for i in range(len(self.state.members))})
         scores = [pooled(rows_of(rows, member_id(i))) for i in range(len(self.state.members))]
@@ -323,92 +312,34 @@ class Generations:
                     "unfinished, members %s: their partial scores count (a league game: a "
                     "draw)", evaluation, sum(counts.values()), sorted(counts))
 
-    def _final_call(self, member: int, episodes: int, seed: int) -> Callable[[], Any]:
-        m, worker = self.state.members[member], self.fleet.workers[member][0]
-        return lambda: worker.score_fixed.remote(m.version, m.weights_box, episodes, seed,
-                                                 explore=self.evo.eval_explore)
-
-    def _refresh_weights(self, members: Sequence[int]) -> None:
-        published = [get_with_retry(self.fleet.learners[i].publish.remote) for i in members]
-        for i, (version, box) in zip(members, published):
-            self.state.members[i].set_weights(version, box)
-
-    def _gather(self, members: Sequence[int], calls: Sequence[Callable[[], Any]]) -> list[Any]:
-        """Results of ``calls`` (``calls[k]`` submits member ``members[k]``'s), made together;
-        a call lost with its learner or worker is made again once the learner is restored
-        (its weights republished)."""
-        refs = [call() for call in calls]
-        results = []
-        for i, call, ref in zip(members, calls, refs):
-            try:
-                results.append(ray.get(ref))
-            except LOST:
-                self.fleet.check_learners([i])
-                results.append(get_with_retry(call))
-        return results
-
-    def _eval_call(self, member: int, seed: int) -> Callable[[], Any]:
-        """Submits ``member``'s evaluation with its weights as they are when called."""
-        m, worker = self.state.members[member], self.fleet.workers[member][0]
-        return lambda: worker.evaluate.remote(m.version, m.weights_box, self.evo.eval_episodes,
-                                              self.evo.eval_steps, seed, self.evo.eval_explore)
-
     # ------------------------------------------------------------------ copy and mutate
     def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]) -> None:
-        """Copy full states (``(member, source)`` pairs, straight through the object store),
-        then mutate, then republish the changed members' weights. States are read before any
-        is overwritten, so swaps are safe.
+        """Copy full states (``(member, source)`` pairs), then mutate, through the fleet
+        (which publishes the changed members); record what changed."""
+        algorithms = [m.algorithm for m in self.state.members]  # before any copy (may swap)
+        copied, mutated = self.fleet.carry_out(copies, plans)
+        self._record_copies(copied, algorithms)
+        self._record_mutations(mutated)
 
-        When a learner (or its node) is lost part-way, every learner Ray restarted is restored
-        from its snapshot, every member this step changes goes back to its last snapshot too
-        (so no copy or mutation is applied twice), and the step is carried out once more."""
-        try:
-            self._carry_out(copies, plans)
-        except LOST as err:
-            log.warning("a learner was lost while copying / mutating (%s); redoing the step "
-                        "from the members' snapshots", type(err).__name__)
-            self.fleet.check_learners()
-            changed = sorted({i for i, _ in copies} | {p.member for p in plans if p.kind != "none"})
-            for i in changed:
-                self.fleet.restore_learner(i)
-            self.state.event(fault="copy step redone", members=changed)
-            self._carry_out(copies, plans)
-
-    def _carry_out(self, copies: Sequence[tuple[int, int]],
-                   plans: Sequence[MutationPlan]) -> None:
-        learners, members = self.fleet.learners, self.state.members
-        algorithms = [m.algorithm for m in members]  # before any copy (copies may swap)
-        sources = sorted({src for _, src in copies})
-        states = {src: learners[src].get_state.remote() for src in sources}
-        source_sums = {src: learners[src].weights_checksum.remote() for src in sources}
-        loads = [learners[i].load_state.remote(states[src]) for i, src in copies]
-        copied_sums = [learners[i].weights_checksum.remote() for i, _ in copies]
-        mutated = [p for p in plans if p.kind != "none"]
-        results = [learners[p.member].mutate.remote(p) for p in mutated]
-        for (i, src), hp, before, after in zip(copies, ray.get(loads),
-                                               ray.get([source_sums[s] for _, s in copies]),
-                                               ray.get(copied_sums)):
-            members[i].hp = hp
+    def _record_copies(self, copied: Sequence[Copied], algorithms: Sequence[str]) -> None:
+        members = self.state.members
+        for c in copied:
+            i, src = c.member, c.source
+            members[i].hp = c.hp
             if algorithms[i] != algorithms[src]:  # a converting population
                 members[i].algorithm = algorithms[src]
                 if self.groups is not None:
                     self.groups[i] = algorithms[src]
                 self.state.event(member=i, converted=algorithms[src], was=algorithms[i])
             self.state.copy_log.append({"generation": self.state.generation, "member": i,
-                                        "source": src, "source_checksum": before,
-                                        "copy_checksum": after})
-        for plan, result in zip(mutated, ray.get(results)):
-            members[plan.member].hp = result["hp"]
-            self.state.event(member=plan.member, mutation=plan.describe(),
-                             change=_plain(result["change"]))
-        self._republish(sorted({i for i, _ in copies} | {p.member for p in mutated}))
+                                        "source": src, "source_checksum": c.source_checksum,
+                                        "copy_checksum": c.copy_checksum})
 
-    def _republish(self, changed: Sequence[int]) -> None:
-        """Publish the weights of learners that changed and snapshot their states."""
-        published = ray.get([self.fleet.learners[i].publish.remote() for i in changed])
-        for i, (version, box) in zip(changed, published):
-            self.state.members[i].set_weights(version, box)
-            self.fleet.snapshot_learner(i)
+    def _record_mutations(self, mutated: Sequence[Mutated]) -> None:
+        for m in mutated:
+            self.state.members[m.plan.member].hp = m.hp
+            self.state.event(member=m.plan.member, mutation=m.plan.describe(),
+                             change=_plain(m.change))
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

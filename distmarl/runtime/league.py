@@ -3,9 +3,9 @@
 The decisions are :class:`~distmarl.hpo.league_state.League`'s (pure, seeded with this part's
 own ``Generator``); this module carries them out: each collect call carries a
 :class:`~distmarl.collect.seating.LeaguePlan` (matches, and every opponent's weights version
-and object-store box), training results come back with the chunk, evaluation games run on the
-members' rollout workers (``play``), and a snapshot is a member's published weights kept in
-the object store under the snapshot's id.
+and object-store box), training results come back with the chunk, evaluation games are planned here and played on
+the members' rollout workers (the fleet's ``play``), and a snapshot is a copy of a member's
+published weights in the fleet's store under the snapshot's id.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import ray
 
-from distmarl.collect.league_setup import LeagueSetup, league_setup
+from distmarl.collect.league_setup import LeagueSetup
 from distmarl.collect.seating import LeaguePlan, MatchResult
 from distmarl.config import ExperimentConfig, LeagueConfig
 from distmarl.hpo.league_final import FinalGame, final_games, final_rows
 from distmarl.hpo.league_state import member_id
 from distmarl.hpo.tournament import rank
+from distmarl.runtime.actors.clients import Store
+from distmarl.runtime.fleet import Play
 from distmarl.runtime.run_state import RunState
 from distmarl.tracking.plots import plot_win_rates
 
@@ -34,16 +35,16 @@ GAMES_PER_ENV = 4
 
 class LeagueRun:
     """The league of a run (see the module docstring), from its ``setup``; evaluation games
-    act as ``explore`` says (``evolution.eval_explore``)."""
+    act as ``explore`` says (``evolution.eval_explore``); snapshots are kept in ``store``."""
 
     def __init__(self, cfg: LeagueConfig, setup: LeagueSetup, num_envs: int, seed: int,
-                 state: RunState, explore: bool = False) -> None:
-        self.cfg, self.sides, self.state = cfg, setup.sides, state
+                 state: RunState, store: Store, explore: bool = False) -> None:
+        self.cfg, self.sides, self.state, self.store = cfg, setup.sides, state, store
         self.num_envs = num_envs
         self.explore = explore
         self.rng = np.random.default_rng(seed)
         self.league = setup.league
-        #: snapshot id -> [ref] of its frozen weights in the object store
+        #: snapshot id -> [ref] of its frozen weights in the store
         self.snapshot_boxes: dict[str, list[Any]] = {}
         #: games the env's step limit cut (each a draw), by kind: training, evaluation
         self.capped = {"training": 0, "evaluation": 0}
@@ -77,18 +78,15 @@ class LeagueRun:
         self.capped["training"] += int(capped)
 
     # ------------------------------------------------------------------ evaluation
-    def evaluation_calls(self, member: int, worker: Any, seed: int) -> list[Any]:
-        """``member``'s evaluation games against each of its opponents, submitted on
-        ``worker`` (object refs of result lists), in the league's fixed order."""
+    def evaluation_games(self, member: int, seed: int) -> list[Play]:
+        """``member``'s evaluation games against each of its opponents, in the league's fixed
+        order."""
         m = self.state.members[member]
         side = None if self.sides.symmetric else self.league.side_of_member[member]
-        refs = []
-        for opp_side, players in self.league.evaluation_opponents(member).items():
-            for k, player in enumerate(players):
-                refs.append(worker.play.remote(
-                    m.version, m.weights_box, (player, *self._opponent(player, opp_side)),
-                    self.cfg.eval_games, seed + 7919 * k, side, self.explore))
-        return refs
+        return [Play(member, m.version, m.weights_box, (player, *self._opponent(player, opp_side)),
+                     self.cfg.eval_games, seed + 7919 * k, side, self.explore)
+                for opp_side, players in self.league.evaluation_opponents(member).items()
+                for k, player in enumerate(players)]
 
     def record_evaluation(self, results: Sequence[Sequence[MatchResult]]) -> int:
         """Rate evaluation games (each set as ``play`` returns it); the number of them the
@@ -129,17 +127,17 @@ class LeagueRun:
         """The final evaluation's games (:func:`~distmarl.hpo.league_final.final_games`)."""
         return final_games(self.league, elites, seed)
 
-    def final_call(self, game: FinalGame, workers: Sequence[Any], games: int) -> Any:
-        """Submits ``game`` on its learner's rollout worker (a reference learner: member 0's);
-        an object ref of the learner's results."""
+    def final_play(self, game: FinalGame, games: int) -> Play:
+        """``games`` games of ``game`` on its learner's rollout worker (a reference learner:
+        member 0's)."""
         opponent = (game.opponent, *self._opponent(game.opponent, game.opponent_side))
         kind, _, index = game.learner.partition("/")
         if kind == "ref":
-            return workers[0].play.remote(-1, None, opponent, games, game.seed, game.side,
-                                          self.explore, learner=game.learner)
+            return Play(0, -1, None, opponent, games, game.seed, game.side, self.explore,
+                        learner=game.learner)
         m = self.state.members[int(index)]
-        return workers[int(index)].play.remote(m.version, m.weights_box, opponent, games,
-                                               game.seed, game.side, self.explore)
+        return Play(int(index), m.version, m.weights_box, opponent, games, game.seed, game.side,
+                    self.explore)
 
     @staticmethod
     def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[MatchResult]]
@@ -162,7 +160,7 @@ class LeagueRun:
             box = self.state.members[snap.member].weights_box
             if box is None:
                 raise RuntimeError(f"member {snap.member} has no published weights to freeze")
-            self.snapshot_boxes[snap.id] = [ray.put(ray.get(box[0]))]  # its own copy
+            self.snapshot_boxes[snap.id] = [self.store.put(self.store.get(box[0]))]  # own copy
         for snap in gone:
             self.snapshot_boxes.pop(snap.id, None)
 
@@ -208,7 +206,7 @@ class LeagueRun:
                 "capped": dict(self.capped)}
 
     def snapshot_weights(self) -> dict[str, dict[str, Any]]:
-        return {sid: ray.get(box[0]) for sid, box in self.snapshot_boxes.items()}
+        return {sid: self.store.get(box[0]) for sid, box in self.snapshot_boxes.items()}
 
     def load_state_dict(self, state: dict[str, Any], weights: dict[str, dict[str, Any]]) -> None:
         self.league.load_state_dict(state["league"])
@@ -217,15 +215,15 @@ class LeagueRun:
         missing = [s for s in self.league.pool.ids() if s not in weights]
         if missing:
             raise ValueError(f"the checkpoint's league has no weights for {missing}")
-        self.snapshot_boxes = {sid: [ray.put(weights[sid])] for sid in self.league.pool.ids()}
+        self.snapshot_boxes = {sid: [self.store.put(weights[sid])]
+                               for sid in self.league.pool.ids()}
 
 
-def make_league(cfg: ExperimentConfig, spaces: tuple[Any, ...], state: RunState
-                ) -> LeagueRun | None:
-    """The run's league from ``cfg.league`` (None for a cooperative game); its sides and
-    references checked against the env's spaces (ValueError naming the field)."""
-    setup = league_setup(cfg, spaces)
+def make_league(cfg: ExperimentConfig, setup: LeagueSetup | None, state: RunState,
+                store: Store) -> LeagueRun | None:
+    """The run's league from ``cfg.league`` and its ``setup`` (None for a cooperative game:
+    no league)."""
     if setup is None:
         return None
-    return LeagueRun(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state,
+    return LeagueRun(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state, store,
                      cfg.evolution.eval_explore)

@@ -22,7 +22,7 @@ import yaml
 from distmarl.algorithms import Algorithm
 from distmarl.checkpoint import load_checkpoint, save_checkpoint
 from distmarl.config import TrackingConfig, flatten_dict
-from distmarl.runtime.fleet import Fleet, get_with_retry
+from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations
 from distmarl.runtime.run_state import RunState
 from distmarl.tracking.base import NullTracker, Tracker
@@ -110,9 +110,6 @@ class Recorder:
         On-policy fragments collected but not learned at the checkpoint are dropped (the
         scheduler did not count them all)."""
         ckpt = load_checkpoint(Path(path))
-        if len(ckpt.members) != len(self.fleet.learners):
-            raise ValueError(f"checkpoint {ckpt.path} holds {len(ckpt.members)} members, the "
-                             f"config asks for {len(self.fleet.learners)}")
         self.fleet.load(ckpt.members, ckpt.buffer_state)
         self.state.load_state_dict(ckpt.meta)
         max_steps = self.max_steps
@@ -275,7 +272,7 @@ class Recorder:
 
         elite = self._elite()
         try:
-            state = get_with_retry(self.fleet.learners[elite].get_state.remote)
+            state = self.fleet.learner_state(elite)
             algo = self.new_policy(state["algo"]["algorithm"])
             algo.load_state_dict(state["algo"])
         except Exception as err:

@@ -1,11 +1,12 @@
-"""``train``: start (or join) Ray, run the coordinator, show progress, stop cleanly on SIGINT and
-SIGTERM."""
+"""``train``: run a population on Ray (started or joined) or in this process, show progress, stop
+cleanly on SIGINT and SIGTERM."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from distmarl.collect.league_setup import league_setup
 from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
 from distmarl.runtime.cluster import init_ray
-from distmarl.runtime.coordinator import CoordinatorActor
+from distmarl.runtime.coordinator import Coordinator, CoordinatorActor
 from distmarl.runtime.resume import agent_spaces, check_resume
 from distmarl.runtime.stopping import StopSignals, own_process_group, stop_reason
 
@@ -67,10 +68,11 @@ def progress_line(p: dict[str, Any], width: int = 24) -> str:
 def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Path | None = None,
           run_dir: str | Path | None = None, summary_json: str | Path | None = None,
           show_progress: bool = True, num_cpus: int | None = None,
-          num_gpus: int | None = None,
+          num_gpus: int | None = None, local: bool = False,
           on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``
-    and to the run directory's ``summary.json``).
+    and to the run directory's ``summary.json``). ``local``: the whole population in this
+    process, without Ray (``address``, ``num_cpus`` and ``num_gpus`` then do not apply).
 
     SIGINT and SIGTERM stop the run after the calls in flight, with a checkpoint and the
     tracking runs closed as ``KILLED`` (see :mod:`~distmarl.runtime.stopping`); the summary's
@@ -81,9 +83,14 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
     with StopSignals() as signals:
         run_dir = _checked_run_dir(cfg, resume, run_dir)  # config errors: before Ray starts
         try:
-            summary = _run(cfg, run_dir, signals, address=address,
-                           resume=resume is not None, show_progress=show_progress,
-                           num_cpus=num_cpus, num_gpus=num_gpus, on_coordinator=on_coordinator)
+            if local:
+                summary = _run_local(cfg, run_dir, signals, resume=resume is not None,
+                                     show_progress=show_progress, on_coordinator=on_coordinator)
+            else:
+                summary = _run(cfg, run_dir, signals, address=address,
+                               resume=resume is not None, show_progress=show_progress,
+                               num_cpus=num_cpus, num_gpus=num_gpus,
+                               on_coordinator=on_coordinator)
         except Stopped:
             if new:  # nothing was written: no empty run directory left behind
                 with contextlib.suppress(OSError):
@@ -154,6 +161,50 @@ def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address:
     summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
                               else None)
     summary["ray"] = {"address": info.get("address"), "dashboard": info.get("dashboard_url")}
+    return summary
+
+
+def _run_local(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, resume: bool,
+               show_progress: bool, on_coordinator: Callable[[Any], None] | None
+               ) -> dict[str, Any]:
+    """Run the population in this process (:class:`~distmarl.runtime.local_fleet.LocalFleet`)
+    and return its summary. The run goes on in a thread while this one, the main thread, takes
+    the signals and draws the progress bar."""
+    if signals.received is not None:
+        raise Stopped(signals.received)
+    coord = Coordinator(json.loads(cfg.model_dump_json()), str(run_dir),
+                        str(run_dir / "checkpoints") if resume else None, local=True)
+    if on_coordinator is not None:
+        on_coordinator(coord)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["summary"] = coord.run()
+        except BaseException as err:  # handed to the main thread, raised there
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, name="distmarl-run", daemon=True)
+    thread.start()
+    asked, shown = False, 0.0
+    try:
+        while thread.is_alive():
+            thread.join(WAIT_S)
+            if signals.received is not None and not asked:
+                coord.stop(signals.reason or "stopped", interrupted=True)
+                asked = True
+            if show_progress and thread.is_alive() and time.monotonic() - shown >= 1.0:
+                shown = time.monotonic()
+                print(progress_line(coord.progress()), end="", file=sys.stderr, flush=True)
+    finally:
+        if show_progress:
+            print(file=sys.stderr)
+    if "error" in outcome:
+        raise outcome["error"]
+    summary = dict(outcome["summary"])
+    summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
+                              else None)
+    summary["ray"] = None
     return summary
 
 

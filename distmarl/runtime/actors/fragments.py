@@ -31,8 +31,8 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-import ray
 
+from distmarl.runtime.actors.clients import BufferClient
 from distmarl.types import MemberID, SampleBatch
 
 log = logging.getLogger(__name__)
@@ -56,10 +56,10 @@ def fragment_problem(indices: np.ndarray, rows: int, next_row: int) -> str | Non
 
 
 class FragmentReader:
-    """Reads member ``member``'s fragments from the buffer actor ``buffer`` as consumer
+    """Reads member ``member``'s fragments from the replay buffer ``buffer`` as consumer
     ``consumer``; a fragment of ``learn_step`` steps has ``learn_step * num_envs`` rows."""
 
-    def __init__(self, buffer: Any, consumer: str, member: MemberID, num_envs: int) -> None:
+    def __init__(self, buffer: BufferClient, consumer: str, member: MemberID, num_envs: int) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.buffer, self.consumer, self.member, self.num_envs = buffer, consumer, member, num_envs
@@ -75,13 +75,9 @@ class FragmentReader:
             raise ValueError(f"learn_step and max_fragments must be >= 1, got {learn_step}, "
                              f"{max_fragments}")
         rows = learn_step * self.num_envs
-        # unpacked: Ray hands a fragment's arrays over out of band (one copy, in the object
-        # store), where packing them into one bytes object first would copy them twice more
-        sampled = self.buffer.sample_many.remote(
-            rows, self.consumer, max_fragments, member=self.member, replay_ratio=0.0)
-        stats = self.buffer.stats.remote()
-        batches = ray.get(sampled)
-        problem = self._overwritten(batches, ray.get(stats))
+        batches, stats = self.buffer.read_member(rows, self.consumer, max_fragments,
+                                                 self.member)
+        problem = self._overwritten(batches, stats)
         good: list[SampleBatch] = []
         for i, batch in enumerate(batches):
             problem = problem or fragment_problem(batch.indices, rows, self.next_row)
@@ -96,11 +92,8 @@ class FragmentReader:
     def discard_pending(self) -> int:
         """Receive and drop every row of the member not read yet (fragments collected by a
         policy the learner no longer has); returns how many rows that was."""
-        sampled = self.buffer.sample_many.remote(DISCARD_ROWS, self.consumer, 1,
-                                                 member=self.member, replay_ratio=0.0)
-        stats = self.buffer.stats.remote()
-        batches = ray.get(sampled)
-        self.dropped = _dropped(ray.get(stats), self.consumer)
+        batches, stats = self.buffer.read_member(DISCARD_ROWS, self.consumer, 1, self.member)
+        self.dropped = _dropped(stats, self.consumer)
         return self._drop(batches)
 
     def used(self) -> list[tuple[int, int]]:

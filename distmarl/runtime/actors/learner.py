@@ -27,11 +27,11 @@ import ray
 
 from distmarl.buffers.replay import BUFFER_RATIO
 from distmarl.buffers.tensors import to_torch_batches
-from distmarl.buffers.wire import unpack_batches
 from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import converted, make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
+from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
 from distmarl.types import OFF_POLICY_FIELDS, PriorityUpdate, SampleBatch
@@ -51,12 +51,14 @@ class LearnerShell:
     """The plain class behind :data:`LearnerActor`."""
 
     def __init__(self, member: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
-                 buffer: Any, seed: int, weight_sync_updates: int = 8,
+                 buffer: BufferClient, seed: int, weight_sync_updates: int = 8,
                  num_envs: int = 1, fields: tuple[str, ...] = OFF_POLICY_FIELDS,
-                 convert: bool = False) -> None:
+                 convert: bool = False, store: Store | None = None) -> None:
         import torch
 
         torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
+        #: where published weights go (Ray's object store unless the fleet is in-process)
+        self.store: Store = RayStore() if store is None else store
         gpu_ids = ray.get_gpu_ids() if ray.is_initialized() else []
         self.device = learner_device(gpu_ids)
         #: why the learner runs elsewhere than Ray placed it (said once, here; None: it doesn't)
@@ -116,10 +118,9 @@ class LearnerShell:
         device once at the end (:func:`~distmarl.buffers.tensors.to_torch_batches`)."""
         hp = self.algo.hp
         ratio = BUFFER_RATIO if hp["replay_ratio"] is None else hp["replay_ratio"]
-        batches = unpack_batches(ray.get(self.buffer.sample_many_packed.remote(
-            int(hp["batch_size"]), self.consumer, num_updates, None, ratio,
-            hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"],
-            self._priorities)))
+        batches = self.buffer.sample_batches(
+            int(hp["batch_size"]), self.consumer, num_updates, ratio,
+            hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"], self._priorities)
         self._priorities = None
         if not batches:
             return []
@@ -149,10 +150,10 @@ class LearnerShell:
         return self.fragments.used() if self.fragments is not None else []
 
     def publish(self) -> tuple[int, list[Any]]:
-        """Put the current actor weights in the object store; ``(version, [ref])``."""
+        """Put the current actor weights in the store; ``(version, [ref])``."""
         self.version += 1
         self._since_publish = 0
-        return self.version, [ray.put(self.algo.get_weights())]
+        return self.version, [self.store.put(self.algo.get_weights())]
 
     # ------------------------------------------------------------------ state and evolution
     def get_state(self) -> dict[str, Any]:

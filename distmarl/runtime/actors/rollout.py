@@ -37,6 +37,7 @@ from distmarl.collect.seating import (
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import converted, make_algorithm, make_venv
 from distmarl.hpo.league_state import member_id
+from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.types import TransitionChunk
 
 RETRY_SLEEP_S = 0.01
@@ -58,12 +59,14 @@ class RolloutShell:
     """The plain class behind :data:`RolloutWorkerActor`."""
 
     def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
-                 spaces: tuple[Any, ...], buffer: Any, seed: int,
+                 spaces: tuple[Any, ...], buffer: BufferClient, seed: int,
                  league: LeagueGame | None = None, n_step: int = 1,
-                 record_state: bool = False) -> None:
+                 record_state: bool = False, store: Store | None = None) -> None:
         import torch
 
         torch.set_num_threads(1)
+        #: where the weights it is handed live (Ray's object store unless in-process)
+        self.store: Store = RayStore() if store is None else store
         self.member, self.worker = member, worker
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
@@ -84,9 +87,7 @@ class RolloutShell:
 
     def _sync(self, version: int, weights_box: list[Any] | None) -> None:
         if weights_box is not None and version != self.version:
-            weights = weights_box[0]
-            if isinstance(weights, ray.ObjectRef):
-                weights = ray.get(weights)
+            weights = self.store.get(weights_box[0])
             if weights["algorithm"] != self.algo.name:  # the member took another's state
                 self._rebuild(weights["algorithm"])
             self.algo.set_weights(weights)
@@ -110,7 +111,7 @@ class RolloutShell:
         rollout = self.collector.collect(num_steps)
         chunk = TransitionChunk(rollout.data, self.member)
         refused = 0
-        while not ray.get(self.buffer.add.remote(chunk)).accepted:
+        while not self.buffer.add(chunk).accepted:
             refused += 1
             time.sleep(RETRY_SLEEP_S)
         self.env_steps += rollout.env_steps
@@ -177,7 +178,7 @@ class RolloutShell:
         if self.opponents.version(player) != version:
             if box is None:
                 raise ValueError(f"opponent {player!r}: no weights for version {version}")
-            weights = ray.get(box[0]) if isinstance(box[0], ray.ObjectRef) else box[0]
+            weights = self.store.get(box[0])
         return self.opponents.player(player, version, weights)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,

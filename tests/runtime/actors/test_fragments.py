@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from distmarl.runtime.actors.clients import RemoteBuffer
 from distmarl.runtime.actors.fragments import fragment_problem
 from distmarl.types import ON_POLICY_FIELDS, TransitionChunk
 
@@ -53,8 +54,8 @@ def test_reads_own_whole_fragments_once_in_order(ray_local, buffer) -> None:
     ray, buf = ray_local, buffer()
     for member in (0, 1, 0, 0, 1):  # rows 0-7, 8-15, 16-23, 24-31, 32-39
         add(ray, buf, 8, member)
-    zero = FragmentReader(buf, "learner-0", 0, NUM_ENVS)
-    one = FragmentReader(buf, "learner-1", 1, NUM_ENVS)
+    zero = FragmentReader(RemoteBuffer(buf), "learner-0", 0, NUM_ENVS)
+    one = FragmentReader(RemoteBuffer(buf), "learner-1", 1, NUM_ENVS)
     first = zero.read(learn_step=4, max_fragments=2)
     assert [b.indices.tolist() for b in first] == [list(range(0, 8)), list(range(16, 24))]
     assert first[0].data[ON_POLICY_FIELDS.index("reward")]["a"].shape == (8, 1)
@@ -70,7 +71,7 @@ def test_a_fragment_cut_by_the_ring_is_dropped_and_the_stream_realigned(ray_loca
     from distmarl.runtime.actors.fragments import FragmentReader
 
     ray, buf = ray_local, buffer(capacity=20)
-    reader = FragmentReader(buf, "learner-0", 0, NUM_ENVS)
+    reader = FragmentReader(RemoteBuffer(buf), "learner-0", 0, NUM_ENVS)
     add(ray, buf, 2, 1)
     assert reader.read(learn_step=5, max_fragments=2) == []  # none of member 0's rows yet
     add(ray, buf, 10, 0)
@@ -86,7 +87,7 @@ def test_a_wrong_size_or_a_used_row_is_dropped(ray_local, buffer) -> None:
     from distmarl.runtime.actors.fragments import FragmentReader
 
     ray, buf = ray_local, buffer()
-    reader = FragmentReader(buf, "learner-0", 0, NUM_ENVS)
+    reader = FragmentReader(RemoteBuffer(buf), "learner-0", 0, NUM_ENVS)
     add(ray, buf, 6, 0)  # rows 0-5: a fragment of 3 steps where the learner expects 4
     add(ray, buf, 2, 1)
     add(ray, buf, 8, 0)  # rows 8-15

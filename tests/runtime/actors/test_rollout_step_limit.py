@@ -10,6 +10,7 @@ from distmarl.collect.seating import DRAW, GameResults, LeagueGame, LeaguePlan
 from distmarl.factory import env_spaces
 from distmarl.hpo.league import Match
 from distmarl.hpo.league_final import FinalGame
+from distmarl.runtime.actors.clients import LocalStore
 from distmarl.runtime.actors.rollout import RolloutShell
 from distmarl.runtime.league import LeagueRun
 from distmarl.runtime.run_state import RunState
@@ -46,7 +47,7 @@ def test_the_league_counts_capped_games_in_its_summary_metrics_and_final_rows() 
     cfg = config(symmetric=True)
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None
-    league = LeagueRun(cfg.league, setup, 2, 0, RunState())
+    league = LeagueRun(cfg.league, setup, 2, 0, RunState(), LocalStore())
     games = GameResults([("member/0", "ref/random", DRAW)] * 3, capped=3)
     won = GameResults([("member/1", "ref/random", 1.0)])
     assert league.record_evaluation([games, won]) == 3
@@ -59,6 +60,6 @@ def test_the_league_counts_capped_games_in_its_summary_metrics_and_final_rows() 
             FinalGame("member/1", None, "ref/random", "e_0", 1, "member")]
     rows = league.final_rows(plan, [games, won])
     assert [(r["capped"], r["draw"]) for r in rows] == [(3, 1.0), (0, 0.0)]
-    again = LeagueRun(cfg.league, setup, 2, 0, RunState())
+    again = LeagueRun(cfg.league, setup, 2, 0, RunState(), LocalStore())
     again.load_state_dict(league.state_dict(), {})
     assert again.capped == league.capped  # a resumed run goes on counting

@@ -1,0 +1,126 @@
+"""What the shells reach outside themselves through: the object store and the replay buffer.
+
+A learner publishes its weights as a box (``[ref]``) and a worker opens one; both read from and
+write to the buffer. Under Ray the box holds an object-store ref and the buffer is another
+actor; in one process (:class:`~distmarl.runtime.local_fleet.LocalFleet`) the box holds the
+weights themselves and the buffer is a plain object. The shells take one :class:`Store` and one
+buffer client and never ask which they got.
+
+Only plain data crosses: a local store copies what it keeps, so a member's published weights
+never change under a worker that holds them (as an object-store copy would not).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+import ray
+
+from distmarl.buffers.replay import BUFFER_RATIO, BufferRatio
+from distmarl.buffers.wire import unpack_batches
+from distmarl.types import PriorityUpdate, SampleBatch, TransitionChunk
+
+__all__ = ["BufferClient", "LocalBuffer", "LocalStore", "RayStore", "RemoteBuffer", "Store"]
+
+
+class Store(Protocol):
+    """Where published weights and snapshots live: ``get(put(x))`` equals ``x`` and never
+    changes afterwards."""
+
+    def put(self, value: Any) -> Any:
+        """A reference to a copy of ``value``."""
+
+    def get(self, ref: Any) -> Any:
+        """What ``ref`` refers to (a value that is not a reference is returned as it is)."""
+
+
+class RayStore:
+    """Ray's object store (the value is serialised once; refs cross processes)."""
+
+    def put(self, value: Any) -> Any:
+        return ray.put(value)
+
+    def get(self, ref: Any) -> Any:
+        return ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
+
+
+class LocalStore:
+    """This process's memory: ``put`` keeps a deep copy, ``get`` hands it back (callers only
+    read it, as they would an object-store value)."""
+
+    def put(self, value: Any) -> Any:
+        return copy.deepcopy(value)
+
+    def get(self, ref: Any) -> Any:
+        return ref
+
+
+class BufferClient(Protocol):
+    """The calls a learner and a rollout worker make on the replay buffer
+    (:class:`~distmarl.runtime.actors.buffer.BufferShell`'s)."""
+
+    def add(self, chunk: TransitionChunk) -> Any:
+        """Store ``chunk``; an ``AddResult`` (``accepted`` False: retry later)."""
+
+    def sample_batches(self, batch_size: int, consumer: str, num_batches: int,
+                       replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+                       alpha: float | None = None, beta: float | None = None,
+                       priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
+        """Up to ``num_batches`` replay batches of ``consumer`` (see ``sample_many``)."""
+
+    def read_member(self, rows: int, consumer: str, num_batches: int, member: int
+                    ) -> tuple[list[SampleBatch], dict[str, Any]]:
+        """``member``'s rows ``consumer`` has not received, in batches of ``rows`` (at most
+        ``num_batches``), oldest first, and the buffer's stats right after."""
+
+
+class RemoteBuffer:
+    """A buffer actor's handle as a :class:`BufferClient` (each call waits for its answer)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def add(self, chunk: TransitionChunk) -> Any:
+        return ray.get(self.handle.add.remote(chunk))
+
+    def sample_batches(self, batch_size: int, consumer: str, num_batches: int,
+                       replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+                       alpha: float | None = None, beta: float | None = None,
+                       priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
+        # packed: Ray sends one byte string far cheaper than a dozen arrays
+        return unpack_batches(ray.get(self.handle.sample_many_packed.remote(
+            batch_size, consumer, num_batches, None, replay_ratio, alpha, beta, priorities)))
+
+    def read_member(self, rows: int, consumer: str, num_batches: int, member: int
+                    ) -> tuple[list[SampleBatch], dict[str, Any]]:
+        # unpacked: Ray hands a fragment's arrays over out of band (one copy, in the object
+        # store), where packing them into one bytes object first would copy them twice more
+        sampled = self.handle.sample_many.remote(rows, consumer, num_batches, member=member,
+                                                 replay_ratio=0.0)
+        stats = self.handle.stats.remote()
+        return ray.get(sampled), ray.get(stats)
+
+
+class LocalBuffer:
+    """A :class:`~distmarl.runtime.actors.buffer.BufferShell` in this process as a
+    :class:`BufferClient`. Sampled arrays are the buffer's own copies (fancy indexing), so
+    nothing is copied again."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+
+    def add(self, chunk: TransitionChunk) -> Any:
+        return self.shell.add(chunk)
+
+    def sample_batches(self, batch_size: int, consumer: str, num_batches: int,
+                       replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+                       alpha: float | None = None, beta: float | None = None,
+                       priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
+        return self.shell.sample_many(batch_size, consumer, num_batches, None, replay_ratio,
+                                      alpha, beta, priorities)
+
+    def read_member(self, rows: int, consumer: str, num_batches: int, member: int
+                    ) -> tuple[list[SampleBatch], dict[str, Any]]:
+        return (self.shell.sample_many(rows, consumer, num_batches, member=member,
+                                       replay_ratio=0.0), self.shell.stats())

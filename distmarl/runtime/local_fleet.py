@@ -1,0 +1,164 @@
+"""``LocalFleet``: the whole population in this process, no Ray.
+
+The same shells as on Ray (:class:`~distmarl.runtime.actors.learner.LearnerShell`,
+:class:`~distmarl.runtime.actors.rollout.RolloutShell`,
+:class:`~distmarl.runtime.actors.buffer.BufferShell`), held as plain objects: each call runs
+when it is submitted, in the order the scheduler asked for it, and its result waits for
+:meth:`LocalFleet.finished`. Nothing runs side by side, so a seeded run is reproducible step for
+step; weights and states cross between shells as copies (:class:`LocalStore`), as they would
+through Ray's object store. There are no faults to survive: an error ends the run.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from distmarl.collect.evaluation import Scores
+from distmarl.collect.seating import GameResults, LeaguePlan
+from distmarl.hpo import MutationPlan
+from distmarl.runtime.actors.buffer import BufferShell
+from distmarl.runtime.actors.clients import LocalBuffer, LocalStore, Store
+from distmarl.runtime.actors.learner import LearnerShell
+from distmarl.runtime.actors.rollout import RolloutShell
+from distmarl.runtime.datapath import DataPath
+from distmarl.runtime.fleet import Copied, FaultLog, FleetSpec, Mutated, Play, check_state_count
+from distmarl.runtime.run_state import RunState
+from distmarl.runtime.scheduler import Call, Scheduler
+
+__all__ = ["LocalFleet"]
+
+
+class LocalFleet:
+    """:class:`~distmarl.runtime.fleet.Fleet`'s verbs on shells built from ``spec`` in this
+    process; published weights go to ``state``'s members. ``path`` says whether fragments
+    resynchronise (on-policy: then the buffer's state is not kept in checkpoints, and a resync
+    clears the owed updates in ``scheduler``)."""
+
+    def __init__(self, spec: FleetSpec, *, path: DataPath, state: RunState,
+                 scheduler: Scheduler) -> None:
+        self.path, self.state, self.scheduler = path, state, scheduler
+        self.store: Store = LocalStore()
+        self.buffer = BufferShell(spec.buffer_kwargs)
+        client = LocalBuffer(self.buffer)
+        self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
+                         for member in range(spec.members)]
+        self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store))
+                         for w in range(spec.population.workers_per_member)]
+                        for member in range(spec.members)]
+        self.faults = FaultLog()
+        self.learner_devices = [lr.device for lr in self.learners]
+        self.done: list[tuple[Call, Any]] = []
+
+    def hyperparameters(self) -> list[dict[str, Any]]:
+        return [lr.hyperparameters() for lr in self.learners]
+
+    def watch(self) -> None:
+        self.publish(range(len(self.learners)))
+
+    # ------------------------------------------------------------------ the loop's calls
+    def submit(self, call: Call, plan: LeaguePlan | None) -> None:
+        """Run ``call`` now; its result waits for :meth:`finished`."""
+        if call.kind == "train":
+            self.done.append((call, self.learners[call.member].train(call.updates)))
+            return
+        box = self.state.members[call.member].weights_box
+        collected = self.workers[call.member][call.worker].collect(call.steps, call.version,
+                                                                    box, plan)
+        self.faults.dropped_nonfinite_rows += collected.nonfinite_rows
+        self.done.append((call, collected))
+
+    def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        done, self.done = self.done, []
+        return done
+
+    def drain(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        return self.finished(timeout_s)
+
+    def tick(self) -> None:
+        """Nothing to look after in one process."""
+
+    # ------------------------------------------------------------------ between the calls
+    def publish(self, members: Sequence[int], snapshot: bool = False) -> None:
+        for i in members:
+            self.state.members[i].set_weights(*self.learners[i].publish())
+
+    def evaluate(self, members: Sequence[int], episodes: int, max_steps: int | None,
+                 seed: int, explore: bool) -> list[Scores]:
+        out = []
+        for i in members:
+            m = self.state.members[i]
+            out.append(self.workers[i][0].evaluate(m.version, m.weights_box, episodes,
+                                                   max_steps, seed, explore))
+        return out
+
+    def score_fixed(self, members: Sequence[int], episodes: int, seed: int, explore: bool
+                    ) -> tuple[list[Scores], Scores]:
+        scores = []
+        for i in members:
+            m = self.state.members[i]
+            scores.append(self.workers[i][0].score_fixed(m.version, m.weights_box, episodes,
+                                                         seed, explore=explore))
+        return scores, self.workers[0][0].score_fixed(-1, None, episodes, seed, True)
+
+    def play(self, games: Sequence[Play]) -> list[GameResults]:
+        return [self.workers[g.worker][0].play(g.version, g.box, g.opponent, g.games, g.seed,
+                                               g.side, g.explore, learner=g.learner)
+                for g in games]
+
+    def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
+                  ) -> tuple[list[Copied], list[Mutated]]:
+        sources = sorted({src for _, src in copies})
+        # copies, read before any load: a swap must not see a state it just wrote
+        states = {src: copy.deepcopy(self.learners[src].get_state()) for src in sources}
+        sums = {src: self.learners[src].weights_checksum() for src in sources}
+        copied = []
+        for i, src in copies:
+            hp = self.learners[i].load_state(copy.deepcopy(states[src]))
+            copied.append(Copied(i, src, hp, sums[src], self.learners[i].weights_checksum()))
+        mutated = []
+        for p in plans:
+            if p.kind != "none":
+                result = self.learners[p.member].mutate(p)
+                mutated.append(Mutated(p, result["change"], result["hp"]))
+        self.publish(sorted({c.member for c in copied} | {m.plan.member for m in mutated}))
+        return copied, mutated
+
+    def set_hyperparameters(self, values: Mapping[int, dict[str, Any]]
+                            ) -> dict[int, dict[str, Any]]:
+        return {i: self.learners[i].set_hyperparameters(v) for i, v in values.items()}
+
+    # ------------------------------------------------------------------ state
+    def learner_state(self, member: int) -> dict[str, Any]:
+        """The learner's own tensors (read them, or copy before changing them)."""
+        return self.learners[member].get_state()
+
+    def learner_states(self) -> list[dict[str, Any]]:
+        return [self.learner_state(i) for i in range(len(self.learners))]
+
+    def buffer_state(self) -> dict[str, Any] | None:
+        """None where fragments resynchronise (on-policy), as on Ray."""
+        if self.path.resyncs_fragments:
+            return None
+        return self.buffer.state_dict()
+
+    def load(self, learner_states: Sequence[dict[str, Any]],
+             buffer_state: dict[str, Any] | None) -> None:
+        check_state_count(learner_states, len(self.learners))
+        for learner, state in zip(self.learners, learner_states):
+            learner.load_state(state)
+        if buffer_state is not None:
+            self.buffer.load_state_dict(buffer_state)
+
+    def resync(self, members: Sequence[int]) -> None:
+        if not self.path.resyncs_fragments:
+            return
+        for i in members:
+            self.learners[i].discard_pending()
+        self.scheduler.forget_owed(members)
+
+    def close(self) -> None:
+        for workers in self.workers:
+            for worker in workers:
+                worker.close()

@@ -1,0 +1,96 @@
+"""The whole population in one process (``train(cfg, local=True)``, ``distmarl train --local``):
+every example config trains, shortened; a seeded run repeats exactly; no Ray is started."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distmarl.config import ExperimentConfig, load_config
+from distmarl.runtime.trainer import train
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "examples" / "configs").glob("*.yaml"))
+#: summary keys that differ between two runs of one seed: clocks, paths and tracking ids
+UNREPEATABLE = {"wall_seconds", "setup_seconds", "setup_phases", "env_steps_per_s", "run_dir",
+                "checkpoint", "mlflow", "elite_model_uri", "generation_marks", "tracking"}
+
+
+def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
+    """``path``'s config cut to a few generations of a few hundred env steps, two sub-envs and
+    two-episode evaluations (``extra``: more overrides)."""
+    cfg = load_config(path)
+    on_policy = cfg.algorithm.name in ("IPPO", "MAPPO")
+    step = 16 * 2 if on_policy else 96  # env steps per boundary: whole fragments on-policy
+    sets = [f"tracking.directory={tmp}", "tracking.mlflow=false", "env.num_envs=2",
+            "env.max_episode_steps=30", f"evolution.evo_steps={step}",
+            f"training.max_steps={3 * step}", "evolution.eval_episodes=1",
+            "evolution.eval_steps=30", "evolution.final_episodes=2"]
+    if on_policy:
+        sets += ["algorithm.hp.learn_step=16", "algorithm.hp.batch_size=16"]
+    else:
+        sets += ["buffer.learning_starts=32", "algorithm.hp.batch_size=16",
+                 "training.chunk_steps=8"]
+    if cfg.evolution.subpopulations is not None:
+        sizes = [s.size for s in cfg.evolution.subpopulations]
+        subs = ", ".join(f"{{size: {n}, evo_steps: {step * (k + 1)}}}"
+                         for k, n in enumerate(sizes))
+        sets += [f"evolution.subpopulations=[{subs}]",
+                 f"training.max_steps={2 * step * len(sizes)}"]
+    if cfg.league.sides is not None or cfg.league.symmetric:
+        sets += ["league.eval_games=2"]
+    return load_config(path, [*sets, *extra])
+
+
+def repeatable(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in summary.items() if k not in UNREPEATABLE}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_every_example_config_trains_in_process(path: Path, tmp_path: Path) -> None:
+    cfg = shortened(path, tmp_path)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
+    assert summary["stop_reason"] == "max_steps"
+    assert summary["env_steps"] >= cfg.training.max_steps * cfg.num_members
+    assert summary["generations"] >= 1
+    assert summary["updates"] > 0
+    assert summary["final_score"] is not None or summary.get("final_games")
+    assert Path(summary["checkpoint"]).exists()
+
+
+def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
+    """Two runs of one config and seed give the same summary (clocks, paths and ids aside):
+    the same episodes, updates, fitness, copies, mutations and final scores."""
+    cfg = shortened(ROOT / "examples" / "configs" / "tiny.yaml", tmp_path)
+    first, again = (train(cfg, run_dir=tmp_path / name, show_progress=False, local=True)
+                    for name in ("a", "b"))
+    assert repeatable(first) == repeatable(again)
+    assert first["copies"] and first["events"], "the run should copy and mutate members"
+    other = train(cfg.model_copy(update={"seed": cfg.seed + 1}), run_dir=tmp_path / "c",
+                  show_progress=False, local=True)
+    assert repeatable(other)["members"] != repeatable(first)["members"]
+
+
+def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
+    """The CLI's ``--local`` in a real subprocess: it trains, tracks in MLflow, and neither
+    starts Ray nor writes Ray's files in the home directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    summary = tmp_path / "summary.json"
+    out = subprocess.run(
+        [sys.executable, "-m", "distmarl.cli", "train", str(ROOT / "examples/configs/tiny.yaml"),
+         "--local", "--quiet", "--summary-json", str(summary),
+         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps=400"],
+        capture_output=True, text=True, timeout=300,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(summary.read_text())
+    assert result["stop_reason"] == "max_steps" and result["ray"] is None
+    assert result["tracking"]["failures"] == 0 and result["mlflow"]["parent"]
+    assert not (home / ".ray").exists()
+    assert "distmarl: max_steps after" in out.stdout
