@@ -75,7 +75,7 @@ def test_bad_config_is_named(case, data, words) -> None:
 ENDS_AT_THE_ERROR = [
     ("evolution.tournament.size=5", "evolution.tournament.size 5 is larger than population.size 2"),
     ("league.sides={a: [speaker_0], b: [listener_0]}",
-     "league runs evolve in generations: evolution.mode sync or "),
+     "evolution.mode multi_frequency: a league copies members only within their side"),
     ("evolution.hp_config.lr_actor={min: 1, max: 0.1}",
      "evolution.hp_config.lr_actor: min 1.0 is greater than max 0.1"),
     ("population.size=0", "population.size: Input should be greater than or equal to 1 (got 0)"),
@@ -88,7 +88,9 @@ ENDS_AT_THE_ERROR = [
 def test_a_config_error_ends_at_the_error(override: str, line: str) -> None:
     """The message is the source and one line naming the field: never the config's repr (a
     check across sections gets the whole config as its input), nor a long value."""
-    sets = [override, "evolution.mode=async"] if override.startswith("league") else [override]
+    sets = ([override, "evolution.mode=multi_frequency", "population.size=6",
+             "evolution.subpopulations=[{size: 3, evo_steps: 100}, {size: 3, evo_steps: 200}]"]
+            if override.startswith("league") else [override])
     with pytest.raises(ConfigError) as err:
         load_config(CONFIGS / "tiny.yaml", sets)
     head, *rest = str(err.value).splitlines()

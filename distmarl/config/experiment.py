@@ -335,9 +335,10 @@ class ExperimentConfig(Section):
                              f"than population.size {self.population.size}")
         if self.league.sides and self.league.symmetric:
             raise ValueError("league: set either sides or symmetric: true, not both")
-        if self.league.enabled and self.evolution.mode in ("async", "multi_frequency"):
-            raise ValueError(f"league runs evolve in generations: evolution.mode sync or "
-                             f"independent, not {self.evolution.mode}")
+        if self.league.enabled and self.evolution.mode == "multi_frequency":
+            raise ValueError("evolution.mode multi_frequency: a league copies members only "
+                             "within their side, and sub-populations would mix the sides "
+                             "(use sync or async)")
         self._check_subpopulations()
         self._fill_search_dtypes()
         ranges = {n: (p.min, p.max) for n, p in self.evolution.hp_config.items()}

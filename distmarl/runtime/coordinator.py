@@ -25,10 +25,11 @@ from typing import Any
 
 import ray
 
-from distmarl.collect.league_setup import league_setup
+from distmarl.collect.league_setup import LeagueSetup, league_setup
 from distmarl.collect.seating import LeagueGame
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, reads_state
+from distmarl.hpo.strategies import make_strategy
 from distmarl.runtime.datapath import DataPath, make_datapath
 from distmarl.runtime.fleet import Fleet, FleetSpec
 from distmarl.runtime.generations import Generations, make_hp_config
@@ -37,7 +38,7 @@ from distmarl.runtime.local_fleet import LocalFleet
 from distmarl.runtime.ray_fleet import RayFleet
 from distmarl.runtime.recorder import Recorder
 from distmarl.runtime.resume import agent_spaces
-from distmarl.runtime.run_state import DONE, WAIT, MemberState, RunState
+from distmarl.runtime.run_state import DONE, MemberState, RunState
 from distmarl.runtime.scheduler import Call, Scheduler
 from distmarl.runtime.stopping import StopRequest, stop_details
 from distmarl.version import __version__
@@ -62,6 +63,17 @@ class _Stopwatch:
         now = time.perf_counter()
         self.phases[name] = now - self.last
         self.last = now
+
+
+def copy_labels(cfg: ExperimentConfig, setup: LeagueSetup | None) -> list[str] | None:
+    """Who may copy whom: a league's members within their side, a mixed population's within
+    their algorithm (unless it converts members); None: any member any other."""
+    if setup is not None:
+        return list(setup.league.side_of_member)
+    algos = [a.name for a in cfg.member_algorithm_configs()]
+    if len(set(algos)) > 1 and cfg.population.cross_algorithm != "convert":
+        return algos
+    return None
 
 
 def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: LeagueGame | None
@@ -101,7 +113,6 @@ class TrainingRun:
         self.setup_phases: dict[str, float] = {}
         mark = _Stopwatch(self.setup_phases)
         self.stop_requested = stop
-        self.asynchronous = cfg.evolution.mode == "async"
         self.max_env_steps = cfg.training.max_steps * cfg.num_members
         evo, training = cfg.evolution, cfg.training
         #: each member's algorithm (a mixed population's differ; one family)
@@ -126,11 +137,9 @@ class TrainingRun:
                                           algorithm=algos[i].name)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         mark("learners")  # their processes started, torch imported, networks built
-        mixed = len({a.name for a in algos}) > 1
-        self.generations = Generations(
-            evo, training, cfg.seed, self.fleet, self.state, hp_config, self.league,
-            groups=[a.name for a in algos] if mixed else None,
-            convert=cfg.population.cross_algorithm == "convert", evo_steps=evo_steps)
+        strategy = make_strategy(evo, cfg.num_members, hp_config, copy_labels(cfg, setup))
+        self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
+                                       hp_config, strategy, self.league, evo_steps=evo_steps)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec,
                 "algorithm": "+".join(dict.fromkeys(a.name for a in algos)),
                 "ray.address": "none (in process)" if local else str(ray_address or "local"),
@@ -146,7 +155,7 @@ class TrainingRun:
         else:
             if evo.initial_hp == "sampled":
                 self.generations.sample_initial_hp()
-            if evo.mutation.pretrain_mutation and evo.mode != "independent":
+            if evo.mutation.pretrain_mutation:
                 self.generations.pretrain_mutation()
         self.final_episodes, self.final_seed = evo.final_episodes, evo.final_seed
         mark("recorder")
@@ -199,19 +208,11 @@ class TrainingRun:
             m.record_train(result.seconds, result.metrics)
 
     def _evolve(self) -> None:
-        """Evolve members that reached their boundary (each at once in asynchronous mode,
-        a sub-population's together in multi_frequency mode, all together in synchronous
-        mode); the run ends when every member is done."""
-        multi_frequency = self.generations.multi_frequency
+        """Members that reached their boundary wait; the strategy's due groups evolve; the
+        run ends when every member is done."""
         for m in self.state.members:
-            if self.scheduler.at_boundary(m.member) and self.asynchronous:
-                self.generations.evolve_async(m.member)
-        if multi_frequency is not None:
-            for k, sub in enumerate(multi_frequency.subpopulations):
-                if all(self.state.members[i].phase == WAIT for i in sub):
-                    self.generations.evolve_subpopulation(k)
-        elif not self.asynchronous and all(m.phase == WAIT for m in self.state.members):
-            self.generations.evolve_sync()
+            self.scheduler.at_boundary(m.member)
+        self.generations.evolve()
         if all(m.phase == DONE for m in self.state.members):
             self.state.stop("max_steps")
 

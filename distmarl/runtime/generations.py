@@ -1,16 +1,13 @@
 """Between generations: evaluate, select, mutate, copy, through the fleet.
 
-The decisions come from :mod:`distmarl.hpo` (pure, seeded with this part's own
-``Generator``); this module carries them out through the fleet's verbs
-(:class:`~distmarl.runtime.fleet.Fleet`). Synchronous mode
-evolves the whole population once every member reached its boundary
-(:meth:`Generations.evolve_sync`); asynchronous mode (population-based training) evolves each
-member at its own boundary (:meth:`Generations.evolve_async`).
+The decisions come from an evolution strategy (:mod:`distmarl.hpo.strategies`: pure, seeded
+with this part's own ``Generator``): which groups of members evolve now, and what each step
+changes. This module evaluates the group, asks the strategy, carries the step out through the
+fleet's verbs (:class:`~distmarl.runtime.fleet.Fleet`) and records it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,22 +15,14 @@ from typing import Any
 import numpy as np
 
 from distmarl.config import EvolutionConfig, RLParameterConfig, TrainingConfig
-from distmarl.hpo import (
-    HyperparameterConfig,
-    Lineage,
-    MutationPlan,
-    Mutations,
-    RLParameter,
-    TournamentSelection,
-)
+from distmarl.hpo import HyperparameterConfig, Lineage, MutationPlan, RLParameter, mean_fitness
 from distmarl.hpo.league_final import RANDOM, pooled, rows_of
 from distmarl.hpo.league_state import member_id
-from distmarl.hpo.multi_frequency import MultiFrequency
-from distmarl.hpo.pbt import AsyncExploit
-from distmarl.hpo.tournament import SelectionPlan, rank, select_by_side
+from distmarl.hpo.strategies import EvolutionStrategy, Fitness, Group, Step
+from distmarl.hpo.tournament import rank
 from distmarl.runtime.fleet import Copied, Fleet, Mutated
 from distmarl.runtime.league import LeagueRun
-from distmarl.runtime.run_state import DONE, FinalEvaluation, RunState
+from distmarl.runtime.run_state import DONE, WAIT, FinalEvaluation, RunState
 
 log = logging.getLogger(__name__)
 
@@ -52,137 +41,78 @@ def make_hp_config(ranges: Mapping[str, RLParameterConfig],
 
 
 class Generations:
-    """Evolution of ``state``'s members through ``fleet``'s learners, as ``evo`` says, until
+    """Evolution of ``state``'s members through ``fleet``, as ``strategy`` plans it, until
     ``training``'s ``max_steps`` per member or its ``target`` fitness; decisions draw from a
-    ``Generator`` seeded with ``seed``."""
+    ``Generator`` seeded with ``seed``. Evaluations follow ``evo`` (episodes, steps,
+    exploration); a ``league`` rates members by their games instead."""
 
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
-                 state: RunState, hp_config: HyperparameterConfig,
-                 league: LeagueRun | None = None, groups: Sequence[str] | None = None,
-                 convert: bool = False, evo_steps: Sequence[int] | None = None) -> None:
+                 state: RunState, hp_config: HyperparameterConfig, strategy: EvolutionStrategy,
+                 league: LeagueRun | None = None, evo_steps: Sequence[int] | None = None
+                 ) -> None:
         self.evo = evo
         self.max_steps = training.max_steps
         self.target = training.target
         self.fleet, self.state = fleet, state
         self.rng = np.random.default_rng(seed)
         self.hp_config = hp_config
-        #: a competitive game's league: fitness is a rating, tournaments stay within a side
+        self.strategy = strategy
+        #: a competitive game's league: fitness is a rating
         self.league = league
-        #: a mixed population's algorithm per member: members copy only their own algorithm's,
-        #: or (``convert``) any member's, taking its algorithm with its state
-        self.groups = None if groups is None else list(groups)
-        self.convert = convert
         #: each member's env steps between its evolution steps
         self.evo_steps = (list(evo_steps) if evo_steps is not None
                           else [evo.evo_steps] * len(state.members))
-        #: multi_frequency mode: the sub-populations and their steps' plans
-        self.multi_frequency = None if evo.subpopulations is None else MultiFrequency(
-            _consecutive([s.size for s in evo.subpopulations]), evo.top_frac, evo.bottom_frac,
-            evo.migration_frac)
-        per_side = len(state.members) if league is None else \
-            len(state.members) // len(set(league.league.side_of_member))
-        self.selection = TournamentSelection(evo.tournament.size, evo.tournament.elitism,
-                                             per_side, evo.eval_loop)
-        m = evo.mutation
-        self.mutations = Mutations(m.no_mutation, m.architecture, m.new_layer_prob, m.parameters,
-                                   m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,
-                                   m.mutate_elite)
-        self.exploit = AsyncExploit(evo.bottom_frac, evo.top_frac)
         self.lineage = Lineage([m.hp for m in state.members],
                                [m.algorithm for m in state.members])
 
-    # ------------------------------------------------------------------ modes
-    def evolve_sync(self) -> None:
-        """One generation: evaluate everyone, tournament, mutate, carry out, record."""
-        members = self.state.members
-        self.evaluate(list(range(len(members))))
-        self.state.end_generation()
-        if self._finished():
-            return
-        if self.league is not None:
-            self.league.after_generation(self.state.generation)
-        if self.evo.mode != "independent":  # independent: no selection, no mutation
-            plan = self._select([m.fitness for m in members])
-            hps = [members[src].hp for src in plan.sources]
-            plans = self.mutations.plan(hps, self.hp_config, self.rng, elite=plan.elites)
-            self.carry_out(plan.copies(), plans)
-            if self.league is not None:
-                self.league.copied(plan.copies())
-            self.lineage.record_generation(plan, plans, [m.hp for m in members])
-        for member in range(len(members)):
-            self._next_boundary(member)
+    # ------------------------------------------------------------------ evolution
+    def evolve(self) -> None:
+        """Evolve every group the strategy says is due (members waiting at their boundary)."""
+        waiting = [m.phase == WAIT for m in self.state.members]
+        for group in self.strategy.due(waiting):
+            if self.state.running:
+                self.evolve_group(group)
 
-    def _select(self, histories: list[list[float]]) -> SelectionPlan:
-        """Tournament selection over the population, or within each side of a league, or
-        within each algorithm of a mixed population."""
-        if self.league is not None:
-            return select_by_side(self.selection, histories, self.league.league.side_of_member,
-                                  self.rng)
-        if self.groups is not None and not self.convert:
-            return select_by_side(self.selection, histories, self.groups, self.rng)
-        return self.selection.select(histories, self.rng)
-
-    def evolve_subpopulation(self, sub: int) -> None:
-        """Multiple-frequencies PBT: sub-population ``sub``'s members all reached their
-        boundary: evaluate them, clone winners over losers (the clones mutate), let better
-        members of other sub-populations migrate into its open slots (weights only from a
-        faster one: the slot takes its elite's hyperparameters), record, run on."""
-        assert self.multi_frequency is not None
-        members = self.multi_frequency.subpopulations[sub]
+    def evolve_group(self, group: Group) -> None:
+        """Evaluate ``group``, then (unless the run reached its target, or every member of
+        the group its steps: they are then done) carry out and record the strategy's step;
+        its members run on to their next boundary."""
+        members, state = group.members, self.state.members
         self.evaluate(members)
-        self.state.end_subpopulation(members)
-        if self._finished(check_steps=False):
+        advanced = self.state.end_step(members)
+        if self._target_reached():
             return
-        if all(self.state.members[i].env_steps >= self.max_steps for i in members):
+        if all(state[i].env_steps >= self.max_steps for i in members):
             for i in members:
-                self.state.members[i].phase = DONE
-            return
-        state = self.state.members
-        latest = {m.member: m.fitness[-1] for m in state if m.fitness}
-        step = self.multi_frequency.plan(sub, latest, self.rng)
-        plans = [dataclasses.replace(self.mutations.plan([state[src].hp], self.hp_config,
-                                                         self.rng, force=True)[0], member=i)
-                 for i, src in step.clones]
-        elite_hp = {m.member: dict(state[m.elite].hp) for m in step.migrations
-                    if m.weights_only}
-        self.carry_out(step.copies(), plans)
-        if elite_hp:
-            for i, hp in self.fleet.set_hyperparameters(elite_hp).items():
-                state[i].hp = hp
-            self.fleet.publish(sorted(elite_hp), snapshot=True)
-        for (i, src), plan in zip(step.clones, plans):
-            self.lineage.record_copy(i, src, plan, state[i].hp)
-        for m in step.migrations:
-            self.lineage.record_copy(m.member, m.source, None, state[m.member].hp)
-            self.state.event(member=m.member, migrated_from=m.source,
-                             weights_only=m.weights_only)
-        for i in members:
-            if state[i].env_steps >= self.max_steps:
                 state[i].phase = DONE
-            else:
-                self._next_boundary(i)
+            return
+        if advanced and self.league is not None:
+            self.league.after_generation(self.state.generation)
+        step = self.strategy.plan(group, Fitness([m.fitness for m in state]),
+                                  [m.hp for m in state], self.rng)
+        self.apply(step)
+        for i in members:  # one that used its steps waits for the group's others
+            self._next_boundary(i)
 
-    def evolve_async(self, member: int) -> None:
-        """Population-based training's exploit and explore for one member at its boundary."""
-        self.evaluate([member])
-        m = self.state.members[member]
-        self.state.end_evolution()
-        if self._finished(check_steps=False):
-            return
-        if m.env_steps >= self.max_steps:
-            m.phase = DONE
-            return
-        latest = {x.member: x.fitness[-1] for x in self.state.members
-                  if x.fitness and (self.groups is None or self.convert
-                                    or self.groups[x.member] == self.groups[member])}
-        source = self.exploit.decide(member, latest, self.rng)
-        if source is not None:
-            plan = self.mutations.plan([self.state.members[source].hp], self.hp_config,
-                                       self.rng, force=True)[0]
-            plan = dataclasses.replace(plan, member=member)
-            self.carry_out([(member, source)], [plan])
-            self.lineage.record_copy(member, source, plan, m.hp)
-        self._next_boundary(member)
+    def apply(self, step: Step) -> None:
+        """Carry out ``step`` through the fleet and record it (events, family tree)."""
+        state = self.state.members
+        if step.copies or step.mutations:
+            self.carry_out(step.copies, step.mutations)
+        if step.hp_from:
+            values = {i: dict(state[src].hp) for i, src in step.hp_from}
+            for i, hp in self.fleet.set_hyperparameters(values).items():
+                state[i].hp = hp
+            self.fleet.publish(sorted(values), snapshot=True)
+        if self.league is not None:
+            self.league.copied(step.copies)
+        if step.selection is not None:
+            self.lineage.record_generation(step.selection, step.mutations,
+                                           [m.hp for m in state])
+        for member, source, plan in step.lineage_copies:
+            self.lineage.record_copy(member, source, plan, state[member].hp)
+        for event in step.events:
+            self.state.event(**event)
 
     def sample_initial_hp(self) -> None:
         """Start every member from hyperparameters drawn from the ``hp_config`` ranges
@@ -198,23 +128,19 @@ class Generations:
         self.state.event(initial_hp="sampled", values=[dict(v) for v in values])
 
     def pretrain_mutation(self) -> None:
-        """Mutate every member once before training (AgileRL's pre-training mutation pass)."""
-        plans = self.mutations.plan([m.hp for m in self.state.members], self.hp_config,
-                                    self.rng, force=True)
-        self.carry_out([], plans)
-        self.lineage.record_generation(None, plans, [m.hp for m in self.state.members])
+        """Mutate every member once before training (AgileRL's pre-training mutation pass;
+        none where the strategy changes no member)."""
+        plans = self.strategy.pretrain([m.hp for m in self.state.members], self.rng)
+        if plans:
+            self.carry_out([], plans)
+            self.lineage.record_generation(None, plans, [m.hp for m in self.state.members])
 
-    def _finished(self, check_steps: bool = True) -> bool:
-        """Set the stop reason when the target is reached or (``check_steps``) every member
-        used its steps. Asynchronous mode checks steps per member instead: each has its last
-        evaluation before it is done."""
+    def _target_reached(self) -> bool:
+        """Whether the best fitness reached ``training.target``: the run then ends."""
         best = self.state.best_fitness()
-        if self.target is not None and best is not None and best >= self.target:
-            self.state.stop("target")
-        elif check_steps and all(m.env_steps >= self.max_steps for m in self.state.members):
-            self.state.stop("max_steps")
-        else:
+        if self.target is None or best is None or best < self.target:
             return False
+        self.state.stop("target")
         for m in self.state.members:
             m.phase = DONE
         return True
@@ -270,7 +196,7 @@ class Generations:
         scores, random_scores = self.fleet.score_fixed(indices, episodes, seed,
                                                        self.evo.eval_explore)
         self._report_capped("final", {i: s.capped for i, s in enumerate(scores)})
-        fitness = self.selection.fitness([m.fitness for m in members])
+        fitness = [mean_fitness(m.fitness, self.evo.eval_loop) for m in members]
         self.state.final = FinalEvaluation(
             episodes=episodes, seed=seed, elite=rank(fitness)[0],
             scores=[float(np.mean(s)) for s in scores],
@@ -284,7 +210,7 @@ class Generations:
         other, and random play's baseline; ``games`` each."""
         assert self.league is not None
         elites = self.league.elites(
-            self.selection.fitness([m.fitness for m in self.state.members]))
+            [mean_fitness(m.fitness, self.evo.eval_loop) for m in self.state.members])
         plan = self.league.final_games(elites, seed)
         rows = self.league.final_rows(plan, self.fleet.play(
             [self.league.final_play(g, games) for g in plan]))
@@ -328,8 +254,6 @@ class Generations:
             members[i].hp = c.hp
             if algorithms[i] != algorithms[src]:  # a converting population
                 members[i].algorithm = algorithms[src]
-                if self.groups is not None:
-                    self.groups[i] = algorithms[src]
                 self.state.event(member=i, converted=algorithms[src], was=algorithms[i])
             self.state.copy_log.append({"generation": self.state.generation, "member": i,
                                         "source": src, "source_checksum": c.source_checksum,
@@ -359,8 +283,6 @@ class Generations:
         """Restore :meth:`state_dict` output (and a league's snapshots' weights)."""
         self.lineage = Lineage.from_json(d["lineage"])
         self.rng.bit_generator.state = d["rng"]
-        if self.groups is not None:  # a converting population's members may have changed
-            self.groups = [m.algorithm or g for m, g in zip(self.state.members, self.groups)]
         if self.league is not None:
             if "league" not in d:
                 raise ValueError("the checkpoint holds no league: it is of a cooperative run")
@@ -370,12 +292,3 @@ class Generations:
 def _plain(change: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in change.items()
             if isinstance(v, str | int | float | bool | list | dict)}
-
-
-def _consecutive(sizes: Sequence[int]) -> list[list[int]]:
-    """Members numbered through groups of ``sizes`` in order: ``[2, 3]`` -> ``[[0, 1], [2, 3, 4]]``."""
-    out, start = [], 0
-    for n in sizes:
-        out.append(list(range(start, start + n)))
-        start += n
-    return out

@@ -198,28 +198,18 @@ class RunState:
         self.total_env_steps += env_steps
         self.buffer_rows += env_steps
 
-    def end_generation(self) -> None:
-        """Every member was evaluated: one generation (synchronous mode) is over."""
-        self.fitness_history.append([m.fitness[-1] for m in self.members])
-        self.generation_marks.append(
-            (round(time.perf_counter() - self._clock_t0, 3), self.total_env_steps))
-        self.generation += 1
-
-    def end_subpopulation(self, members: Sequence[int]) -> None:
-        """A sub-population's members were evaluated (multi_frequency mode): one evolution
-        step each; the fitness history gets a row of every member's latest fitness (those
-        evaluated so far) at this point."""
+    def end_step(self, members: Sequence[int]) -> bool:
+        """``members`` were evaluated for their evolution step: each counts one step, a
+        generation is as many steps as there are members (synchronous mode: every member's at
+        once), and the fitness history gets a row of every member's latest fitness (those
+        evaluated so far), with the step's time and env steps. True when a generation ended."""
+        before = self.generation
         self.evolutions += len(members)
         self.generation = self.evolutions // len(self.members)
         self.fitness_history.append([m.fitness[-1] for m in self.members if m.fitness])
         self.generation_marks.append(
             (round(time.perf_counter() - self._clock_t0, 3), self.total_env_steps))
-
-    def end_evolution(self) -> None:
-        """One member's evolution step (asynchronous mode); a generation is as many steps as
-        there are members."""
-        self.evolutions += 1
-        self.generation = self.evolutions // len(self.members)
+        return self.generation > before
 
     def start_clock(self) -> None:
         """Throughput counts from here (after set-up, and after a resume's restored steps)."""
@@ -257,7 +247,8 @@ class RunState:
     def load_state_dict(self, d: dict[str, Any]) -> None:
         self.members = [MemberState.from_json(m) for m in d["members"]]
         self.generation = int(d["generation"])
-        self.evolutions = int(d.get("evolutions", 0))
+        # a checkpoint of synchronous generations may count none of their steps
+        self.evolutions = max(int(d.get("evolutions", 0)), self.generation * len(self.members))
         self.total_env_steps = int(d["total_env_steps"])
         self.buffer_rows = int(d["buffer_rows"])
         self.fitness_history = list(d["fitness_history"])

@@ -94,3 +94,17 @@ def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
     assert result["tracking"]["failures"] == 0 and result["mlflow"]["parent"]
     assert not (home / ".ray").exists()
     assert "distmarl: max_steps after" in out.stdout
+
+
+def test_a_league_evolves_asynchronously_within_its_sides(tmp_path: Path) -> None:
+    """Population-based training in a league: each member evolves at its own boundary, rated
+    by its games, copying only members of its own side."""
+    cfg = shortened(ROOT / "examples" / "configs" / "simple_tag_maddpg_league.yaml", tmp_path,
+                    "evolution.mode=async", "evolution.bottom_frac=0.5",
+                    "evolution.top_frac=0.5", "training.max_steps=480")
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
+    sides = summary["league"]["member_sides"]
+    assert summary["stop_reason"] == "max_steps" and summary["generations"] >= 3
+    assert summary["copies"], "some member should have copied a better one"
+    assert all(sides[c["member"]] == sides[c["source"]] for c in summary["copies"])
+    assert summary["league"]["rated_games"] > 0 and summary["final_games"]
