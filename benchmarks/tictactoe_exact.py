@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.collect.references import tictactoe_values
+from distmarl.league.references import tictactoe_values
 
 State = tuple[int, ...]
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))

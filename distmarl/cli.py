@@ -115,7 +115,7 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from distmarl.collect.league_eval import evaluate_saved
+    from distmarl.league.saved import evaluate_saved
 
     result = evaluate_saved(_existing(args.checkpoint, "checkpoint"), args.episodes,
                             member=args.member, seed=args.seed)

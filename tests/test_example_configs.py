@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from distmarl.collect.league_setup import league_setup
 from distmarl.config import load_config
 from distmarl.factory import preflight
+from distmarl.league.setup import league_setup
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "examples" / "configs").glob("*.yaml"))
 

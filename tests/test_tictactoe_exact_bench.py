@@ -17,9 +17,9 @@ from benchmarks.tictactoe_exact import (
     policy_moves,
     positions,
 )
-from distmarl.collect.references import tictactoe_values
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
+from distmarl.league.references import tictactoe_values
 
 
 def first_empty(s: State) -> int:

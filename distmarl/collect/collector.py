@@ -32,13 +32,16 @@ import torch
 from distmarl.algorithms import Algorithm
 from distmarl.collect.nstep import NStepWindow
 from distmarl.collect.rows import ChunkRows
-from distmarl.collect.seating import MatchResult, Seating
+from distmarl.collect.seats import LearnerEverywhere, MatchResult, SeatPlan
 from distmarl.envs import (
     apply_env_defined_actions,
     fold_info_masks,
     true_next_obs,
     true_next_state,
 )
+
+#: the seats of a run without a league (stateless, so one serves every collector)
+NO_LEAGUE = LearnerEverywhere()
 
 
 @dataclass
@@ -94,14 +97,16 @@ class Collector:
     ``algo.uses_state``, ``state`` (the global state before the step) is stored under every
     agent.
 
-    With a :class:`~distmarl.collect.seating.Seating` (a league), opponents act for the seats
-    they hold (sampling their policies), and only the learner's own seats are ``active``.
+    Its ``seating`` says who acts where: the learner everywhere, or (a league's
+    :class:`~distmarl.league.seating.Seating`) opponents in the seats they hold, sampling their
+    policies, with only the learner's own seats ``active``.
     """
 
     def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None,
-                 seating: Seating | None = None, n_step: int = 1,
+                 seating: SeatPlan = NO_LEAGUE, n_step: int = 1,
                  record_state: bool = False) -> None:
-        self.venv, self.algo, self.seating = venv, algo, seating
+        self.venv, self.algo = venv, algo
+        self.seating = seating
         self.agents = list(venv.possible_agents)
         self.on_policy = algo.on_policy
         self.uses_state = algo.uses_state
@@ -141,7 +146,7 @@ class Collector:
         """The fields ``algo``'s rows carry here (on-policy: with the state when recorded)."""
         return algo.buffer_fields(self.records_state) if algo.on_policy else algo.fields
 
-    def set_seating(self, seating: Seating) -> None:
+    def set_seating(self, seating: SeatPlan) -> None:
         """Play league games from now on: ``seating``'s opponents hold their seats."""
         self.seating = seating
 
@@ -160,8 +165,7 @@ class Collector:
             cut = np.asarray(infos.get("capped", np.zeros_like(ended[t])), dtype=bool)
             capped += int(cut.sum())
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
-            if self.seating is not None:
-                results += self.seating.step(rew, ended[t], cut)
+            results += self.seating.step(rew, ended[t], cut)
         if self.on_policy:  # the last step's next values: estimates of the current observations
             state = self.infos["state"] if self.uses_state else None
             self._fill_next_values(self.algo.value_estimates(self.obs, state))
@@ -172,9 +176,7 @@ class Collector:
     def _seated(self, actions: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
                                                                dict[str, np.ndarray] | None]:
         """``actions`` with the opponents' for their seats, and the learner's rows per agent
-        (None without a league: every row is the learner's)."""
-        if self.seating is None:
-            return actions, None
+        (None: every row is the learner's)."""
         mine = self.seating.learner_rows(self.agents)
         return self.seating.override(actions, self.obs, explore=True), mine
 

@@ -185,7 +185,7 @@ def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | N
     ``evolution.final_episodes`` episodes seeded by ``evolution.final_seed``, on as many
     sub-envs as the run had, acting as its evaluations did (``evolution.eval_explore``), so a
     run's last checkpoint gives its ``final_score`` again. (A league member plays games
-    instead: :func:`distmarl.collect.league_eval.evaluate_saved` takes either.)"""
+    instead: :func:`distmarl.league.saved.evaluate_saved` takes either.)"""
     return score_member(*load_member(path, member, seed), episodes, seed)
 
 
@@ -201,7 +201,7 @@ def score_member(cfg: ExperimentConfig, algo: Any, index: int, where: str,
     """:func:`evaluate_checkpoint` on a member :func:`load_member` gave."""
     if cfg.league.enabled:
         raise ValueError("a league run's member plays games, not episodes: use "
-                         "distmarl.collect.league_eval.evaluate_saved (distmarl evaluate)")
+                         "distmarl.league.saved.evaluate_saved (distmarl evaluate)")
     episodes, seed = final_defaults(cfg, episodes, seed)
     venv = make_venv(cfg.env, mode="sync", seed=seed)
     explore = cfg.evolution.eval_explore

@@ -36,7 +36,7 @@ from distmarl.hpo.pbt import AsyncExploit
 from distmarl.hpo.tournament import SelectionPlan, TournamentSelection, select_by_side
 
 __all__ = ["AsyncPBT", "EvolutionStrategy", "Fitness", "Group", "Independent",
-           "MultipleFrequencies", "Step", "Tournament"]
+           "MultipleFrequencies", "Step", "Tournament", "consecutive", "make_strategy"]
 
 
 @dataclass(frozen=True)
@@ -237,6 +237,9 @@ def make_strategy(evo: EvolutionConfig, members: int, hp_config: HyperparameterC
     if evo.mode == "async":
         return AsyncPBT(AsyncExploit(evo.bottom_frac, evo.top_frac), mutations, hp_config, labels)
     if evo.mode == "multi_frequency":
+        if labels is not None:  # the config refuses it: sub-populations would mix the labels
+            raise ValueError("multi_frequency sub-populations cannot keep copies within "
+                             f"groups of members ({sorted(set(labels))})")
         if evo.subpopulations is None:
             raise ValueError("evolution.subpopulations: multi_frequency mode needs them")
         subs = consecutive([s.size for s in evo.subpopulations])

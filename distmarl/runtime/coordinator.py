@@ -25,15 +25,15 @@ from typing import Any
 
 import ray
 
-from distmarl.collect.league_setup import LeagueSetup, league_setup
-from distmarl.collect.seating import LeagueGame
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, reads_state
 from distmarl.hpo.strategies import make_strategy
+from distmarl.league.seating import LeagueGame
+from distmarl.league.setup import LeagueSetup, league_setup
 from distmarl.runtime.datapath import DataPath, make_datapath
 from distmarl.runtime.fleet import Fleet, FleetSpec
 from distmarl.runtime.generations import Generations, make_hp_config
-from distmarl.runtime.league import make_league
+from distmarl.runtime.league import make_game
 from distmarl.runtime.local_fleet import LocalFleet
 from distmarl.runtime.ray_fleet import RayFleet
 from distmarl.runtime.recorder import Recorder
@@ -127,11 +127,11 @@ class TrainingRun:
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
         setup = league_setup(cfg, spaces)
-        game = None if setup is None else LeagueGame(setup.sides, cfg.league.win_above,
-                                                     cfg.league.opponent_epsilon)
-        self.fleet = make_fleet(fleet_spec(cfg, spaces, game), local, path, self.state,
+        seating = None if setup is None else LeagueGame(setup.sides, cfg.league.win_above,
+                                                        cfg.league.opponent_epsilon)
+        self.fleet = make_fleet(fleet_spec(cfg, spaces, seating), local, path, self.state,
                                 self.scheduler)
-        self.league = make_league(cfg, setup, self.state, self.fleet.store)
+        self.game = make_game(cfg, setup, self.state, self.fleet)
         evo_steps = cfg.member_evo_steps()
         self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps), hp,
                                           algorithm=algos[i].name)
@@ -139,7 +139,7 @@ class TrainingRun:
         mark("learners")  # their processes started, torch imported, networks built
         strategy = make_strategy(evo, cfg.num_members, hp_config, copy_labels(cfg, setup))
         self.generations = Generations(evo, training, cfg.seed, self.fleet, self.state,
-                                       hp_config, strategy, self.league, evo_steps=evo_steps)
+                                       hp_config, strategy, self.game, evo_steps=evo_steps)
         tags = {"distmarl.version": __version__, "env": cfg.env.spec,
                 "algorithm": "+".join(dict.fromkeys(a.name for a in algos)),
                 "ray.address": "none (in process)" if local else str(ray_address or "local"),
@@ -176,9 +176,8 @@ class TrainingRun:
                     self.state.stop(reason)
                     break
                 for call in self.scheduler.next_calls():
-                    plan = None if self.league is None or call.kind == "train" else \
-                        self.league.plan(call.member)
-                    self.fleet.submit(call, plan)
+                    self.fleet.submit(call, self.game.plan(call.member)
+                                      if call.kind == "collect" else None)
                 for call, result in self.fleet.finished(timeout_s=0.5):
                     self._handle(call, result)
                 self._evolve()
@@ -202,8 +201,7 @@ class TrainingRun:
         self.scheduler.on_result(call, result)
         if call.kind == "collect":
             m.record_episodes(result.episode_scores)
-            if self.league is not None:
-                self.league.record_training(result.match_results, result.capped_episodes)
+            self.game.record_training(result.match_results, result.capped_episodes)
         else:
             m.record_train(result.seconds, result.metrics)
 
@@ -217,11 +215,8 @@ class TrainingRun:
             self.state.stop("max_steps")
 
     def progress(self) -> dict[str, Any]:
-        """:func:`progress`, with each side's best rating in a league."""
-        p = progress(self.state, self.max_env_steps)
-        if self.league is not None:
-            p["best_rating"] = self.league.best_ratings()
-        return p
+        """:func:`progress`, and the game's (a league: each side's best rating)."""
+        return progress(self.state, self.max_env_steps) | self.game.progress()
 
     def summary(self) -> dict[str, Any]:
         state = self.state
@@ -243,7 +238,7 @@ class TrainingRun:
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),
-            **({} if self.league is None else {"league": self.league.summary()}),
+            **self.game.summary(),
             **self.recorder.summary(),
         }
 

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple, Protocol
 
 from distmarl.collect.evaluation import Scores
-from distmarl.collect.seating import GameResults, LeagueGame, LeaguePlan
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
 from distmarl.hpo import MutationPlan
+from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan
 from distmarl.runtime.actors.clients import BufferClient, Store
 from distmarl.runtime.scheduler import Call
 from distmarl.types import STATE_FIELDS

@@ -16,12 +16,9 @@ import numpy as np
 
 from distmarl.config import EvolutionConfig, RLParameterConfig, TrainingConfig
 from distmarl.hpo import HyperparameterConfig, Lineage, MutationPlan, RLParameter, mean_fitness
-from distmarl.hpo.league_final import RANDOM, pooled, rows_of
-from distmarl.hpo.league_state import member_id
 from distmarl.hpo.strategies import EvolutionStrategy, Fitness, Group, Step
-from distmarl.hpo.tournament import rank
 from distmarl.runtime.fleet import Copied, Fleet, Mutated
-from distmarl.runtime.league import LeagueRun
+from distmarl.runtime.game import Game
 from distmarl.runtime.run_state import DONE, WAIT, FinalEvaluation, RunState
 
 log = logging.getLogger(__name__)
@@ -44,11 +41,11 @@ class Generations:
     """Evolution of ``state``'s members through ``fleet``, as ``strategy`` plans it, until
     ``training``'s ``max_steps`` per member or its ``target`` fitness; decisions draw from a
     ``Generator`` seeded with ``seed``. Evaluations follow ``evo`` (episodes, steps,
-    exploration); a ``league`` rates members by their games instead."""
+    exploration) or, in a league, its games: the ``game`` hooks say."""
 
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
                  state: RunState, hp_config: HyperparameterConfig, strategy: EvolutionStrategy,
-                 league: LeagueRun | None = None, evo_steps: Sequence[int] | None = None
+                 game: Game, evo_steps: Sequence[int] | None = None
                  ) -> None:
         self.evo = evo
         self.max_steps = training.max_steps
@@ -57,8 +54,8 @@ class Generations:
         self.rng = np.random.default_rng(seed)
         self.hp_config = hp_config
         self.strategy = strategy
-        #: a competitive game's league: fitness is a rating
-        self.league = league
+        #: what depends on the game: evaluations, final games, a league's snapshots
+        self.game = game
         #: each member's env steps between its evolution steps
         self.evo_steps = (list(evo_steps) if evo_steps is not None
                           else [evo.evo_steps] * len(state.members))
@@ -86,8 +83,8 @@ class Generations:
             for i in members:
                 state[i].phase = DONE
             return
-        if advanced and self.league is not None:
-            self.league.after_generation(self.state.generation)
+        if advanced:
+            self.game.after_generation(self.state.generation)
         step = self.strategy.plan(group, Fitness([m.fitness for m in state]),
                                   [m.hp for m in state], self.rng)
         self.apply(step)
@@ -104,8 +101,7 @@ class Generations:
             for i, hp in self.fleet.set_hyperparameters(values).items():
                 state[i].hp = hp
             self.fleet.publish(sorted(values), snapshot=True)
-        if self.league is not None:
-            self.league.copied(step.copies)
+        self.game.copied(step.copies)
         if step.selection is not None:
             self.lineage.record_generation(step.selection, step.mutations,
                                            [m.hp for m in state])
@@ -150,79 +146,27 @@ class Generations:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, members: Sequence[int]) -> dict[int, float]:
-        """Fresh weights, then evaluation episodes (``evolution.eval_explore``); appends to each
-        fitness. A learner or worker Ray restarted meanwhile is restored / asked again;
-        weights lost with their learner's node are republished from the restored learner."""
+        """Fresh weights, then the game's evaluation (episodes, or a league's games), seeded
+        alike for everyone so the comparison is fair; appends to each fitness. A learner Ray
+        restarted meanwhile is restored first."""
         self.fleet.publish(members)
-        seed = int(self.rng.integers(2**31))  # the same episodes for everyone: fair comparisons
-        if self.league is not None:
-            return self._evaluate_league(members, seed)
-        results = self.fleet.evaluate(members, self.evo.eval_episodes, self.evo.eval_steps,
-                                      seed, self.evo.eval_explore)
-        self._report_capped("fitness", {i: r.capped for i, r in zip(members, results)})
-        fitness = {}
-        for i, scores in zip(members, results):
-            fitness[i] = float(np.mean(scores))
-            self.state.members[i].evaluated(fitness[i])
-            self.lineage.record_fitness(i, fitness[i])
-        return fitness
-
-    def _evaluate_league(self, members: Sequence[int], seed: int) -> dict[int, float]:
-        """Every member's evaluation games against its league opponents, their results rated
-        in member order (so the ratings do not depend on which call finished first); fitness
-        is each member's rating."""
-        assert self.league is not None
-        games = {i: self.league.evaluation_games(i, seed) for i in members}
-        results = iter(self.fleet.play([g for i in members for g in games[i]]))
-        capped = {i: self.league.record_evaluation([next(results) for _ in games[i]])
-                  for i in members}
-        self._report_capped("league evaluation", capped)
-        fitness = {}
+        seed = int(self.rng.integers(2**31))
+        evaluated = self.game.evaluate(members, seed)
+        self._report_capped(evaluated.name, evaluated.capped)
         for i in members:
-            fitness[i] = self.league.fitness(i)
-            self.state.members[i].evaluated(fitness[i])
-            self.lineage.record_fitness(i, fitness[i])
-        return fitness
+            self.state.members[i].evaluated(evaluated.fitness[i])
+            self.lineage.record_fitness(i, evaluated.fitness[i])
+        return evaluated.fitness
 
     def final_evaluation(self, episodes: int, seed: int) -> FinalEvaluation:
-        """Every member's newest weights, and a uniform random policy, on the same fixed
-        ``episodes`` episodes seeded by ``seed``; the elite is the member selection ranks first
-        by fitness. Sets ``state.final``."""
+        """Every member's newest weights on the game's final evaluation (``episodes`` fixed
+        episodes or games each, seeded by ``seed``, with random play's beside them); the elite
+        is the member selection ranks first by fitness. Sets ``state.final``."""
         members = self.state.members
-        indices = list(range(len(members)))
-        self.fleet.publish(indices)
-        if self.league is not None:
-            return self._final_league(episodes, seed)
-        scores, random_scores = self.fleet.score_fixed(indices, episodes, seed,
-                                                       self.evo.eval_explore)
-        self._report_capped("final", {i: s.capped for i, s in enumerate(scores)})
+        self.fleet.publish(list(range(len(members))))
         fitness = [mean_fitness(m.fitness, self.evo.eval_loop) for m in members]
-        self.state.final = FinalEvaluation(
-            episodes=episodes, seed=seed, elite=rank(fitness)[0],
-            scores=[float(np.mean(s)) for s in scores],
-            stderr=[float(np.std(s) / np.sqrt(len(s))) for s in scores],
-            random_score=float(np.mean(random_scores)))
-        return self.state.final
-
-    def _final_league(self, games: int, seed: int) -> FinalEvaluation:
-        """A league's final games (:mod:`distmarl.hpo.league_final`): every member against
-        the references, the sides' elites (ranked by rating within their side) against each
-        other, and random play's baseline; ``games`` each."""
-        assert self.league is not None
-        elites = self.league.elites(
-            [mean_fitness(m.fitness, self.evo.eval_loop) for m in self.state.members])
-        plan = self.league.final_games(elites, seed)
-        rows = self.league.final_rows(plan, self.fleet.play(
-            [self.league.final_play(g, games) for g in plan]))
-        self._report_capped("final", {i: sum(r["capped"] for r in rows_of(rows, member_id(i)))
-                                      for i in range(len(self.state.members))})
-        scores = [pooled(rows_of(rows, member_id(i))) for i in range(len(self.state.members))]
-        first = next(iter(elites))
-        self.state.final = FinalEvaluation(
-            episodes=games, seed=seed, elite=elites[first], scores=[s for s, _ in scores],
-            stderr=[e for _, e in scores],
-            random_score=pooled(rows_of(rows, RANDOM, "baseline", first))[0],
-            elites=elites, games=rows)
+        self.state.final, capped = self.game.final(fitness, episodes, seed)
+        self._report_capped("final", capped)
         return self.state.final
 
     def _report_capped(self, evaluation: str, capped: Mapping[int, int]) -> None:
@@ -267,26 +211,21 @@ class Generations:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """Lineage, RNG and (a league run) the league's plain state; the snapshots' weights
-        are :meth:`snapshot_weights`."""
-        out = {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state}
-        if self.league is not None:
-            out["league"] = self.league.state_dict()
-        return out
+        """Lineage, RNG and the game's plain state (a league's); the snapshots' weights are
+        :meth:`snapshot_weights`."""
+        return {"lineage": self.lineage.to_json(), "rng": self.rng.bit_generator.state,
+                **self.game.state_dict()}
 
     def snapshot_weights(self) -> dict[str, dict[str, Any]]:
         """A league's frozen snapshots' weights by id (none in a cooperative run)."""
-        return {} if self.league is None else self.league.snapshot_weights()
+        return self.game.snapshot_weights()
 
     def load_state_dict(self, d: dict[str, Any],
                         snapshots: dict[str, dict[str, Any]] | None = None) -> None:
         """Restore :meth:`state_dict` output (and a league's snapshots' weights)."""
         self.lineage = Lineage.from_json(d["lineage"])
         self.rng.bit_generator.state = d["rng"]
-        if self.league is not None:
-            if "league" not in d:
-                raise ValueError("the checkpoint holds no league: it is of a cooperative run")
-            self.league.load_state_dict(d["league"], snapshots or {})
+        self.game.load_state_dict(d, snapshots or {})
 
 
 def _plain(change: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """A league run's coordinator side: plans for rollout workers, evaluation games, snapshots.
 
-The decisions are :class:`~distmarl.hpo.league_state.League`'s (pure, seeded with this part's
+The decisions are :class:`~distmarl.league.state.League`'s (pure, seeded with this part's
 own ``Generator``); this module carries them out: each collect call carries a
-:class:`~distmarl.collect.seating.LeaguePlan` (matches, and every opponent's weights version
+:class:`~distmarl.league.seating.LeaguePlan` (matches, and every opponent's weights version
 and object-store box), training results come back with the chunk, evaluation games are planned here and played on
 the members' rollout workers (the fleet's ``play``), and a snapshot is a copy of a member's
 published weights in the fleet's store under the snapshot's id.
@@ -16,30 +16,32 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.collect.league_setup import LeagueSetup
-from distmarl.collect.seating import LeaguePlan, MatchResult
 from distmarl.config import ExperimentConfig, LeagueConfig
-from distmarl.hpo.league_final import FinalGame, final_games, final_rows
-from distmarl.hpo.league_state import member_id
 from distmarl.hpo.tournament import rank
-from distmarl.runtime.actors.clients import Store
-from distmarl.runtime.fleet import Play
-from distmarl.runtime.run_state import RunState
-from distmarl.tracking.plots import plot_win_rates
+from distmarl.league.final import RANDOM, FinalGame, final_games, final_rows, pooled, rows_of
+from distmarl.league.seating import LeaguePlan, MatchResult
+from distmarl.league.setup import LeagueSetup
+from distmarl.league.state import member_id
+from distmarl.runtime.fleet import Fleet, Play
+from distmarl.runtime.game import Cooperative, Evaluated, Game
+from distmarl.runtime.run_state import FinalEvaluation, RunState
 
-__all__ = ["LeagueRun", "make_league"]
+__all__ = ["LeagueRun", "make_game"]
 
 #: matches planned per sub-env and collect call (a plan repeats when its games are used up)
 GAMES_PER_ENV = 4
 
 
 class LeagueRun:
-    """The league of a run (see the module docstring), from its ``setup``; evaluation games
-    act as ``explore`` says (``evolution.eval_explore``); snapshots are kept in ``store``."""
+    """The league of a run (see the module docstring), from its ``setup``: the run's
+    :class:`~distmarl.runtime.game.Game` hooks for a competitive or mixed game. Games are
+    played through ``fleet`` (snapshots kept in its store); evaluation games act as
+    ``explore`` says (``evolution.eval_explore``)."""
 
     def __init__(self, cfg: LeagueConfig, setup: LeagueSetup, num_envs: int, seed: int,
-                 state: RunState, store: Store, explore: bool = False) -> None:
-        self.cfg, self.sides, self.state, self.store = cfg, setup.sides, state, store
+                 state: RunState, fleet: Fleet, explore: bool = False) -> None:
+        self.cfg, self.sides, self.state, self.fleet = cfg, setup.sides, state, fleet
+        self.store = fleet.store
         self.num_envs = num_envs
         self.explore = explore
         self.rng = np.random.default_rng(seed)
@@ -98,6 +100,15 @@ class LeagueRun:
         self.capped["evaluation"] += capped
         return capped
 
+    def evaluate(self, members: Sequence[int], seed: int) -> Evaluated:
+        """Every member's evaluation games against its league opponents, their results rated
+        in member order (so the ratings do not depend on which game finished first); fitness
+        is each member's rating."""
+        games = {i: self.evaluation_games(i, seed) for i in members}
+        results = iter(self.fleet.play([g for i in members for g in games[i]]))
+        capped = {i: self.record_evaluation([next(results) for _ in games[i]]) for i in members}
+        return Evaluated({i: self.fitness(i) for i in members}, capped, "league evaluation")
+
     def fitness(self, member: int) -> float:
         return self.league.fitness(member)
 
@@ -123,9 +134,24 @@ class LeagueRun:
             best.setdefault(sides[i], i)
         return {s: best[s] for s in dict.fromkeys(sides)}
 
-    def final_games(self, elites: dict[str, int], seed: int) -> list[FinalGame]:
-        """The final evaluation's games (:func:`~distmarl.hpo.league_final.final_games`)."""
-        return final_games(self.league, elites, seed)
+    def final(self, fitness: Sequence[float], episodes: int, seed: int
+              ) -> tuple[FinalEvaluation, dict[int, int]]:
+        """The final games (:mod:`distmarl.league.final`), ``episodes`` each: every member
+        against the references, the sides' elites (ranked by ``fitness`` within their side)
+        against each other, and random play's baseline."""
+        elites = self.elites(fitness)
+        plan = final_games(self.league, elites, seed)
+        rows = self.final_rows(plan, self.fleet.play([self.final_play(g, episodes)
+                                                      for g in plan]))
+        n = len(self.state.members)
+        capped = {i: sum(r["capped"] for r in rows_of(rows, member_id(i))) for i in range(n)}
+        scores = [pooled(rows_of(rows, member_id(i))) for i in range(n)]
+        first = next(iter(elites))
+        return FinalEvaluation(
+            episodes=episodes, seed=seed, elite=elites[first], scores=[s for s, _ in scores],
+            stderr=[e for _, e in scores],
+            random_score=pooled(rows_of(rows, RANDOM, "baseline", first))[0],
+            elites=elites, games=rows), capped
 
     def final_play(self, game: FinalGame, games: int) -> Play:
         """``games`` games of ``game`` on its learner's rollout worker (a reference learner:
@@ -164,16 +190,21 @@ class LeagueRun:
         for snap in gone:
             self.snapshot_boxes.pop(snap.id, None)
 
+    def progress(self) -> dict[str, Any]:
+        """Each side's best rating, for the progress line."""
+        return {"best_rating": self.best_ratings()}
+
     def summary(self) -> dict[str, Any]:
-        """Ratings (ordinal) of every player, the snapshots held, the games rated, the games
-        the step limit cut (draws; training and evaluation), the sides' agents and each
-        member's side."""
+        """``league``: ratings (ordinal) of every player, the snapshots held, the games rated,
+        the games the step limit cut (draws; training and evaluation), the sides' agents and
+        each member's side."""
         lg = self.league
-        return {"ratings": {p: lg.ratings.ordinal(p) for p in sorted(lg.ratings.table)},
-                "snapshots": lg.pool.ids(), "rated_games": lg.ratings.matches,
-                "capped_games": dict(self.capped),
-                "sides": {s: list(a) for s, a in self.sides.agents.items()},
-                "member_sides": list(lg.side_of_member)}
+        return {"league": {
+            "ratings": {p: lg.ratings.ordinal(p) for p in sorted(lg.ratings.table)},
+            "snapshots": lg.pool.ids(), "rated_games": lg.ratings.matches,
+            "capped_games": dict(self.capped),
+            "sides": {s: list(a) for s, a in self.sides.agents.items()},
+            "member_sides": list(lg.side_of_member)}}
 
     def metrics(self) -> dict[str, float]:
         """Every member's and reference's rating (ordinal), the snapshots held, the games
@@ -189,6 +220,16 @@ class LeagueRun:
         out |= {f"league/capped_{kind}_games": float(n) for kind, n in self.capped.items() if n}
         return out
 
+    def plots(self, out: Path, fitness_history: Sequence[Sequence[float]]) -> list[Path]:
+        """Ratings over generations against the references' (random play's stays 0), and
+        the win-rate matrix."""
+        from distmarl.tracking.plots import plot_fitness
+
+        return [plot_fitness(fitness_history, out / "fitness.png", "Rating of every member",
+                             "rating (OpenSkill ordinal; random play 0)",
+                             self.reference_ratings()),
+                self.plot_win_rates(out / "win_rates.png")]
+
     def plot_win_rates(self, path: Path, newest_snapshots: int = 4) -> Path:
         """The win-rate matrix of the current members, the newest snapshots and the
         references (row player's score rate against the column player, draws half)."""
@@ -196,19 +237,25 @@ class LeagueRun:
         members = [member_id(i) for i in range(len(lg.side_of_member))]
         refs = sorted(p for p in lg.ratings.table if p.startswith("ref/"))
         players = members + lg.pool.ids()[-newest_snapshots:] + refs
+        from distmarl.tracking.plots import plot_win_rates
+
         return plot_win_rates(players, lg.record.matrix(players), path)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """The league's plain state and RNG (the snapshots' weights go separately:
-        :meth:`snapshot_weights`)."""
-        return {"league": self.league.state_dict(), "rng": self.rng.bit_generator.state,
-                "capped": dict(self.capped)}
+        """``league``: the league's plain state and RNG (the snapshots' weights go
+        separately: :meth:`snapshot_weights`)."""
+        return {"league": {"league": self.league.state_dict(),
+                           "rng": self.rng.bit_generator.state, "capped": dict(self.capped)}}
 
     def snapshot_weights(self) -> dict[str, dict[str, Any]]:
         return {sid: self.store.get(box[0]) for sid, box in self.snapshot_boxes.items()}
 
-    def load_state_dict(self, state: dict[str, Any], weights: dict[str, dict[str, Any]]) -> None:
+    def load_state_dict(self, meta: dict[str, Any], weights: dict[str, dict[str, Any]]) -> None:
+        """Restore from a checkpoint's ``meta`` (:meth:`state_dict`) and snapshot ``weights``."""
+        if "league" not in meta:
+            raise ValueError("the checkpoint holds no league: it is of a cooperative run")
+        state = meta["league"]
         self.league.load_state_dict(state["league"])
         self.rng.bit_generator.state = state["rng"]
         self.capped.update(state.get("capped", {}))
@@ -219,11 +266,11 @@ class LeagueRun:
                                for sid in self.league.pool.ids()}
 
 
-def make_league(cfg: ExperimentConfig, setup: LeagueSetup | None, state: RunState,
-                store: Store) -> LeagueRun | None:
-    """The run's league from ``cfg.league`` and its ``setup`` (None for a cooperative game:
-    no league)."""
+def make_game(cfg: ExperimentConfig, setup: LeagueSetup | None, state: RunState,
+              fleet: Fleet) -> Game:
+    """The run's game hooks: its league from ``cfg.league`` and ``setup``, or (no setup) a
+    cooperative game."""
     if setup is None:
-        return None
-    return LeagueRun(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state, store,
+        return Cooperative(fleet, cfg.evolution)
+    return LeagueRun(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state, fleet,
                      cfg.evolution.eval_explore)

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distmarl.collect.evaluation import Scores
-from distmarl.collect.seating import GameResults, LeaguePlan
 from distmarl.hpo import MutationPlan
+from distmarl.league.seating import GameResults, LeaguePlan
 from distmarl.runtime.actors.buffer import BufferShell
 from distmarl.runtime.actors.clients import LocalBuffer, LocalStore, Store
 from distmarl.runtime.actors.learner import LearnerShell

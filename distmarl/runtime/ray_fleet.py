@@ -16,8 +16,8 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from distmarl.collect.evaluation import Scores
-from distmarl.collect.seating import GameResults, LeaguePlan
 from distmarl.hpo import MutationPlan
+from distmarl.league.seating import GameResults, LeaguePlan
 from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.clients import RayStore, RemoteBuffer, Store
 from distmarl.runtime.actors.learner import LearnerActor

@@ -181,9 +181,7 @@ class Recorder:
             out["population/final_score"] = final.final_score
             out["population/random_score"] = final.random_score
             out |= final_game_metrics(final.games or [])
-        league = self.generations.league
-        if league is not None:
-            out |= {k: v for k, v in league.metrics().items() if k.startswith("league/")}
+        out |= self.generations.game.metrics()
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
             if final is not None:
@@ -198,8 +196,6 @@ class Recorder:
             if score is not None:
                 out[p + "episode_score"] = score
             out |= {p + k: v for k, v in m.metrics.items()}
-            if league is not None:
-                out |= {k: v for k, v in league.metrics().items() if k.startswith(p)}
             if m.hp != self.hp_logged[i]:
                 out |= {p + f"hp/{k}": float(v) for k, v in m.hp.items()
                         if isinstance(v, int | float)}
@@ -239,24 +235,15 @@ class Recorder:
             self.tracker.finish(status, spill=self.run_dir / "mlflow-unsent.jsonl")
 
     def write_artifacts(self) -> None:
-        from distmarl.tracking.plots import plot_family_tree, plot_fitness
+        from distmarl.tracking.plots import plot_family_tree
 
         out = self.run_dir
         lineage = self.generations.lineage.to_json()
         lineage_path = out / "lineage.json"
         lineage_path.write_text(json.dumps(lineage, indent=1))
-        league = self.generations.league
-        if league is None:
-            fitness = plot_fitness(self.state.fitness_history, out / "fitness.png")
-        else:  # ratings over generations, against the references' (random play's stays 0)
-            fitness = plot_fitness(self.state.fitness_history, out / "fitness.png",
-                                   "Rating of every member",
-                                   "rating (OpenSkill ordinal; random play 0)",
-                                   league.reference_ratings())
+        fitness, *more = self.generations.game.plots(out, self.state.fitness_history)
         files = [out / "config.yaml", lineage_path, fitness,
-                 plot_family_tree(lineage, out / "family_tree.png")]
-        if league is not None:
-            files.append(league.plot_win_rates(out / "win_rates.png"))
+                 plot_family_tree(lineage, out / "family_tree.png"), *more]
         for f in files:
             self.tracker.log_artifact(f)
         if self.last_checkpoint:

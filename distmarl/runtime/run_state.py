@@ -128,7 +128,7 @@ class FinalEvaluation:
     A league run's scores are score rates (wins, draws half) of each member against the
     references over ``episodes`` games each, random play's beside them; ``elites`` (side ->
     member; ``elite`` is the first side's) and ``games`` (one row per opponent, see
-    :func:`~distmarl.hpo.league_final.final_rows`) say the rest."""
+    :func:`~distmarl.league.final.final_rows`) say the rest."""
 
     episodes: int
     seed: int

@@ -15,9 +15,9 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from distmarl.collect.league_setup import league_setup
 from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
+from distmarl.league.setup import league_setup
 from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import Coordinator, CoordinatorActor
 from distmarl.runtime.resume import agent_spaces, check_resume
@@ -109,12 +109,12 @@ def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
     the env, a resumed checkpoint fits the config); the run directory, created."""
     spaces = preflight(cfg)
     try:
-        league = league_setup(cfg, spaces)  # sides, references and win_above against the env
+        league_setup(cfg, spaces)  # sides, references and win_above against the env
     except ValueError as err:
         raise ConfigError(str(err)) from None
     if resume is not None:
         path = Path(resume).resolve()
-        check_resume(path, cfg, agent_spaces(spaces[0], spaces[1]), league is not None)
+        check_resume(path, cfg, agent_spaces(spaces[0], spaces[1]), cfg.league.enabled)
         return path
     if run_dir is not None:
         path = Path(run_dir).resolve()

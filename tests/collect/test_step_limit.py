@@ -15,12 +15,12 @@ from distmarl.agents import resolve_sides
 from distmarl.algorithms import IPPO, MADDPG
 from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
 from distmarl.collect.evaluation import score_member
-from distmarl.collect.league_eval import evaluate_league_member
-from distmarl.collect.seating import DRAW, Seating, play_games
 from distmarl.config import ExperimentConfig
 from distmarl.envs import make_vector_env
 from distmarl.factory import env_spaces, make_algorithm
-from distmarl.hpo.league import Match
+from distmarl.league.plans import Match
+from distmarl.league.saved import evaluate_league_member
+from distmarl.league.seating import DRAW, Seating, play_games
 
 ENDLESS = "tests.envs.toy_envs:EndlessEnv"
 LIMIT = 6

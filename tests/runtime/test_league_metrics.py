@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from distmarl.collect.league_setup import league_setup
 from distmarl.config import load_config
 from distmarl.factory import env_spaces
+from distmarl.league.setup import league_setup
 from distmarl.runtime.actors.clients import LocalStore
 from distmarl.runtime.league import LeagueRun
 from distmarl.runtime.run_state import RunState
+
+#: the league's snapshots need only a fleet's store here (no game is played)
+STORE_ONLY: Any = SimpleNamespace(store=LocalStore())
 
 C4 = Path(__file__).resolve().parents[2] / "examples" / "configs" / "connect_four_ippo.yaml"
 
@@ -21,7 +26,8 @@ def test_ratings_are_namespaced_metrics_and_the_plot_covers_every_player(tmp_pat
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None and setup.league.side_of_member == ["player_0", "player_0"]
     assert setup.references == {"random": ["player_0", "player_1"]}
-    run = LeagueRun(cfg.league, setup, num_envs=2, seed=0, state=RunState(), store=LocalStore())
+    run = LeagueRun(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
+                    fleet=STORE_ONLY)
     run.record_evaluation([[("member/0", "ref/random", 1.0)] * 3, [("member/1", "member/0", 0.0)]])
     m = run.metrics()
     assert set(m) == {"member/0/rating", "member/1/rating", "league/ref/random/rating",

@@ -1,5 +1,6 @@
-"""A league run on a real local Ray: connect four, one population taking both seats against
-each other, frozen snapshots and references; fitness is each member's rating."""
+"""League runs in process (``train(cfg, local=True)``): connect four, one population taking
+both seats against each other, frozen snapshots and references; fitness is each member's
+rating. An asymmetric league: a population per side."""
 
 from __future__ import annotations
 
@@ -10,20 +11,21 @@ import pytest
 
 from distmarl.config import load_config
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
 C4 = Path(__file__).resolve().parents[2] / "examples" / "configs" / "connect_four_ippo.yaml"
 
 
-def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(ray_local, tmp_path) -> None:
+@pytest.mark.slow
+def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path) -> None:
+    """Generations of one fragment (64 steps x 2 sub-envs) per member: ratings, rated games
+    and snapshots add up, and come back on resume."""
     from distmarl.runtime.trainer import train
 
-    sets = [f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=4",
-            "population.size=3", "evolution.evo_steps=1024", "evolution.final_episodes=0",
-            "league={symmetric: true, references: [random, lookahead], eval_games: 8, "
+    sets = [f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=2",
+            "population.size=3", "evolution.evo_steps=128", "evolution.final_episodes=0",
+            "league={symmetric: true, references: [random, lookahead], eval_games: 4, "
             "snapshot_every: 1, max_snapshots: 4, self_share: 0.25}"]
-    cfg = load_config(C4, [*sets, "training.max_steps=3072"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    cfg = load_config(C4, [*sets, "training.max_steps=384"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps" and summary["generations"] == 3
     fitness = [m["fitness"] for m in summary["members"]]
     # ratings (OpenSkill ordinals from a prior of 25 - 3 * 8.33 = 0), not summed scores (0)
@@ -31,16 +33,16 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(ray_local, tmp
     assert all(abs(x) > 1.0 for f in fitness for x in f)
     assert len({round(f[-1], 6) for f in fitness}) > 1  # members told apart
     league = summary["league"]
-    # 3 members x 8 games x 2 references and 2 rivals, 3 generations
-    assert league["rated_games"] == 3 * 8 * 4 * 3
+    # 3 members x 4 games x 2 references and 2 rivals, 3 generations
+    assert league["rated_games"] == 3 * 4 * 4 * 3
     assert league["snapshots"] == ["snapshot/2", "snapshot/3", "snapshot/4", "snapshot/5"]
     assert league["ratings"]["ref/random"] == pytest.approx(0.0)  # the anchor never moves
     # resume: the league's ratings, record and snapshots (with their weights) come back
-    again = train(load_config(C4, [*sets, "training.max_steps=4096",
+    again = train(load_config(C4, [*sets, "training.max_steps=512",
                                    "evolution.final_episodes=6"]),
-                  resume=str(tmp_path / "run"), show_progress=False)
+                  resume=str(tmp_path / "run"), show_progress=False, local=True)
     assert again["generations"] == 4 and again["resumed_from"]
-    assert again["league"]["rated_games"] == league["rated_games"] + 3 * 8 * 4
+    assert again["league"]["rated_games"] == league["rated_games"] + 3 * 4 * 4
     check_final_games(again)
     # snapshots join after every generation but a run's last (as selection does): 0-2 and
     # 3-5 before the resume (the newest 4 held), none after the resumed run's one generation
@@ -53,7 +55,7 @@ def check_final_games(summary: dict) -> None:
     elite's rows are what ``distmarl evaluate`` plays again from the last checkpoint."""
     from distmarl.cli import result_line
     from distmarl.collect.evaluation import evaluate_checkpoint
-    from distmarl.collect.league_eval import evaluate_saved
+    from distmarl.league.saved import evaluate_saved
 
     elite = summary["elite"]
     assert summary["final_elites"] == {"player_0": elite}
@@ -78,7 +80,8 @@ def check_final_games(summary: dict) -> None:
         evaluate_checkpoint(Path(summary["checkpoint"]))
 
 
-def test_an_asymmetric_league_has_a_population_per_side(ray_local, tmp_path) -> None:
+@pytest.mark.slow
+def test_an_asymmetric_league_has_a_population_per_side(tmp_path: Path) -> None:
     from distmarl.cli import result_line
     from distmarl.runtime.trainer import train
 
@@ -86,12 +89,12 @@ def test_an_asymmetric_league_has_a_population_per_side(ray_local, tmp_path) -> 
     cfg = load_config(tiny, [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false",
         "env={spec: 'mpe2:simple_tag_v3', kwargs: {max_cycles: 25, continuous_actions: false}}",
-        "evolution.evo_steps=400", "evolution.final_episodes=4", "training.max_steps=800",
+        "evolution.evo_steps=200", "evolution.final_episodes=4", "training.max_steps=400",
         "evolution.mutation={no_mutation: 1.0, architecture: 0.0, parameters: 0.0, rl_hp: 0.0}",
         "league={sides: {predators: [adversary], prey: [agent]}, references: [random, flee], "
         "eval_games: 4, win_above: {predators: 0}, reference_share: 0.5, "
         "opponent_epsilon: 0.2}"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert len(summary["members"]) == 4 and summary["generations"] == 2
     league = summary["league"]
     assert league["sides"]["prey"] == ["agent_0"]

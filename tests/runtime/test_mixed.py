@@ -1,33 +1,32 @@
-"""Mixed-algorithm populations on a real local Ray: each member learns with its own
-algorithm from the shared buffer, copies stay within an algorithm, and the summary, the
-checkpoint and the MLflow-bound hyperparameters name each member's algorithm."""
+"""Mixed-algorithm populations, in process (``train(cfg, local=True)``): each member learns
+with its own algorithm from the shared buffer, copies stay within an algorithm (or convert a
+member to its winner's), and the summary, the checkpoint and the MLflow-bound
+hyperparameters name each member's algorithm."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from distmarl.config import load_config
-
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "examples" / "configs"
 
 
-def test_maddpg_and_matd3_members_share_the_buffer_and_copy_only_their_own(ray_local,
-                                                                         tmp_path) -> None:
+def test_maddpg_and_matd3_members_share_the_buffer_and_copy_only_their_own(tmp_path: Path
+                                                                         ) -> None:
     from distmarl.checkpoint import load_checkpoint
     from distmarl.runtime.trainer import train
 
     cfg = load_config(CONFIGS / "tiny.yaml", [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "population.size=4",
         "population.members=[{algorithm: MADDPG, count: 2}, {algorithm: MATD3, count: 2, "
-        "hp: {policy_freq: 3}}]", "training.max_steps=800", "evolution.mutation.rl_hp=1.0",
+        "hp: {policy_freq: 3}}]", "evolution.evo_steps=100", "training.max_steps=400",
+        "evolution.final_episodes=2", "evolution.mutation.rl_hp=1.0",
         "evolution.mutation.architecture=0.0", "evolution.mutation.parameters=0.0"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     algos = [m["algorithm"] for m in summary["members"]]
     assert algos == ["MADDPG", "MADDPG", "MATD3", "MATD3"]
     assert summary["members"][2]["hp"]["policy_freq"] == 3
@@ -43,23 +42,23 @@ def test_maddpg_and_matd3_members_share_the_buffer_and_copy_only_their_own(ray_l
     assert np.isfinite(summary["final_score"])
 
 
-def test_ippo_members_record_the_state_mappo_members_read(ray_local, tmp_path) -> None:
+def test_ippo_members_record_the_state_mappo_members_read(tmp_path: Path) -> None:
     from distmarl.runtime.trainer import train
 
     cfg = load_config(CONFIGS / "spread_mappo.yaml", [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=2",
-        "population.size=2", "evolution.tournament.size=1", "evolution.evo_steps=512",
-        "evolution.final_episodes=4", "evolution.eval_episodes=1", "training.max_steps=1024",
+        "population.size=2", "evolution.tournament.size=1", "evolution.evo_steps=256",
+        "evolution.final_episodes=4", "evolution.eval_episodes=1", "training.max_steps=512",
         "algorithm.hp.learn_step=32",
         "population.members=[{algorithm: IPPO, count: 1}, {algorithm: MAPPO, count: 1}]"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert [m["algorithm"] for m in summary["members"]] == ["IPPO", "MAPPO"]
-    assert all(m["updates"] >= 8 for m in summary["members"])
+    assert all(m["updates"] >= 8 for m in summary["members"])  # 8 fragments of 32 x 2 steps
     assert summary["copies"] == []  # one member per algorithm: nobody to copy
 
 
-def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(ray_local,
-                                                                           tmp_path) -> None:
+def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(tmp_path: Path
+                                                                           ) -> None:
     """With cross_algorithm: convert the tournament runs over all members; a member whose
     winner runs the other algorithm is rebuilt for it, loads the winner's state, and its
     workers act with the new algorithm."""
@@ -71,9 +70,10 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(ray
         "population.cross_algorithm=convert", "evolution.tournament.size=4",
         "population.members=[{algorithm: MADDPG, count: 2}, {algorithm: MATD3, count: 2}]",
         "evolution.mutation.no_mutation=1.0", "evolution.mutation.rl_hp=0.0",
-        "evolution.mutation.architecture=0.0", "evolution.mutation.parameters=0.0"]
-    cfg = load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=800"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+        "evolution.mutation.architecture=0.0", "evolution.mutation.parameters=0.0",
+        "evolution.evo_steps=100", "evolution.final_episodes=2"]
+    cfg = load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=400"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     algos = [m["algorithm"] for m in summary["members"]]
     converted = [e for e in summary["events"] if "converted" in e]
     # a tournament of all 4 is won by the best member: the other algorithm's pair converts
@@ -88,8 +88,8 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(ray
     assert all(m["updates"] > 0 for m in summary["members"])
     # resume: the config still says 2 + 2, the checkpoint's converted members come back as
     # they were (their learners rebuild on load) and go on learning
-    again = train(load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=1000"]),
-                  resume=tmp_path / "run", show_progress=False)
+    again = train(load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=500"]),
+                  resume=tmp_path / "run", show_progress=False, local=True)
     assert again["resumed_from"]
     assert [m["algorithm"] for m in again["members"]] == algos
     assert all(b["updates"] > a["updates"] for a, b in zip(summary["members"],

@@ -1,5 +1,5 @@
 """``env.nonfinite`` through the trainer's config path: the setting reaches every rollout
-worker's envs (``factory.make_venv``), on a real local Ray.
+worker's envs (``factory.make_venv``), in process (``train(cfg, local=True)``).
 
 The env is ``tests.envs.toy_envs:NonFiniteEnv`` (a NaN observation of agent ``d_1`` at step 2
 of every episode, an inf reward of ``d_0`` at step 3). ``raise`` ends the run with an error
@@ -15,8 +15,6 @@ import pytest
 
 from distmarl.config import load_config
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 
@@ -28,21 +26,21 @@ def nonfinite_config(tmp_path: Path, mode: str):
         f"tracking.directory={tmp_path}"])
 
 
-def test_nonfinite_raise_stops_the_run_naming_sub_env_and_agent(ray_local, tmp_path) -> None:
+def test_nonfinite_raise_stops_the_run_naming_sub_env_and_agent(tmp_path: Path) -> None:
     from distmarl.runtime.trainer import train
 
     cfg = nonfinite_config(tmp_path, "raise")
     assert cfg.env.nonfinite == "raise"
     with pytest.raises(Exception, match=r"sub-env 0 returned a non-finite \(NaN / inf\) "
                                         r"observation for agent 'd_1'"):
-        train(cfg, run_dir=tmp_path / "run", show_progress=False)
+        train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
 
 
-def test_nonfinite_drop_trains_to_the_end(ray_local, tmp_path) -> None:
+def test_nonfinite_drop_trains_to_the_end(tmp_path: Path) -> None:
     from distmarl.runtime.trainer import train
 
     summary = train(nonfinite_config(tmp_path, "drop"), run_dir=tmp_path / "run",
-                    show_progress=False)
+                    show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"
     assert all(m["env_steps"] >= 200 and m["updates"] > 0 for m in summary["members"])
     assert all(np.isfinite(m["fitness"]).all() and len(m["fitness"]) == 2

@@ -1,4 +1,4 @@
-"""A game that never ends, trained with a symmetric league on a real local Ray: the run
+"""A game that never ends, trained with a symmetric league in process: the run
 finishes, its league games end at ``env.max_episode_steps`` as draws, and the summary counts
 them (generation evaluations and the final games' rows)."""
 
@@ -6,17 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from distmarl.config import load_config
-
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 
 
-def test_an_endless_league_game_finishes_and_reports_its_draws(ray_local, tmp_path) -> None:
+def test_an_endless_league_game_finishes_and_reports_its_draws(tmp_path: Path) -> None:
     from distmarl.runtime.trainer import train
 
     cfg = load_config(TINY, [
@@ -24,7 +20,7 @@ def test_an_endless_league_game_finishes_and_reports_its_draws(ray_local, tmp_pa
         "league.symmetric=true", "league.eval_games=4", "evolution.final_episodes=4",
         "training.max_steps=200", "evolution.evo_steps=100", "tracking.mlflow=false",
         f"tracking.directory={tmp_path}"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"
     capped = summary["league"]["capped_games"]
     # 2 generations x 2 members x (the other member + random) x 4 games, every one cut

@@ -1,4 +1,8 @@
-"""A small population run on a real local Ray: every part works together and the figures add up."""
+"""A small population run, end to end: every part works together and the figures add up.
+
+One run on a real local Ray (the off-policy family's end-to-end run) feeds most assertions;
+the evolution modes and prioritised n-step replay run in process (``train(cfg, local=True)``);
+what only Ray has (learners' GPU requests, calls in flight side by side) stays on Ray."""
 
 from __future__ import annotations
 
@@ -6,37 +10,97 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from distmarl.config import load_config
-
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+from distmarl.config import ExperimentConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 
 
-def tiny(tmp_path, **overrides):
+def tiny(tmp_path: Path, **overrides: Any) -> ExperimentConfig:
     cfg = load_config(TINY, [f"tracking.directory={tmp_path}", *overrides.get("sets", [])])
     return cfg
 
 
+@dataclass
+class RayRun:
+    """The Ray run's config, summary and directory, and what its actors answered: the
+    learners' weight checksums as the run started and after it ended, the workers' ``info``,
+    the buffer's ``stats`` and the member of every row it stored."""
+
+    cfg: ExperimentConfig
+    summary: dict[str, Any]
+    tmp: Path
+    actors: dict[str, Any] = field(default_factory=dict)
+
+
+def watch_actors(coord: Any, seen: dict[str, Any], done: threading.Event) -> None:
+    """Wait for the coordinator's actors (they exist once the run is set up) and read the
+    learners' weight checksums as the run starts."""
+    import ray
+
+    while not done.is_set():
+        try:
+            handles = ray.get(coord.handles.remote(), timeout=5)
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayTaskError):
+            done.wait(0.1)
+            continue
+        seen["handles"] = handles
+        seen["before"] = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
+        return
+
+
 @pytest.fixture(scope="module")
-def run(ray_local, tmp_path_factory):
-    """One tiny run shared by the assertions below (a run costs ~20 s here)."""
+def run(ray_local: Any, tmp_path_factory: pytest.TempPathFactory) -> RayRun:
+    """One tiny run on Ray shared by the assertions below; its actors are read as it starts
+    and after it ends (the coordinator, held here, keeps them alive until then; killing it
+    frees their CPUs for the next Ray test)."""
+    import ray
+
     from distmarl.runtime.trainer import train
 
     tmp = tmp_path_factory.mktemp("tiny")
     cfg = tiny(tmp, sets=["tracking.mlflow=false"])
-    summary = train(cfg, run_dir=tmp / "run", summary_json=tmp / "summary.json", show_progress=False)
-    return cfg, summary, tmp
+    seen: dict[str, Any] = {}
+    done = threading.Event()
+    watchers: list[threading.Thread] = []
+
+    def on_coordinator(coord: Any) -> None:
+        seen["coordinator"] = coord
+        watchers.append(threading.Thread(target=watch_actors, args=(coord, seen, done),
+                                         daemon=True))
+        watchers[0].start()
+
+    try:
+        summary = train(cfg, run_dir=tmp / "run", summary_json=tmp / "summary.json",
+                        show_progress=False, on_coordinator=on_coordinator)
+    finally:
+        done.set()
+        for w in watchers:
+            w.join(30)
+    actors: dict[str, Any] = {"before": seen.get("before")}
+    handles = seen.get("handles")
+    if handles is not None:
+        actors["after"] = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
+        actors["infos"] = ray.get([w.info.remote() for ws in handles["workers"] for w in ws])
+        actors["stats"] = ray.get(handles["buffer"].stats.remote())
+        state = ray.get(handles["buffer"].state_dict.remote())
+        actors["stored_members"] = set(np.unique(state["columns"]["__member__"]).tolist())
+    ray.kill(seen["coordinator"])
+    return RayRun(cfg, summary, tmp, actors)
 
 
-def test_summary_json_holds_the_final_figures(run) -> None:
-    cfg, summary, tmp = run
+@pytest.mark.ray
+@pytest.mark.slow
+def test_summary_json_holds_the_final_figures(run: RayRun) -> None:
+    cfg, summary, tmp = run.cfg, run.summary, run.tmp
     written = json.loads((tmp / "summary.json").read_text())
     assert written["env_steps"] == summary["env_steps"]
     assert summary["stop_reason"] == "max_steps"
@@ -49,8 +113,11 @@ def test_summary_json_holds_the_final_figures(run) -> None:
     assert 0 < summary["setup_seconds"] < summary["wall_seconds"]
 
 
-def test_the_final_evaluation_scores_every_member_and_random_play_on_fixed_episodes(run) -> None:
-    cfg, summary, _ = run
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_final_evaluation_scores_every_member_and_random_play_on_fixed_episodes(
+        run: RayRun) -> None:
+    cfg, summary = run.cfg, run.summary
     assert summary["final_episodes"] == cfg.evolution.final_episodes == 10
     assert summary["final_seed"] == cfg.evolution.final_seed
     scores = summary["final_scores"]
@@ -62,12 +129,14 @@ def test_the_final_evaluation_scores_every_member_and_random_play_on_fixed_episo
     assert np.isfinite(summary["random_score"]) and summary["random_score"] < 0
 
 
-def test_distmarl_evaluate_on_the_last_checkpoint_gives_the_final_score_again(run) -> None:
+@pytest.mark.ray
+@pytest.mark.slow
+def test_distmarl_evaluate_on_the_last_checkpoint_gives_the_final_score_again(run: RayRun) -> None:
     """The final evaluation's episodes are fixed: the elite's saved weights, scored again
     outside the run (``distmarl evaluate`` with its defaults), give the same number."""
     from distmarl.collect.evaluation import evaluate_checkpoint
 
-    _, summary, _ = run
+    summary = run.summary
     again = evaluate_checkpoint(Path(summary["checkpoint"]))
     assert again["member"] == summary["elite"] and again["episodes"] == 10
     assert again["mean_score"] == pytest.approx(summary["final_score"], abs=1e-9)
@@ -75,8 +144,10 @@ def test_distmarl_evaluate_on_the_last_checkpoint_gives_the_final_score_again(ru
     assert other["mean_score"] != again["mean_score"]
 
 
-def test_update_to_data_ratio_follows_learn_step(run) -> None:
-    cfg, summary, _ = run
+@pytest.mark.ray
+@pytest.mark.slow
+def test_update_to_data_ratio_follows_learn_step(run: RayRun) -> None:
+    cfg, summary = run.cfg, run.summary
     for m in summary["members"]:
         # one update per learn_step transitions once the buffer holds learning_starts rows
         learn_step = cfg.algorithm.hp.learn_step
@@ -84,8 +155,10 @@ def test_update_to_data_ratio_follows_learn_step(run) -> None:
         assert expected * 0.7 <= m["updates"] <= m["env_steps"] / learn_step + 1, m
 
 
-def test_fitness_recorded_and_evolution_happened(run) -> None:
-    _, summary, _ = run
+@pytest.mark.ray
+@pytest.mark.slow
+def test_fitness_recorded_and_evolution_happened(run: RayRun) -> None:
+    summary = run.summary
     for m in summary["members"]:
         assert len(m["fitness"]) == summary["generations"]
         assert all(np.isfinite(m["fitness"]))
@@ -98,8 +171,10 @@ def test_fitness_recorded_and_evolution_happened(run) -> None:
         assert copy["member"] != copy["source"]
 
 
-def test_artifacts_and_checkpoint_written(run) -> None:
-    _, summary, _ = run
+@pytest.mark.ray
+@pytest.mark.slow
+def test_artifacts_and_checkpoint_written(run: RayRun) -> None:
+    summary = run.summary
     run_dir = Path(summary["run_dir"])
     for name in ("config.yaml", "lineage.json", "fitness.png", "family_tree.png", "summary.json"):
         assert (run_dir / name).stat().st_size > 0, name
@@ -108,40 +183,24 @@ def test_artifacts_and_checkpoint_written(run) -> None:
     assert Path(summary["checkpoint"]).exists()
 
 
-def test_all_actor_kinds_alive_and_learning(ray_local, tmp_path) -> None:
-    """Drive the coordinator by hand to look at its actors mid-run."""
-    import ray
-
-    from distmarl.runtime.coordinator import CoordinatorActor
-
-    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps=400"])
-    coord = CoordinatorActor.remote(json.loads(cfg.model_dump_json()), str(tmp_path / "run"))
-    result = coord.run.remote()
-    handles = None
-    for _ in range(200):
-        try:
-            handles = ray.get(coord.handles.remote(), timeout=5)
-            break
-        except (ray.exceptions.GetTimeoutError, AttributeError, ray.exceptions.RayTaskError):
-            import time
-
-            time.sleep(0.2)
-    assert handles is not None
-    before = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
-    summary = ray.get(result, timeout=300)
-    after = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
-    assert all(a != b for a, b in zip(after, before)), "learners' weights did not change"
-    infos = ray.get([w.info.remote() for ws in handles["workers"] for w in ws])
+@pytest.mark.ray
+@pytest.mark.slow
+def test_all_actor_kinds_alive_and_learning(run: RayRun) -> None:
+    """The Ray run's actors: every learner's weights changed, every member's worker
+    collected, the buffer holds rows of every member and counted every env step, and both
+    learners sampled from it."""
+    summary, actors = run.summary, run.actors
+    assert actors["before"] is not None, "the coordinator never answered with its actors"
+    assert all(a != b for a, b in zip(actors["after"], actors["before"])), \
+        "learners' weights did not change"
+    infos = actors["infos"]
     assert sorted(i["member"] for i in infos) == [0, 1] and all(i["env_steps"] > 0 for i in infos)
-    stats = ray.get(handles["buffer"].stats.remote())
-    stored = ray.get(handles["buffer"].state_dict.remote())["columns"]["__member__"]
-    assert set(np.unique(stored)) == {0, 1}, "the buffer did not receive rows from every member"
-    assert stats["counter"] == summary["env_steps"]
-    assert set(stats["consumers"]) == {"learner-0", "learner-1"}
-    ray.kill(coord)
+    assert actors["stored_members"] == {0, 1}, "the buffer did not receive rows from every member"
+    assert actors["stats"]["counter"] == summary["env_steps"]
+    assert set(actors["stats"]["consumers"]) == {"learner-0", "learner-1"}
 
 
-def test_config_errors_are_clear(tmp_path) -> None:
+def test_config_errors_are_clear(tmp_path: Path) -> None:
     from distmarl.cli import main
 
     bad = tmp_path / "bad.yaml"
@@ -158,7 +217,9 @@ def test_config_errors_are_clear(tmp_path) -> None:
     assert proc.returncode == 2 and "min 0.5 is greater than max 0.01" in proc.stderr
 
 
-def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> None:
+@pytest.mark.ray
+@pytest.mark.slow
+def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path: Path) -> None:
     """A separate Ray (own process) with one logical GPU: 4 learners at 0.25 GPU each."""
     script = textwrap.dedent(f"""
         import json, ray
@@ -191,16 +252,21 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path) -> N
         for i in range(4)]
 
 
-def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local, tmp_path) -> None:
+def test_asynchronous_evolution_completes_and_copies_only_from_the_top(tmp_path: Path) -> None:
+    """``mode: async`` in process: each member evolves at its own boundary; every copy
+    loads its source's weights and is recorded in the lineage."""
     from distmarl.runtime.trainer import train
 
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
                                "evolution.mode=async", "evolution.tournament.size=2",
                                "evolution.bottom_frac=0.34", "evolution.top_frac=0.34",
-                               "training.max_steps=600"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+                               "evolution.evo_steps=100", "training.max_steps=300",
+                               "evolution.final_episodes=2"])
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"
-    assert all(m["env_steps"] >= 600 and len(m["fitness"]) == 3 for m in summary["members"]), summary["members"]
+    assert all(m["env_steps"] >= 300 and len(m["fitness"]) == 3
+               for m in summary["members"]), summary["members"]
+    assert summary["copies"], "no member copied another in 3 generations"
     for copy in summary["copies"]:  # the copier was the worst, its source the best, right then
         assert copy["copy_checksum"] == copy["source_checksum"]
     lineage = json.loads((Path(summary["run_dir"]) / "lineage.json").read_text())
@@ -208,8 +274,8 @@ def test_asynchronous_evolution_completes_and_copies_only_from_the_top(ray_local
     assert len(copied) == len(summary["copies"])
 
 
-def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(ray_local,
-                                                                        tmp_path) -> None:
+def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(tmp_path: Path
+                                                                        ) -> None:
     """``mode: independent``: no copy, no mutation; ``initial_hp: sampled``: each member starts from
     its own draw from the ranges, and keeps it."""
     from distmarl.runtime.trainer import train
@@ -218,7 +284,7 @@ def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(ray_loc
                                "evolution.mode=independent", "evolution.initial_hp=sampled",
                                "evolution.mutation.pretrain_mutation=true",
                                "training.max_steps=400", "evolution.final_episodes=4"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["copies"] == []
     assert [e for e in summary["events"] if "mutation" in e] == []
     [start] = [e["values"] for e in summary["events"] if e.get("initial_hp") == "sampled"]
@@ -230,28 +296,44 @@ def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(ray_loc
     assert len(summary["final_scores"]) == 3
 
 
-@pytest.mark.parametrize("max_lag", [0, 8])
-def test_policy_lag_is_bounded_by_max_policy_lag(ray_local, tmp_path, max_lag: int) -> None:
-    """Many small publishes (one per train call) and two workers per member collecting at
-    once: with max_policy_lag 0 no chunk lags its learner's newest weights; with 8 some do
-    (the bound is what holds the first run's lag at 0)."""
+def lag_config(tmp_path: Path, max_lag: int, max_steps: int) -> ExperimentConfig:
+    """Many small publishes (one per train call) and two workers per member collecting."""
+    return tiny(tmp_path, sets=["tracking.mlflow=false", f"training.max_steps={max_steps}",
+                                "training.weight_sync_updates=1", "training.chunk_steps=4",
+                                "algorithm.hp.learn_step=1", "population.workers_per_member=2",
+                                f"training.max_policy_lag={max_lag}"])
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_policy_lag_is_bounded_by_max_policy_lag(ray_local: Any, tmp_path: Path) -> None:
+    """On Ray, learners and both workers of a member busy side by side: with max_policy_lag
+    0 no chunk lags its learner's newest weights (without the bound some do: see
+    :func:`test_a_policy_lag_bound_of_8_lets_chunks_lag`)."""
     from distmarl.runtime.trainer import train
 
-    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps=400",
-                               "training.weight_sync_updates=1", "training.chunk_steps=4",
-                               "algorithm.hp.learn_step=1", "population.workers_per_member=2",
-                               f"training.max_policy_lag={max_lag}"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(lag_config(tmp_path, 0, 400), run_dir=tmp_path / "run",
+                    show_progress=False)
+    assert all(m["updates"] > 0 for m in summary["members"])
+    assert [m["max_policy_lag_seen"] for m in summary["members"]] == [0, 0]
+
+
+def test_a_policy_lag_bound_of_8_lets_chunks_lag(tmp_path: Path) -> None:
+    """The setting of :func:`test_policy_lag_is_bounded_by_max_policy_lag` with
+    max_policy_lag 8, in process (200 env steps a member): chunks lag their learner's newest
+    weights even with one call at a time (so the bound is what holds the Ray run's lag at 0),
+    none by more than 8."""
+    from distmarl.runtime.trainer import train
+
+    summary = train(lag_config(tmp_path, 8, 200), run_dir=tmp_path / "run",
+                    show_progress=False, local=True)
     lags = [m["max_policy_lag_seen"] for m in summary["members"]]
     assert all(m["updates"] > 0 for m in summary["members"])
-    if max_lag == 0:
-        assert lags == [0, 0]
-    else:
-        assert 1 <= max(lags) <= max_lag
+    assert 1 <= max(lags) <= 8
 
 
 def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_priorities(
-        ray_local, tmp_path) -> None:
+        tmp_path: Path) -> None:
     """Workers store 3-step rows; each learner's TD errors reach its own priorities (through
     its next sample call), its replay settings mutate like any hyperparameter, and the
     checkpoint carries the priorities."""
@@ -265,7 +347,7 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
         "evolution.mutation.parameters=0.0", "evolution.mutation.mutate_elite=true",
         "evolution.hp_config={prioritized_replay_beta: {min: 0.1, max: 1.0}, "
         "replay_ratio: {min: 0.1, max: 0.9}}"])
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     state = load_checkpoint(tmp_path / "run" / "checkpoints").buffer_state
     assert state is not None
     assert set(state["meta"]["priorities"]) == {"learner-0", "learner-1"}
@@ -282,18 +364,20 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
     assert any(changed), "no member's replay settings were mutated"
 
 
-def test_multi_frequency_subpopulations_evolve_at_their_own_steps(ray_local, tmp_path) -> None:
-    """A fast sub-population (every 200 env steps) and a slow one (every 400), 3 members each:
+@pytest.mark.slow
+def test_multi_frequency_subpopulations_evolve_at_their_own_steps(tmp_path: Path) -> None:
+    """A fast sub-population (every 100 env steps) and a slow one (every 200), 3 members each:
     each evolves when its own members reach their boundary, its loser cloning its winner
     every step, its middle slot open to better members of the other (weights only from the
     faster one)."""
     from distmarl.runtime.trainer import train
 
     sets = ["tracking.mlflow=false", "population.size=6", "evolution.mode=multi_frequency",
-            "evolution.subpopulations=[{size: 3, evo_steps: 200}, {size: 3, evo_steps: 400}]",
-            "evolution.migration_frac=0.34", "training.max_steps=1200"]
+            "evolution.subpopulations=[{size: 3, evo_steps: 100}, {size: 3, evo_steps: 200}]",
+            "evolution.migration_frac=0.34", "evolution.final_episodes=2",
+            "training.max_steps=600"]
     cfg = tiny(tmp_path, sets=sets)
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False)
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert [len(m["fitness"]) for m in summary["members"]] == [6, 6, 6, 3, 3, 3]
     migrations = [e for e in summary["events"] if "migrated_from" in e]
     fast = {0, 1, 2}
@@ -308,7 +392,7 @@ def test_multi_frequency_subpopulations_evolve_at_their_own_steps(ray_local, tmp
                                                          for e in migrations)
     assert (clones_fast, clones_slow) == (5, 2)  # one loser per step: 5 fast, 2 slow steps
     assert summary["stop_reason"] == "max_steps"
-    # resume with 400 more steps per member: each sub-population keeps its own cadence
-    again = train(tiny(tmp_path, sets=[*sets[:-1], "training.max_steps=1600"]),
-                  resume=tmp_path / "run", show_progress=False)
+    # resume with 200 more steps per member: each sub-population keeps its own cadence
+    again = train(tiny(tmp_path, sets=[*sets[:-1], "training.max_steps=800"]),
+                  resume=tmp_path / "run", show_progress=False, local=True)
     assert [len(m["fitness"]) for m in again["members"]] == [8, 8, 8, 4, 4, 4]

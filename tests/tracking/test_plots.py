@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.image as mpimg
 import numpy as np
 
-from distmarl.hpo.league import MatchRecord
+from distmarl.league.plans import MatchRecord
 from distmarl.tracking.plots import plot_win_rates
 
 

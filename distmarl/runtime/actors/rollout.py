@@ -16,7 +16,6 @@ Episodes run on across fragments. Its policy lags the learner by at most
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from typing import Any, NamedTuple
@@ -25,18 +24,11 @@ import ray
 
 from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
 from distmarl.collect.evaluation import Scores
-from distmarl.collect.opponents import Opponents
-from distmarl.collect.seating import (
-    GameResults,
-    LeagueGame,
-    LeaguePlan,
-    MatchResult,
-    Seating,
-    play_games,
-)
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import converted, make_algorithm, make_venv
-from distmarl.hpo.league_state import member_id
+from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan, MatchResult
+from distmarl.league.state import member_id
+from distmarl.league.worker import worker_league
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.types import TransitionChunk
 
@@ -77,10 +69,9 @@ class RolloutShell:
         self.collector = Collector(self.venv, self.algo, seed=seed, n_step=n_step,
                                    record_state=record_state)
         self.eval_venv: Any = None
-        #: a league's game, its opponents and the seating of its sub-envs (None: cooperative)
-        self.league = league
-        self.opponents = Opponents(algo_cfg, spaces, env_cfg.kwargs, seed) if league else None
-        self.seating: Seating | None = None
+        #: a league's seats and games (a cooperative run's: none)
+        self.league = worker_league(league, member, algo_cfg, spaces, env_cfg.kwargs, seed,
+                                    self.store.get)
         self.version = -1
         self.env_steps = 0
         self._dropped_reported = 0  # the venv's dropped_nonfinite already sent to the coordinator
@@ -106,8 +97,7 @@ class RolloutShell:
         matches and their opponents (running games go on)."""
         start = time.perf_counter()
         self._sync(version, weights_box)
-        if plan is not None:
-            self.seat(plan)
+        self.league.seat(plan, self.collector)
         rollout = self.collector.collect(num_steps)
         chunk = TransitionChunk(rollout.data, self.member)
         refused = 0
@@ -130,56 +120,18 @@ class RolloutShell:
         side)``, on the evaluation envs; results as ``(member, opponent, result)``, with
         the count of games the step limit cut (draws).
         ``learner`` (``ref/<name>``) plays instead of the member (a final evaluation's
-        baseline). References are made afresh, seeded by ``seed``, so the same games give
-        the same results again (``distmarl evaluate``)."""
-        if self.league is None or self.opponents is None:
-            raise ValueError("play() is for league runs (league.sides or league.symmetric)")
-        player, v, box, opp_side = opponent
-        agents = self.league.sides.agents
-        if v is None:
-            policy = self.opponents.reference(player, agents[opp_side], seed)
-        else:
-            policy = self._opponent(player, v, box, opp_side)
+        baseline)."""
         if learner is None:
             self._sync(version, weights_box)
             self._seed_sampling(explore, seed)
             me: tuple[str, Any] = (member_id(self.member), self.algo)
         else:
-            seats = [a for s in (agents if side is None else [side]) for a in agents[s]]
-            me = (learner, self.opponents.reference(learner, seats, seed + 1))
-        return play_games(self._eval_venv(seed), self.league.sides, side, me,
-                          (player, policy), games, seed, explore, self.league.win_above)
+            me = self.league.reference_player(learner, side, seed + 1)
+        return self.league.play(self._eval_venv(seed), me, opponent, games, seed, side, explore)
 
     def seat(self, plan: LeaguePlan) -> None:
-        """Opponents for ``plan``'s matches, then seat them (the first plan seats every
-        sub-env; later plans the games that start from now on)."""
-        assert self.league is not None and self.opponents is not None
-        policies = {p: self._opponent(p, v, box, side)
-                    for p, (v, box, side) in plan.opponents.items()}
-        if self.seating is None:
-            eps = self.league.opponent_epsilon
-            self.seating = Seating(self.league.sides, self.venv.num_envs,
-                                   member_id(self.member), plan.matches, policies,
-                                   self.league.win_above, eps,
-                                   RandomPolicy(copy.deepcopy(dict(self.action_spaces)),
-                                                self.seed) if eps > 0 else None, self.seed)
-            self.collector.set_seating(self.seating)
-        else:
-            self.seating.replan(plan.matches, policies)
-        self.opponents.keep_only(self.seating.policies)  # snapshots that left go here too
-
-    def _opponent(self, player: str, version: int | None, box: list[Any] | None,
-                  side: str) -> Any:
-        """The opponent ``player`` with its weights of ``version`` (fetched only when new)."""
-        assert self.league is not None and self.opponents is not None
-        if version is None:
-            return self.opponents.reference(player, self.league.sides.agents[side])
-        weights = None
-        if self.opponents.version(player) != version:
-            if box is None:
-                raise ValueError(f"opponent {player!r}: no weights for version {version}")
-            weights = self.store.get(box[0])
-        return self.opponents.player(player, version, weights)
+        """Seat ``plan``'s matches in the collection's sub-envs (a league run)."""
+        self.league.seat(plan, self.collector)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
                  max_steps: int | None, seed: int, explore: bool = False) -> Scores:

@@ -7,10 +7,10 @@ import numpy as np
 
 from distmarl.agents import resolve_sides
 from distmarl.collect import RandomPolicy
-from distmarl.collect.seating import LeagueGame, LeaguePlan
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
-from distmarl.hpo.league import Match
+from distmarl.league.plans import Match
+from distmarl.league.seating import LeagueGame, LeaguePlan
 from distmarl.runtime.actors.rollout import RolloutShell
 
 C4 = "examples/configs/connect_four_ippo.yaml"
@@ -35,9 +35,9 @@ def test_a_plan_seats_members_and_references_and_collection_keeps_the_learners_r
             {"member/1": (3, [rival.get_weights()], "player_1"),
              "ref/random": (None, None, "player_0")})
         shell.seat(plan)
-        assert shell.opponents is not None and shell.opponents.version("member/1") == 3
-        assert shell.seating is not None
-        assert [m.seats for m in shell.seating.matches] == [m.seats for m in plan.matches]
+        assert shell.league.opponents is not None and shell.league.opponents.version("member/1") == 3
+        assert shell.league.seating is not None
+        assert [m.seats for m in shell.league.seating.matches] == [m.seats for m in plan.matches]
         rollout = shell.collector.collect(4)
         active = {a: rollout.data["active"][a].reshape(4, 2).astype(bool)
                   for a in ("player_0", "player_1")}
@@ -55,7 +55,7 @@ def test_a_self_play_plan_needs_no_opponent_and_keeps_every_seats_rows() -> None
             [Match({"player_0": "member/0", "player_1": "member/0"}, "player_0"),
              Match({"player_1": "member/0", "player_0": "ref/random"}, "player_1")],
             {"ref/random": (None, None, "player_0")}))
-        assert shell.seating is not None and set(shell.seating.policies) == {"ref/random"}
+        assert shell.league.seating is not None and set(shell.league.seating.policies) == {"ref/random"}
         rollout = shell.collector.collect(4)
         active = {a: rollout.data["active"][a].reshape(4, 2).astype(bool)
                   for a in ("player_0", "player_1")}
@@ -73,8 +73,8 @@ def test_the_games_opponent_epsilon_reaches_the_seating_with_random_play_for_noi
             shell.seat(LeaguePlan(
                 [Match({"player_0": "member/0", "player_1": "ref/lookahead"}, "player_0")],
                 {"ref/lookahead": (None, None, "player_1")}))
-            assert shell.seating is not None and shell.seating.epsilon == eps
-            assert isinstance(shell.seating.noise, RandomPolicy) == (eps > 0)
+            assert shell.league.seating is not None and shell.league.seating.epsilon == eps
+            assert isinstance(shell.league.seating.noise, RandomPolicy) == (eps > 0)
             shell.collector.collect(8)  # training games with random opponent moves run
         finally:
             shell.close()

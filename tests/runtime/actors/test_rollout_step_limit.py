@@ -4,17 +4,23 @@ made): evaluations, final scores, league games and training collection end at
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 from distmarl.agents import resolve_sides
-from distmarl.collect.league_setup import league_setup
-from distmarl.collect.seating import DRAW, GameResults, LeagueGame, LeaguePlan
 from distmarl.factory import env_spaces
-from distmarl.hpo.league import Match
-from distmarl.hpo.league_final import FinalGame
+from distmarl.league.final import FinalGame
+from distmarl.league.plans import Match
+from distmarl.league.seating import DRAW, GameResults, LeagueGame, LeaguePlan
+from distmarl.league.setup import league_setup
 from distmarl.runtime.actors.clients import LocalStore
 from distmarl.runtime.actors.rollout import RolloutShell
 from distmarl.runtime.league import LeagueRun
 from distmarl.runtime.run_state import RunState
 from tests.collect.test_step_limit import LIMIT, config
+
+#: the league's snapshots need only a fleet's store here (no game is played)
+STORE_ONLY: Any = SimpleNamespace(store=LocalStore())
 
 
 def test_a_rollout_worker_reports_capped_episodes_and_games_in_process() -> None:
@@ -47,12 +53,12 @@ def test_the_league_counts_capped_games_in_its_summary_metrics_and_final_rows() 
     cfg = config(symmetric=True)
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None
-    league = LeagueRun(cfg.league, setup, 2, 0, RunState(), LocalStore())
+    league = LeagueRun(cfg.league, setup, 2, 0, RunState(), STORE_ONLY)
     games = GameResults([("member/0", "ref/random", DRAW)] * 3, capped=3)
     won = GameResults([("member/1", "ref/random", 1.0)])
     assert league.record_evaluation([games, won]) == 3
     league.record_training([("member/0", "member/1", DRAW)], capped=1)
-    assert league.summary()["capped_games"] == {"training": 1, "evaluation": 3}
+    assert league.summary()["league"]["capped_games"] == {"training": 1, "evaluation": 3}
     metrics = league.metrics()
     assert metrics["league/capped_evaluation_games"] == 3.0
     assert metrics["league/capped_training_games"] == 1.0
@@ -60,6 +66,6 @@ def test_the_league_counts_capped_games_in_its_summary_metrics_and_final_rows() 
             FinalGame("member/1", None, "ref/random", "e_0", 1, "member")]
     rows = league.final_rows(plan, [games, won])
     assert [(r["capped"], r["draw"]) for r in rows] == [(3, 1.0), (0, 0.0)]
-    again = LeagueRun(cfg.league, setup, 2, 0, RunState(), LocalStore())
+    again = LeagueRun(cfg.league, setup, 2, 0, RunState(), STORE_ONLY)
     again.load_state_dict(league.state_dict(), {})
     assert again.capped == league.capped  # a resumed run goes on counting

@@ -3,7 +3,7 @@
 A member or snapshot opponent is an algorithm of the run's config loaded with that player's
 published weights (``get_weights()`` output: plain numpy), rebuilt only when the weights'
 version changes; a reference (``ref/<name>``) is made by name
-(:func:`~distmarl.collect.references.make_reference`) for the agents of the side it plays.
+(:func:`~distmarl.league.references.make_reference`) for the agents of the side it plays.
 Opponents act without learning: their weights never change here.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from distmarl.collect.references import make_reference
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
+from distmarl.league.references import make_reference
 
 __all__ = ["Opponents"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from distmarl.hpo.league_final import (
+from distmarl.league.final import (
     final_games,
     final_rows,
     member_games,
@@ -12,7 +12,7 @@ from distmarl.hpo.league_final import (
     pooled,
     rows_of,
 )
-from distmarl.hpo.league_state import League, LeagueSettings
+from distmarl.league.state import League, LeagueSettings
 
 SEATS = ("player_0", "player_1")
 

@@ -11,10 +11,10 @@ import pytest
 from distmarl.agents import resolve_sides
 from distmarl.algorithms import IPPO, MADDPG
 from distmarl.collect import Collector, RandomPolicy
-from distmarl.collect.references import LookaheadConnectFour
-from distmarl.collect.seating import Seating
 from distmarl.envs import make_vector_env
-from distmarl.hpo.league import Match
+from distmarl.league.plans import Match
+from distmarl.league.references import LookaheadConnectFour
+from distmarl.league.seating import Seating
 
 NET = {"latent_dim": 16,
        "encoder_config": {"channel_size": [8], "kernel_size": [3], "stride_size": [1]},
@@ -256,8 +256,8 @@ def test_a_match_that_does_not_seat_the_learner_or_names_no_policy_is_refused() 
 
 
 def test_evaluation_games_turn_the_learner_over_the_seats_and_score_sides() -> None:
-    from distmarl.collect.references import FleeingPrey
-    from distmarl.collect.seating import play_games
+    from distmarl.league.references import FleeingPrey
+    from distmarl.league.seating import play_games
 
     venv, _, seating, _ = setup(IPPO, num_envs=2)
     try:
@@ -288,7 +288,7 @@ def test_evaluation_games_turn_the_learner_over_the_seats_and_score_sides() -> N
 
 def test_results_compare_side_scores_or_one_sides_threshold() -> None:
     from distmarl.agents import Sides
-    from distmarl.collect.seating import check_win_above, side_result
+    from distmarl.league.seating import check_win_above, side_result
 
     tag = Sides({"predators": ["adversary_0", "adversary_1"], "prey": ["agent_0"]}, False)
     caught = {"adversary_0": 10.0, "adversary_1": 10.0, "agent_0": -10.5}

@@ -1,7 +1,7 @@
 """Who holds each seat of a competitive game in each sub-env, while a learner collects.
 
 In a league, a rollout worker's sub-envs each host one match
-(:class:`~distmarl.hpo.league.Match`): the learning member on its side, an opponent on every
+(:class:`~distmarl.league.plans.Match`): the learning member on its side, an opponent on every
 other side (another member, a frozen snapshot or a reference). :class:`Seating` keeps each
 sub-env's match, replaces the learner's actions for the opponents' seats by the opponents' own
 (:meth:`Seating.override`), says which rows the learner may learn from
@@ -33,13 +33,13 @@ import numpy as np
 
 from distmarl.agents import Sides
 from distmarl.collect.evaluation import Policy, Seats, episode_outcomes
-from distmarl.hpo.league import Match
+from distmarl.collect.seats import MatchResult
+from distmarl.league.plans import Match
 
 __all__ = ["DRAW", "GameResults", "LeagueGame", "LeaguePlan", "MatchResult", "Seating",
            "check_win_above", "play_games", "side_result"]
 
 #: (learner, opponent, the learner's result: 1 win, 0.5 draw, 0 loss)
-MatchResult = tuple[str, str, float]
 #: the result of a draw, and of a game the step limit cut
 DRAW = 0.5
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from distmarl.hpo.ratings import Ratings
+from distmarl.league.ratings import Ratings
 
 MU, SIGMA, BETA, TAU = 25.0, 25.0 / 3, 25.0 / 6, 25.0 / 300
 

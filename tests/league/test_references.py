@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from distmarl.collect import RandomPolicy, Seats, episode_returns
-from distmarl.collect.references import (
+from distmarl.envs import make_vector_env
+from distmarl.league.references import (
     FleeingPrey,
     LookaheadConnectFour,
     MinimaxTicTacToe,
     tictactoe_values,
 )
-from distmarl.envs import make_vector_env
 
 
 def results(spec: str, first: object, second: object, games: int, seed: int) -> list[float]:
@@ -108,7 +108,7 @@ def test_the_fleeing_prey_is_caught_less_often_than_random_prey() -> None:
 
 
 def test_references_are_made_by_name_for_the_games_they_play() -> None:
-    from distmarl.collect.references import make_reference
+    from distmarl.league.references import make_reference
 
     def spaces(spec: str, **kw):
         venv = make_vector_env(spec, 1, mode="sync", seed=0, **kw)
@@ -139,7 +139,7 @@ def test_references_are_made_by_name_for_the_games_they_play() -> None:
 
 def test_each_reference_plays_the_sides_it_can_and_one_that_plays_none_is_refused() -> None:
     from distmarl.agents import resolve_sides
-    from distmarl.collect.references import reference_sides
+    from distmarl.league.references import reference_sides
 
     venv = make_vector_env("mpe2:simple_tag_v3", 1, mode="sync", seed=0)
     agents = list(venv.possible_agents)

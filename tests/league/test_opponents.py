@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distmarl.collect.opponents import Opponents
-from distmarl.collect.references import LookaheadConnectFour
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
+from distmarl.league.opponents import Opponents
+from distmarl.league.references import LookaheadConnectFour
 
 C4 = "examples/configs/connect_four_ippo.yaml"
 

@@ -2,7 +2,7 @@
 evaluate`` on a league run.
 
 The games are the run's final evaluation's for that member
-(:func:`~distmarl.hpo.league_final.member_games`: every reference of the sides it meets, each
+(:func:`~distmarl.league.final.member_games`: every reference of the sides it meets, each
 seeded by its own seed, references made afresh with it), on as many sub-envs as the run had,
 so the run's last checkpoint gives its final figures again.
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from distmarl.collect.evaluation import final_defaults, load_member, score_member
-from distmarl.collect.league_setup import league_setup
-from distmarl.collect.references import make_reference
-from distmarl.collect.seating import play_games
 from distmarl.config import ExperimentConfig
 from distmarl.factory import env_spaces, make_venv
-from distmarl.hpo.league_final import final_rows, member_games, pooled
+from distmarl.league.final import final_rows, member_games, pooled
+from distmarl.league.references import make_reference
+from distmarl.league.seating import play_games
+from distmarl.league.setup import league_setup
 
 __all__ = ["evaluate_league_member", "evaluate_saved"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distmarl.hpo.league import (
+from distmarl.league.plans import (
     MatchRecord,
     SnapshotPool,
     choose_opponent,

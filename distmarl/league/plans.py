@@ -1,7 +1,7 @@
 """The league's decisions, as pure code: who plays whom (prioritised fictitious self-play), the
 record of results between players, and the bounded pool of frozen snapshots.
 
-Players are string ids as in :mod:`distmarl.hpo.ratings` (``member/3``, ``snapshot/12``,
+Players are string ids as in :mod:`distmarl.league.ratings` (``member/3``, ``snapshot/12``,
 ``ref/random``). Nothing here holds weights: the runtime keeps a snapshot's weights under its
 id and carries out the plans made here.
 
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from distmarl.hpo.ratings import result_index
+from distmarl.league.ratings import result_index
 
 __all__ = ["Match", "MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights",
            "plan_matches"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distmarl.hpo.league_state import League, LeagueSettings
+from distmarl.league.state import League, LeagueSettings
 
 SEATS = ("player_0", "player_1")
 

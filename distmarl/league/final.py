@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.hpo.league_state import League, member_id
+from distmarl.league.state import League, member_id
 
 __all__ = ["RANDOM", "FinalGame", "final_games", "final_rows", "member_games", "outcome",
            "pooled", "rows_of"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.hpo.league import (
+from distmarl.league.plans import (
     Match,
     MatchRecord,
     Snapshot,
@@ -35,7 +35,7 @@ from distmarl.hpo.league import (
     Weighting,
     plan_matches,
 )
-from distmarl.hpo.ratings import Ratings
+from distmarl.league.ratings import Ratings
 
 __all__ = ["League", "LeagueSettings", "member_id"]
 
@@ -101,7 +101,7 @@ class League:
     def training_matches(self, member: int, rng: np.random.Generator, games: int
                          ) -> list[Match]:
         """Seatings of ``games`` training games for ``member`` (PFSP opponents; see
-        :func:`~distmarl.hpo.league.plan_matches`)."""
+        :func:`~distmarl.league.plans.plan_matches`)."""
         side = self.side_of_member[member]
         sides = self.settings.sides
         return plan_matches(member_id(member), side, sides,

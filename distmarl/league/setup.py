@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from distmarl.agents import Sides, resolve_sides
-from distmarl.collect.references import reference_sides
-from distmarl.collect.seating import check_win_above
 from distmarl.config import ExperimentConfig
-from distmarl.hpo.league_state import League, LeagueSettings
+from distmarl.league.references import reference_sides
+from distmarl.league.seating import check_win_above
+from distmarl.league.state import League, LeagueSettings
 
 __all__ = ["LeagueSetup", "league_setup", "side_of_members"]
 
