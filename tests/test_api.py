@@ -1,5 +1,7 @@
-"""The Python API: ``from distmarl import train, load_config`` trains a population on a real
-local Ray and returns its summary; ``import distmarl`` alone imports no Ray."""
+"""The Python API: ``from distmarl import train, load_config`` trains a population and returns
+its summary (here in process, ``local=True``: the API forwards to
+:func:`distmarl.runtime.trainer.train`, whose run on Ray tests/runtime/test_trainer.py checks);
+``import distmarl`` alone imports no Ray."""
 
 from __future__ import annotations
 
@@ -44,11 +46,13 @@ def test_bad_input_is_refused_before_ray_starts(tmp_path: Path) -> None:
         train(load_config(TINY), ["population.size=3"], show_progress=False)
 
 
-@pytest.mark.ray
 @pytest.mark.slow
-def test_train_returns_the_population_and_run_dir(ray_local, tmp_path: Path) -> None:
+def test_train_returns_the_population_and_run_dir(tmp_path: Path) -> None:
+    """``distmarl.train(cfg, local=True)`` trains the whole population in this process (no Ray
+    address in the summary) and returns the summary it writes to the run directory."""
     cfg = load_config(TINY, [f"tracking.directory={tmp_path}", "tracking.mlflow=false"])
-    summary = train(cfg, num_cpus=2, show_progress=False, run_dir=tmp_path / "run")
+    summary = train(cfg, show_progress=False, run_dir=tmp_path / "run", local=True)
+    assert summary["ray"] is None  # in process: no Ray cluster
     size, max_steps = cfg.population.size, cfg.training.max_steps
     assert summary["stop_reason"] == "max_steps"
     assert Path(summary["run_dir"]) == tmp_path / "run"

@@ -44,7 +44,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 CONNECT_FOUR = ROOT / "examples" / "configs" / "connect_four_ippo.yaml"  # an IPPO config
 TICTACTOE = ROOT / "examples" / "configs" / "tictactoe_ippo_league.yaml"
-SIMPLE_TAG_LEAGUE = ROOT / "examples" / "configs" / "simple_tag_maddpg_league.yaml"
 TOY = "tests.envs.toy_envs"
 NET = "speaker: {encoder_config: {hidden_size: [8]}}"  # a net_config entry for group "speaker"
 
@@ -295,19 +294,34 @@ ROWS: list[Row] = [
                             "evolution.hp_config.prioritized_replay_beta.max=1"),
         CliExit, r"evolution\.hp_config\.prioritized_replay_beta: set "
                  r"buffer\.prioritized_replay: true first", runs_dir),
-    Row("league references weighed in training games they never play",
-        lambda c: load_config(TICTACTOE, ["league.reference_share=0",
-                                          "league.reference_pfsp=uniform"]),
-        ConfigError, r"league: reference_pfsp 'uniform' weighs references in training games, "
-                     r"and reference_share is 0"),
+    Row("league opponent sources whose shares do not sum to 1",
+        lambda c: load_config(TICTACTOE, ["league.opponents=[{source: current, share: 0.5}, "
+                                          "{source: snapshot, share: 0.25}]"]),
+        ConfigError, r"league\.opponents: the shares sum to 0\.75, not 1 "
+                     r"\(got \[0\.5, 0\.25\]\)"),
+    Row("league opponent share above 1",
+        lambda c: load_config(TICTACTOE, ["league.opponents=[{source: current, share: 0.5}, "
+                                          "{source: snapshot, share: 1.5}]"]),
+        ConfigError, r"league\.opponents\.1\.share: Input should be less than or equal to 1 "
+                     r"\(got 1\.5\)"),
+    Row("league opponent source listed twice",
+        lambda c: load_config(TICTACTOE, ["league.opponents=[{source: current, share: 0.5}, "
+                                          "{source: current, share: 0.5}]"]),
+        ConfigError, r"league\.opponents\.1\.source: listed already as opponents\[0\] "
+                     r"\(got 'current'\)"),
+    Row("league reference opponents with no references",
+        lambda c: load_config(TICTACTOE, ["league.references=[]",
+                                          "league.opponents=[{source: reference, share: 1}]"]),
+        ConfigError, r"league\.opponents\.0\.source: a reference source needs "
+                     r"league\.references, which is empty"),
+    Row("a removed league knob",
+        lambda c: load_config(TICTACTOE, ["league.reference_share=0.25"]),
+        ConfigError, r"league\.reference_share: unknown key 'reference_share'; did you mean "
+                     r"'references'\?"),
     Row("league opponents' random-move probability above 1",
         lambda c: load_config(TICTACTOE, ["league.opponent_epsilon=1.5"]),
         ConfigError, r"league\.opponent_epsilon: Input should be less than or equal to 1 "
                      r"\(got 1\.5\)"),
-    Row("league self-play in an asymmetric game",
-        lambda c: load_config(SIMPLE_TAG_LEAGUE, ["league.self_share=0.5"]),
-        ConfigError, r"league: self_share 0\.5 seats a member against itself, which needs "
-                     r"symmetric: true"),
     Row("a mutation range for a setting the member's algorithm lacks",
         lambda c: load_config(CONNECT_FOUR, ["evolution.hp_config.replay_ratio.min=0.1",
                                              "evolution.hp_config.replay_ratio.max=0.9"]),

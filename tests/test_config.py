@@ -385,6 +385,28 @@ def test_a_league_with_named_sides_has_a_population_per_side() -> None:
     assert load_config(tiny, ["population.size=3", "league.symmetric=true"]).num_members == 3
 
 
+def test_league_opponents_are_a_list_of_sources_set_as_a_yaml_flow_list() -> None:
+    """Left out: half current members, half snapshots (hard PFSP); ``--set`` takes a YAML flow
+    list; shares summing to 1 within 1e-6 pass, further off they fail naming the list; the
+    knobs the list replaces are unknown keys."""
+    tiny = CONFIGS / "tiny.yaml"
+    default = load_config(tiny).league.opponents
+    assert [(o.source, o.share, o.weighting) for o in default] == [("current", 0.5, "hard"),
+                                                                   ("snapshot", 0.5, "hard")]
+    cfg = load_config(tiny, ["league.opponents=[{source: reference, share: 0.3}, "
+                             "{source: current, share: 0.6, weighting: variance}, "
+                             "{source: snapshot, share: 0.1, weighting: uniform}]"])
+    assert [(o.source, o.share, o.weighting) for o in cfg.league.opponents] == [
+        ("reference", 0.3, "hard"), ("current", 0.6, "variance"), ("snapshot", 0.1, "uniform")]
+    assert sum(o.share for o in cfg.league.opponents) != 1.0  # 0.3 + 0.6 + 0.1 in floats
+    with pytest.raises(ConfigError, match=r"league\.opponents: the shares sum to 1\.00001"):
+        load_config(tiny, ["league.opponents=[{source: current, share: 0.50001}, "
+                           "{source: snapshot, share: 0.5}]"])
+    for knob in ("current_share", "reference_share", "pfsp", "reference_pfsp", "self_share"):
+        with pytest.raises(ConfigError, match=rf"league\.{knob}: unknown key '{knob}'"):
+            load_config(tiny, [f"league.{knob}=0.5"])
+
+
 @pytest.mark.parametrize(("name", "expected"), [("MADDPG", (3, True)), ("MATD3", (3, True)),
                                                 ("IPPO", (1, False)), ("MAPPO", (1, False))])
 def test_replay_defaults_follow_the_algorithm_family(name, expected) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from distmarl.checkpoint import load_checkpoint
 from distmarl.config import ExperimentConfig
+from distmarl.config.stored import stored_config
 from distmarl.envs import apply_env_defined_actions, fold_info_masks
 from distmarl.factory import converted, env_spaces, make_algorithm, make_venv
 
@@ -221,7 +222,7 @@ def load_member(path: Path, member: int | None = None, seed: int | None = None
     """A saved member as an algorithm that acts: ``(config, algorithm, member index,
     checkpoint path)``; ``member`` None: the run's elite (see :func:`evaluate_checkpoint`)."""
     ckpt = load_checkpoint(path, with_buffer=False)
-    cfg = ExperimentConfig.model_validate(ckpt.meta["config"])
+    cfg = stored_config(ckpt.meta["config"])
     index = _default_member(ckpt.meta) if member is None else member
     if not 0 <= index < len(ckpt.members):
         raise ValueError(f"--member {index} is not a member of {ckpt.path} "

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from distmarl.config.hparams import (
     Hyperparameters,
@@ -262,30 +263,57 @@ class TrackingConfig(Section):
     keep_last: int = Field(3, ge=1, description="checkpoints kept")
 
 
+#: how far ``league.opponents``' shares may sum from 1
+OPPONENT_SHARE_TOLERANCE = 1e-6
+
+
+class OpponentConfig(Section):
+    source: Literal["current", "snapshot", "reference"] = Field(description="current: the members playing the opponent's side now; snapshot: their frozen copies (taken every snapshot_every generations); reference: the references (league.references)")
+    share: float = Field(ge=0, le=1, description="share of a learner's training games against this source")
+    weighting: Literal["hard", "variance", "uniform"] = Field("hard", description="how PFSP weighs the source's players by the learner's win rate p against them: hard (1 - p)^2 (the ones it loses to), variance p (1 - p) (the closest results), uniform (all alike: a beaten reference stays in play)")
+
+
+def _default_opponents() -> list[OpponentConfig]:
+    return [OpponentConfig(source="current", share=0.5),
+            OpponentConfig(source="snapshot", share=0.5)]
+
+
 class LeagueConfig(Section):
     sides: dict[str, list[str]] | None = Field(None, description="a competitive or mixed game's sides: side name -> agent groups (simple_tag: {predators: [adversary], prey: [agent]}); each side has its own population of population.size members")
     symmetric: bool = Field(False, description="a game whose seats all play the same role (connect four, tictactoe, rps): one population takes every seat")
     snapshot_every: int = Field(2, ge=1, description="generations between snapshots of every member joining the league as frozen opponents")
     max_snapshots: int = Field(8, ge=1, description="snapshots the league holds (the oldest leave first)")
-    current_share: float = Field(0.5, ge=0, le=1, description="share of training games against current members; the rest against snapshots, once there are any")
-    reference_share: float = Field(0.0, ge=0, le=1, description="share of training games against the references (chosen by PFSP among them); the rest go to members and snapshots as current_share says. 0: references are evaluation opponents only")
-    pfsp: Literal["hard", "variance", "uniform"] = Field("hard", description="how opponents are weighted by the learner's win rate p against them: hard (1 - p)^2, variance p (1 - p), uniform")
-    reference_pfsp: Literal["hard", "variance", "uniform"] | None = Field(None, description="how the references are weighted among themselves in reference games (None: as pfsp). uniform keeps a beaten reference in play: under hard, random play is hardly drawn once beaten, and the odd positions only it reaches go untrained")
-    self_share: float = Field(0.0, ge=0, le=1, description="share of the training games not against a reference that a member plays against itself, holding every seat (symmetric games only): it learns from every seat's moves, where a game against another player teaches it from its own seat only. 0: members always meet another player")
+    opponents: list[OpponentConfig] = Field(default_factory=_default_opponents, description="where a learner's training opponents come from: a list of sources, each at most once, their shares summing to 1; a game draws a source by share, then one of its players by PFSP. A source with no player passes its games on: snapshot, before the first is taken, to the current members; current, for a learner with no other member, to the snapshots (with neither, the learner plays itself); reference, on a side no reference plays, to the other sources in proportion to their shares. Default: half the games against current members, half against snapshots (the references are evaluation opponents only)")
     opponent_epsilon: float = Field(0.0, ge=0, le=1, description="probability that an opponent's move in a training game is replaced by a uniformly random legal one (evaluation games never are): strong opponents rarely leave the positions weak play reaches, such as two of a line left open, so a learner trained only against them may never learn to answer those. 0: opponents play their own moves")
     references: list[str] = Field(default_factory=lambda: ["random"], description="reference opponents: random (its rating never moves: the scale's 0), minimax (tictactoe), lookahead (connect four), flee (simple_tag's prey); the others are rated with the league")
     win_above: dict[str, float] | None = Field(None, description="mixed games whose scores do not oppose: one side and a threshold; that side wins a game when its agents' summed return is above it, every other side otherwise (simple_tag: {predators: 0}, a catch). None: the side with the highest score wins")
     eval_games: int = Field(20, ge=2, description="evaluation games of every member against each reference and each other member per generation (seats alternate)")
 
     @model_validator(mode="after")
-    def _references_train(self) -> LeagueConfig:
-        if self.reference_pfsp is not None and self.reference_share == 0:
-            raise ValueError(f"reference_pfsp {self.reference_pfsp!r} weighs references in "
-                             "training games, and reference_share is 0: set it above 0 too")
-        if self.self_share > 0 and not self.symmetric:
-            raise ValueError(f"self_share {self.self_share} seats a member against itself, which "
-                             "needs symmetric: true (in an asymmetric game a member holds one "
-                             "side's policies only)")
+    def _opponent_sources(self) -> LeagueConfig:
+        """Each source listed once, a reference source only with references, the shares
+        summing to 1 (within ``OPPONENT_SHARE_TOLERANCE``); each error located at its item
+        (``league.opponents.1.source``) or at the list (the sum)."""
+        problems: list[InitErrorDetails] = []
+
+        def problem(loc: tuple[str | int, ...], message: str, value: Any) -> None:
+            problems.append(InitErrorDetails(type=PydanticCustomError("league_opponents", message),
+                                             loc=loc, input=value))
+
+        first: dict[str, int] = {}
+        for i, o in enumerate(self.opponents):
+            if o.source in first:
+                problem(("opponents", i, "source"),
+                        f"listed already as opponents[{first[o.source]}]", o.source)
+            first.setdefault(o.source, i)
+            if o.source == "reference" and not self.references:
+                problem(("opponents", i, "source"),
+                        "a reference source needs league.references, which is empty", o.source)
+        shares = [o.share for o in self.opponents]
+        if abs(sum(shares) - 1.0) > OPPONENT_SHARE_TOLERANCE:
+            problem(("opponents",), f"the shares sum to {sum(shares):g}, not 1", shares)
+        if problems:
+            raise ValidationError.from_exception_data(type(self).__name__, problems)
         return self
 
     @property

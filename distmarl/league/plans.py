@@ -10,6 +10,10 @@ weight ``f(P[learner beats o])``: ``hard`` ``(1 - p)^2`` puts the games where th
 ``variance`` ``p (1 - p)`` where results are closest; ``uniform`` is plain fictitious self-play.
 ``P`` is the empirical win rate of the :class:`MatchRecord` (draws count half), pulled towards
 0.5 by one pseudo-game so that an unplayed opponent is neither ignored nor certain.
+
+A training game's opponent comes from one of its sources (:class:`OpponentSource`: the current
+members, their snapshots, the references), drawn by their shares; PFSP weighs the players
+within the source drawn, as that source's weighting says (:func:`choose_opponent`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ import numpy as np
 
 from distmarl.league.ratings import result_index
 
-__all__ = ["Match", "MatchRecord", "Snapshot", "SnapshotPool", "choose_opponent", "pfsp_weights",
-           "plan_matches"]
+__all__ = ["DEFAULT_OPPONENTS", "Match", "MatchRecord", "OpponentSource", "Snapshot",
+           "SnapshotPool", "check_sources", "choose_opponent", "pfsp_weights", "plan_matches"]
 
 #: how PFSP weighs opponents (see :func:`pfsp_weights`)
 Weighting = Literal["hard", "variance", "uniform"]
@@ -88,38 +92,120 @@ def pfsp_weights(win_rates: Sequence[float], weighting: Weighting = "hard") -> n
     return w / total if total > 0 else np.full_like(p, 1.0 / p.size)
 
 
-def choose_opponent(learner: str, current: Sequence[str], snapshots: Sequence[str],
-                    record: MatchRecord, rng: np.random.Generator, current_share: float = 0.5,
-                    weighting: Weighting = "hard", references: Sequence[str] = (),
-                    reference_share: float = 0.0,
-                    reference_weighting: Weighting | None = None,
-                    self_share: float = 0.0) -> str:
-    """One opponent for ``learner``: with probability ``reference_share`` one of the
-    ``references``; otherwise with probability ``self_share`` the learner itself (a
-    self-play game); otherwise with probability ``current_share`` (or when there are no
-    snapshots) one of the ``current`` members, else a snapshot; within the chosen group by
-    :func:`pfsp_weights` of ``learner``'s win rates (``reference_weighting`` among the
-    references, None: ``weighting``). Past ``self_share``, ``learner`` itself is chosen only
-    when it is the only candidate."""
-    for name, share in (("current_share", current_share), ("reference_share", reference_share),
-                        ("self_share", self_share)):
-        if not 0.0 <= share <= 1.0:
-            raise ValueError(f"{name} must be within [0, 1], got {share}")
-    others = [c for c in current if c != learner]
-    how = weighting
-    if references and reference_share > 0 and rng.random() < reference_share:
-        pool = list(references)
-        how = weighting if reference_weighting is None else reference_weighting
-    elif self_share > 0 and rng.random() < self_share:
-        return learner
-    elif not snapshots or (others and rng.random() < current_share):
-        pool = others or list(current)
-    else:
-        pool = list(snapshots)
+#: where a training game's opponent comes from: the current members of the side it plays, their
+#: frozen snapshots, or the references
+Source = Literal["current", "snapshot", "reference"]
+
+#: the sources in the order a game's source is drawn (one uniform number per source passed), so
+#: the draws do not depend on the order a config lists them in
+SOURCES: tuple[Source, ...] = ("reference", "current", "snapshot")
+
+WEIGHTINGS: tuple[Weighting, ...] = ("hard", "variance", "uniform")
+
+#: how far the shares of a list of sources may sum from 1
+SHARE_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class OpponentSource:
+    """One source of training opponents: the ``share`` of a learner's training games it takes,
+    and how PFSP weighs its players among themselves (:func:`pfsp_weights`)."""
+
+    source: Source
+    share: float
+    weighting: Weighting = "hard"
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"unknown opponent source {self.source!r}; use one of "
+                             f"{list(SOURCES)}")
+        if not 0.0 <= self.share <= 1.0:
+            raise ValueError(f"the {self.source} share must be within [0, 1], got {self.share}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown PFSP weighting {self.weighting!r} for the {self.source} "
+                             "source; use hard, variance or uniform")
+
+
+#: half the games against the current members, half against snapshots (the references are
+#: evaluation opponents only)
+DEFAULT_OPPONENTS: tuple[OpponentSource, ...] = (OpponentSource("current", 0.5),
+                                                 OpponentSource("snapshot", 0.5))
+
+
+def check_sources(sources: Sequence[OpponentSource]) -> dict[Source, OpponentSource]:
+    """``sources`` by name; ValueError when one is listed twice or the shares do not sum to 1
+    (within :data:`SHARE_TOLERANCE`)."""
+    by_name: dict[Source, OpponentSource] = {}
+    for s in sources:
+        if s.source in by_name:
+            raise ValueError(f"opponent source {s.source!r} is listed twice")
+        by_name[s.source] = s
+    total = sum(s.share for s in sources)
+    if abs(total - 1.0) > SHARE_TOLERANCE:
+        raise ValueError(f"the opponent sources' shares sum to {total:g}, not 1")
+    return by_name
+
+
+def _draw(shares: Mapping[Source, float], rng: np.random.Generator) -> Source:
+    """A source with probability proportional to its share, in :data:`SOURCES` order: each
+    source with a share, but the last, draws one number and is taken with its share of what
+    is left."""
+    order = [s for s in SOURCES if shares.get(s, 0.0) > 0.0]
+    for i, s in enumerate(order[:-1]):
+        if rng.random() < shares[s] / sum(shares[t] for t in order[i:]):
+            return s
+    return order[-1]
+
+
+def _choose(learner: str, pools: Mapping[str, Sequence[str]],
+            sources: Mapping[Source, OpponentSource], record: MatchRecord,
+            rng: np.random.Generator) -> str:
+    """:func:`choose_opponent` on checked ``sources`` (by name)."""
+    players: dict[Source, list[str]] = {
+        "reference": list(pools.get("reference", ())),
+        "current": [p for p in pools.get("current", ()) if p != learner],
+        "snapshot": list(pools.get("snapshot", ())),
+    }
+    shares: dict[Source, float] = {}
+    weighting: dict[Source, Weighting] = {}
+    for name, s in sources.items():
+        to = name
+        if name == "reference" and not players["reference"]:
+            continue  # a side without references: the others share its games
+        if name == "snapshot" and not players["snapshot"]:
+            to = "current"  # no snapshot taken yet
+        elif name == "current" and not players["current"] and players["snapshot"]:
+            to = "snapshot"  # no other member
+        shares[to] = shares.get(to, 0.0) + s.share
+        if to == name:
+            weighting[to] = s.weighting
+        elif to not in sources:
+            weighting.setdefault(to, s.weighting)
+    drawn = _draw(shares, rng) if any(v > 0.0 for v in shares.values()) else "current"
+    pool = players[drawn]
+    if not pool:  # no other member and no snapshot: the learner plays itself
+        pool = list(pools.get("current", ()))
     if not pool:
         raise ValueError(f"no opponent for {learner!r}: no other member and no snapshot")
-    probs = pfsp_weights([record.win_rate(learner, o) for o in pool], how)
+    probs = pfsp_weights([record.win_rate(learner, o) for o in pool],
+                         weighting.get(drawn, "hard"))
     return pool[int(rng.choice(len(pool), p=probs))]
+
+
+def choose_opponent(learner: str, pools: Mapping[str, Sequence[str]],
+                    sources: Sequence[OpponentSource], record: MatchRecord,
+                    rng: np.random.Generator) -> str:
+    """One opponent for ``learner`` from ``pools`` (source name -> its players; ``current``
+    may hold the learner, who is left out): a source drawn by share, then one of its players by
+    :func:`pfsp_weights` of ``learner``'s win rates against them, weighed as that source says.
+
+    A source with no player takes no games: a ``reference`` source whose side has no
+    reference leaves its share to the other sources (in proportion to theirs); a ``snapshot``
+    source before the first snapshot passes its games to the current members, and a
+    ``current`` source, when the learner has no other member beside it, to the snapshots
+    (weighed as the source they land on is listed, or as the source that passed them when it
+    is not); with neither, the learner plays itself."""
+    return _choose(learner, pools, check_sources(sources), record, rng)
 
 
 @dataclass(frozen=True)
@@ -132,40 +218,25 @@ class Match:
 
 
 def plan_matches(learner: str, side: str, sides: Sequence[str],
-                 current: Mapping[str, Sequence[str]], snapshots: Mapping[str, Sequence[str]],
-                 record: MatchRecord,
-                 rng: np.random.Generator, games: int, symmetric: bool = False,
-                 current_share: float = 0.5, weighting: Weighting = "hard",
-                 references: Mapping[str, Sequence[str]] | None = None,
-                 reference_share: float = 0.0,
-                 reference_weighting: Weighting | None = None,
-                 self_share: float = 0.0) -> list[Match]:
+                 pools: Mapping[str, Mapping[str, Sequence[str]]], record: MatchRecord,
+                 rng: np.random.Generator, games: int, *, symmetric: bool = False,
+                 sources: Sequence[OpponentSource] = DEFAULT_OPPONENTS) -> list[Match]:
     """Seatings of ``games`` games for ``learner``, a member of ``side``: every other side gets
-    an opponent from that side's ``current`` members and ``snapshots``
-    (:func:`choose_opponent`; ``references`` by side join with ``reference_share``, weighed
-    among themselves by ``reference_weighting``). In a
-    symmetric game the sides are seats sharing one population
-    (``current`` and ``snapshots`` under ``side``), and the learner's seat turns with the
-    game number, so it plays first and second equally often; ``self_share`` of the games
-    not against a reference seat the learner in the other seat too (self-play: it learns
-    from every seat). An asymmetric game's member holds one side's policies only, so it
-    cannot play itself there."""
+    an opponent from that side's ``pools`` (side -> source name -> its players; see
+    :func:`choose_opponent`) drawn by ``sources``. In a symmetric game the sides are seats
+    sharing one population (its players under ``side``), and the learner's seat turns with
+    the game number, so it plays first and second equally often."""
     if side not in sides:
         raise ValueError(f"{learner!r} plays for side {side!r}, which is not one of {list(sides)}")
-    if self_share > 0 and not symmetric:
-        raise ValueError(f"self_share {self_share} seats a learner against itself, which only "
-                         "a symmetric game can (a member holds one side's policies)")
+    by_name = check_sources(sources)
     matches = []
     for k in range(games):
         own = sides[k % len(sides)] if symmetric else side
         seats = {own: learner}
         for other in sides:
             if other != own:
-                pool = side if symmetric else other
-                seats[other] = choose_opponent(
-                    learner, current[pool], snapshots.get(pool, ()), record, rng, current_share,
-                    weighting, (references or {}).get(pool, ()), reference_share,
-                    reference_weighting, self_share)
+                seats[other] = _choose(learner, pools.get(side if symmetric else other, {}),
+                                       by_name, record, rng)
         matches.append(Match(seats, own))
     return matches
 

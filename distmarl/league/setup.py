@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from distmarl.agents import Sides, resolve_sides
 from distmarl.config import ExperimentConfig
+from distmarl.league.plans import OpponentSource
 from distmarl.league.references import reference_sides
 from distmarl.league.seating import check_win_above
 from distmarl.league.state import League, LeagueSettings
@@ -48,8 +49,8 @@ def league_setup(cfg: ExperimentConfig, spaces: tuple[Any, ...]) -> LeagueSetup 
     for name, plays in refs.items():
         for s in plays:
             by_side[s].append(name)
+    opponents = tuple(OpponentSource(o.source, o.share, o.weighting) for o in lc.opponents)
     settings = LeagueSettings(tuple(sides.agents), sides.symmetric, lc.snapshot_every,
-                              lc.max_snapshots, lc.current_share, lc.pfsp,
-                              lc.reference_share, lc.reference_pfsp, lc.self_share)
+                              lc.max_snapshots, opponents)
     league = League(side_of_members(sides, cfg.population.size), by_side, settings)
     return LeagueSetup(sides, refs, league)

@@ -28,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from distmarl.league.plans import (
+    DEFAULT_OPPONENTS,
     Match,
     MatchRecord,
+    OpponentSource,
     Snapshot,
     SnapshotPool,
-    Weighting,
+    check_sources,
     plan_matches,
 )
 from distmarl.league.ratings import Ratings
@@ -53,13 +55,11 @@ class LeagueSettings:
     symmetric: bool
     snapshot_every: int = 2
     max_snapshots: int = 8
-    current_share: float = 0.5
-    pfsp: Weighting = "hard"
-    reference_share: float = 0.0
-    #: how references are weighed among themselves (None: as ``pfsp``)
-    reference_pfsp: Weighting | None = None
-    #: share of the training games not against a reference that a member plays against itself
-    self_share: float = 0.0
+    #: where training opponents come from, each source's share of the games and weighting
+    opponents: tuple[OpponentSource, ...] = DEFAULT_OPPONENTS
+
+    def __post_init__(self) -> None:
+        check_sources(self.opponents)
 
 
 class League:
@@ -102,16 +102,13 @@ class League:
                          ) -> list[Match]:
         """Seatings of ``games`` training games for ``member`` (PFSP opponents; see
         :func:`~distmarl.league.plans.plan_matches`)."""
-        side = self.side_of_member[member]
         sides = self.settings.sides
-        return plan_matches(member_id(member), side, sides,
-                            {s: self.current(s) for s in sides},
-                            {s: self.snapshots(s) for s in sides}, self.record, rng, games,
-                            self.settings.symmetric, self.settings.current_share,
-                            self.settings.pfsp,
-                            {s: [f"ref/{r}" for r in self.references.get(s, [])] for s in sides},
-                            self.settings.reference_share, self.settings.reference_pfsp,
-                            self.settings.self_share)
+        pools = {s: {"current": self.current(s), "snapshot": self.snapshots(s),
+                     "reference": [f"ref/{r}" for r in self.references.get(s, [])]}
+                 for s in sides}
+        return plan_matches(member_id(member), self.side_of_member[member], sides, pools,
+                            self.record, rng, games, symmetric=self.settings.symmetric,
+                            sources=self.settings.opponents)
 
     def evaluation_opponents(self, member: int) -> dict[str, list[str]]:
         """Opponent side -> whom ``member`` plays in its evaluation: every reference of that

@@ -40,7 +40,7 @@ from distmarl.runtime.recorder import Recorder
 from distmarl.runtime.resume import agent_spaces
 from distmarl.runtime.run_state import DONE, MemberState, RunState
 from distmarl.runtime.scheduler import Call, Scheduler
-from distmarl.runtime.stopping import StopRequest, stop_details
+from distmarl.runtime.stopping import StopRequest, own_process_group, stop_details
 from distmarl.version import __version__
 
 
@@ -93,9 +93,14 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: LeagueGam
 
 def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,
                scheduler: Scheduler) -> Fleet:
-    """A :class:`LocalFleet` (``local``) or a :class:`RayFleet` (Ray must be running)."""
-    kind = LocalFleet if local else RayFleet
-    return kind(spec, path=path, state=state, scheduler=scheduler)
+    """A :class:`LocalFleet` (``local``) or a :class:`RayFleet` (Ray must be running). The
+    in-process fleet's env worker processes start in a process group of their own, as a local
+    Ray's do: a signal to the driver's group (``timeout``, Ctrl-C) reaches the driver alone,
+    which stops the run with its envs still there."""
+    if not local:
+        return RayFleet(spec, path=path, state=state, scheduler=scheduler)
+    with own_process_group():
+        return LocalFleet(spec, path=path, state=state, scheduler=scheduler)
 
 
 class TrainingRun:

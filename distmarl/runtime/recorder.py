@@ -112,6 +112,7 @@ class Recorder:
         ckpt = load_checkpoint(Path(path))
         self.fleet.load(ckpt.members, ckpt.buffer_state)
         self.state.load_state_dict(ckpt.meta)
+        self.state.final = None  # the earlier run's: this one ends with its own
         max_steps = self.max_steps
         for m in self.state.members:  # a generation finished at the boundary: go on to the next
             if m.evaluated_at == m.boundary and m.boundary < max_steps:
@@ -176,7 +177,7 @@ class Recorder:
         if latest:
             out["population/best_fitness"] = max(latest)
             out["population/mean_fitness"] = sum(latest) / len(latest)
-        final = state.final if not state.running else None  # a resumed run's is stale
+        final = state.final
         if final is not None:
             out["population/final_score"] = final.final_score
             out["population/random_score"] = final.random_score

@@ -8,12 +8,13 @@ Only the coordinator process holds a tracker; actors never call the backend.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -209,8 +210,7 @@ class MlflowTracker:
         try:
             import mlflow
 
-            mlflow.set_tracking_uri(self.uri)
-            with mlflow.start_run(run_id=self.parent_id):
+            with _tracking_uri(self.uri), mlflow.start_run(run_id=self.parent_id):
                 # "pickle": the policy acts through numpy, which pt2's graph tracing cannot
                 # follow. Load it only from a tracking server you trust; checkpoints are the
                 # safe path.
@@ -287,3 +287,24 @@ class MlflowTracker:
                     self._failed(err)
                     return
                 time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def _tracking_uri(uri: str) -> Iterator[None]:
+    """MLflow's process-wide tracking URI (and ``$MLFLOW_TRACKING_URI``, which setting it
+    writes) is ``uri`` within the block and what it was after it, so a later run in the same
+    process (an in-process run, a notebook) does not log into this run's store."""
+    import mlflow
+    from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+    before = mlflow.get_tracking_uri() if is_tracking_uri_set() else None
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(before)  # type: ignore[arg-type]
+        if env is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = env

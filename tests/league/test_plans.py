@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 
 from distmarl.league.plans import (
+    DEFAULT_OPPONENTS,
     MatchRecord,
+    OpponentSource,
     SnapshotPool,
+    check_sources,
     choose_opponent,
     pfsp_weights,
     plan_matches,
@@ -45,98 +48,115 @@ def test_pfsp_weights_favour_the_opponents_the_learner_loses_to() -> None:
         pfsp_weights([0.5], "harder")  # type: ignore[arg-type]
 
 
-def test_opponents_come_from_members_and_snapshots_by_share_and_pfsp() -> None:
+#: the current members and snapshots of a symmetric game's pool, and two references
+POOLS = {"current": ["member/0", "member/1"], "snapshot": ["snapshot/0", "snapshot/1"],
+         "reference": ["ref/random", "ref/minimax"]}
+
+
+def shares_of(picks: list[str]) -> dict[str, float]:
+    return {o: picks.count(o) / len(picks) for o in set(picks)}
+
+
+def draws(pools: dict[str, list[str]], sources: list[OpponentSource], rec: MatchRecord,
+          seed: int, n: int = 4000) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [choose_opponent("member/0", pools, sources, rec, rng) for _ in range(n)]
+
+
+def test_each_source_takes_its_share_of_the_games_and_pfsp_weighs_within_it() -> None:
+    """Over 4000 draws every source's share holds within 0.03, the learner never meets
+    itself, and within the snapshots the unplayed one is drawn by its hard PFSP weight."""
     rec = MatchRecord()
     for _ in range(20):
         rec.record("member/0", "snapshot/0", 1.0)  # snapshot 0 is beaten, snapshot 1 unplayed
-    rng = np.random.default_rng(0)
-    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0", "snapshot/1"],
-                             rec, rng, current_share=0.25) for _ in range(4000)]
-    share = {o: picks.count(o) / len(picks) for o in set(picks)}
+    sources = [OpponentSource("reference", 0.2), OpponentSource("current", 0.3),
+               OpponentSource("snapshot", 0.5)]
+    picks = draws(POOLS, sources, rec, seed=0)
+    share = shares_of(picks)
     assert "member/0" not in share
-    assert share["member/1"] == pytest.approx(0.25, abs=0.03)
+    assert share["ref/random"] + share["ref/minimax"] == pytest.approx(0.2, abs=0.03)
+    assert share["member/1"] == pytest.approx(0.3, abs=0.03)
     # within the snapshots: (1 - 20.5/21)^2 against (1 - 0.5)^2
     w0, w1 = (1 - 20.5 / 21) ** 2, 0.25
-    assert share["snapshot/1"] == pytest.approx(0.75 * w1 / (w0 + w1), abs=0.03)
-    again = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0", "snapshot/1"],
-                             rec, np.random.default_rng(0), current_share=0.25)
-             for _ in range(1)]
-    assert again == picks[:1]  # the generator decides
-    # no snapshots yet: the other members; alone: self-play
-    assert choose_opponent("member/0", ["member/0", "member/1"], [], rec, rng) == "member/1"
-    assert choose_opponent("member/0", ["member/0"], [], rec, rng) == "member/0"
-    with pytest.raises(ValueError, match="current_share must be within"):
-        choose_opponent("member/0", ["member/1"], [], rec, rng, current_share=1.5)
+    assert share["snapshot/1"] == pytest.approx(0.5 * w1 / (w0 + w1), abs=0.03)
+    # the generator decides, and the order the sources are listed in does not
+    assert draws(POOLS, sources[::-1], rec, seed=0) == picks
+    assert draws(POOLS, sources, rec, seed=1) != picks
+    # a source with no share takes no game
+    only = draws(POOLS, [OpponentSource("current", 1.0), OpponentSource("reference", 0.0)],
+                 rec, seed=2, n=200)
+    assert set(only) == {"member/1"}
 
 
-def test_references_take_their_share_of_training_games_weighted_by_pfsp() -> None:
-    rec = MatchRecord()
-    for _ in range(20):
-        rec.record("member/0", "ref/random", 1.0)  # random is beaten, minimax unplayed
-    rng = np.random.default_rng(1)
-    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0"], rec, rng,
-                             current_share=0.5, references=["ref/random", "ref/minimax"],
-                             reference_share=0.4) for _ in range(4000)]
-    share = {o: picks.count(o) / len(picks) for o in set(picks)}
-    w_random, w_minimax = (1 - 20.5 / 21) ** 2, 0.25
-    assert share["ref/minimax"] == pytest.approx(0.4 * w_minimax / (w_random + w_minimax),
-                                                 abs=0.03)
-    assert share["member/1"] == pytest.approx(0.6 * 0.5, abs=0.03)
-    assert share["snapshot/0"] == pytest.approx(0.6 * 0.5, abs=0.03)
-    with pytest.raises(ValueError, match="reference_share must be within"):
-        choose_opponent("member/0", ["member/1"], [], rec, rng, references=["ref/random"],
-                        reference_share=-0.1)
+def test_before_the_first_snapshot_the_snapshot_share_goes_to_the_current_members() -> None:
+    """No snapshot yet: the current members take the snapshots' games, the references keep
+    theirs; a learner with no other member plays the snapshots, and with neither itself."""
+    sources = [OpponentSource("reference", 0.25), OpponentSource("current", 0.375),
+               OpponentSource("snapshot", 0.375)]
+    early = {"current": ["member/0", "member/1"], "snapshot": [], "reference": ["ref/random"]}
+    share = shares_of(draws(early, sources, MatchRecord(), seed=3))
+    assert share["ref/random"] == pytest.approx(0.25, abs=0.03)
+    assert share["member/1"] == pytest.approx(0.75, abs=0.03)
+    alone = {"current": ["member/0"], "snapshot": ["snapshot/0"], "reference": ["ref/random"]}
+    share = shares_of(draws(alone, sources, MatchRecord(), seed=4))
+    assert share["snapshot/0"] == pytest.approx(0.75, abs=0.03) and "member/0" not in share
+    rng = np.random.default_rng(5)
+    assert choose_opponent("member/0", {"current": ["member/0"]}, DEFAULT_OPPONENTS,
+                           MatchRecord(), rng) == "member/0"
+    with pytest.raises(ValueError, match="no opponent for 'member/0'"):
+        choose_opponent("member/0", {}, DEFAULT_OPPONENTS, MatchRecord(), rng)
 
 
-def test_self_play_takes_its_share_of_the_games_not_against_references() -> None:
-    rng = np.random.default_rng(3)
-    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0"], MatchRecord(),
-                             rng, current_share=0.5, references=["ref/random"],
-                             reference_share=0.2, self_share=0.5) for _ in range(4000)]
-    share = {o: picks.count(o) / len(picks) for o in set(picks)}
-    assert share["ref/random"] == pytest.approx(0.2, abs=0.03)
-    assert share["member/0"] == pytest.approx(0.8 * 0.5, abs=0.03)
-    assert share["member/1"] == pytest.approx(0.8 * 0.5 * 0.5, abs=0.03)
-    assert share["snapshot/0"] == pytest.approx(0.8 * 0.5 * 0.5, abs=0.03)
-    # self_share 0 draws exactly as before it existed (seeded runs repeat)
-    a, b = np.random.default_rng(4), np.random.default_rng(4)
-    assert ([choose_opponent("member/0", ["member/1"], ["snapshot/0"], MatchRecord(), a)
-             for _ in range(50)]
-            == [choose_opponent("member/0", ["member/1"], ["snapshot/0"], MatchRecord(), b,
-                                self_share=0.0) for _ in range(50)])
-    with pytest.raises(ValueError, match="self_share must be within"):
-        choose_opponent("member/0", ["member/1"], [], MatchRecord(), rng, self_share=1.5)
-    # a symmetric game seats the learner in both seats; an asymmetric one cannot
-    matches = plan_matches("member/0", "player_0", ["player_0", "player_1"],
-                           {"player_0": ["member/0", "member/1"]}, {}, MatchRecord(), rng, 8,
-                           symmetric=True, self_share=1.0)
-    assert all(set(m.seats.values()) == {"member/0"} for m in matches)
-    with pytest.raises(ValueError, match="only a symmetric game can"):
-        plan_matches("member/0", "prey", ["predators", "prey"],
-                     {"predators": ["member/1"], "prey": ["member/0"]}, {}, MatchRecord(), rng,
-                     2, self_share=0.5)
+def test_a_side_without_references_shares_their_games_among_the_other_sources() -> None:
+    """The reference share of a side no reference plays goes to the current members and the
+    snapshots in proportion to their shares (3:1 here)."""
+    sources = [OpponentSource("reference", 0.6), OpponentSource("current", 0.3),
+               OpponentSource("snapshot", 0.1)]
+    pools = {"current": ["member/2"], "snapshot": ["snapshot/0"], "reference": []}
+    share = shares_of(draws(pools, sources, MatchRecord(), seed=6))
+    assert share["member/2"] == pytest.approx(0.75, abs=0.03)
+    assert share["snapshot/0"] == pytest.approx(0.25, abs=0.03)
 
 
-def test_references_may_be_weighed_among_themselves_unlike_the_rest() -> None:
+def test_a_reference_source_s_weighting_applies_to_the_references_only() -> None:
+    """``uniform`` among the references keeps beaten random play at half the reference games,
+    while the snapshots' ``hard`` weighting all but drops the beaten snapshot."""
     rec = MatchRecord()
     for _ in range(20):
         rec.record("member/0", "ref/random", 1.0)  # random is beaten, minimax unplayed
         rec.record("member/0", "snapshot/0", 1.0)  # and so is one snapshot
-    rng = np.random.default_rng(2)
-    picks = [choose_opponent("member/0", ["member/0", "member/1"], ["snapshot/0", "snapshot/1"],
-                             rec, rng, current_share=0.5,
-                             references=["ref/random", "ref/minimax"], reference_share=0.4,
-                             reference_weighting="uniform")
-             for _ in range(4000)]
-    share = {o: picks.count(o) / len(picks) for o in set(picks)}
-    # uniform among the references: the beaten one keeps half of the reference games
+    sources = [OpponentSource("reference", 0.4, "uniform"), OpponentSource("current", 0.3),
+               OpponentSource("snapshot", 0.3, "hard")]
+    share = shares_of(draws(POOLS, sources, rec, seed=2))
     assert share["ref/random"] == pytest.approx(0.2, abs=0.03)
     assert share["ref/minimax"] == pytest.approx(0.2, abs=0.03)
-    # the snapshots keep hard PFSP: the beaten one is hardly drawn
     w_beaten, w_unplayed = (1 - 20.5 / 21) ** 2, 0.25
     assert share["snapshot/1"] == pytest.approx(0.3 * w_unplayed / (w_beaten + w_unplayed),
                                                 abs=0.03)
     assert share.get("snapshot/0", 0.0) < 0.01
+    # hard among the references too: beaten random play is hardly drawn
+    hard = [OpponentSource("reference", 0.4), *sources[1:]]
+    assert shares_of(draws(POOLS, hard, rec, seed=2)).get("ref/random", 0.0) < 0.01
+
+
+def test_bad_sources_are_refused_naming_the_source() -> None:
+    """A share outside [0, 1], an unknown source or weighting, a source listed twice, shares
+    that do not sum to 1: ValueErrors naming what is wrong."""
+    with pytest.raises(ValueError, match=r"the snapshot share must be within \[0, 1\], got 1\.5"):
+        OpponentSource("snapshot", 1.5)
+    with pytest.raises(ValueError, match="unknown opponent source 'self'"):
+        OpponentSource("self", 0.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown PFSP weighting 'harder' for the current"):
+        OpponentSource("current", 0.5, "harder")  # type: ignore[arg-type]
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="opponent source 'current' is listed twice"):
+        choose_opponent("member/0", POOLS, [OpponentSource("current", 0.5)] * 2, MatchRecord(),
+                        rng)
+    with pytest.raises(ValueError, match=r"shares sum to 0\.9, not 1"):
+        plan_matches("member/0", "player_0", ["player_0", "player_1"], {"player_0": POOLS},
+                     MatchRecord(), rng, 1, symmetric=True,
+                     sources=[OpponentSource("current", 0.5), OpponentSource("snapshot", 0.4)])
+    assert check_sources([OpponentSource("current", 0.1 + 0.2), OpponentSource("snapshot", 0.7)])
 
 
 def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
@@ -158,23 +178,23 @@ def test_the_pool_is_bounded_and_the_oldest_leave_first() -> None:
 def test_matches_seat_the_learner_on_its_side_and_opponents_from_the_other_sides() -> None:
     rec = MatchRecord()
     rng = np.random.default_rng(1)
-    current = {"predators": ["member/0", "member/1"], "prey": ["member/2"]}
-    snaps = {"prey": ["snapshot/0"]}
-    matches = plan_matches("member/0", "predators", ["predators", "prey"], current, snaps, rec,
-                           rng, games=200, current_share=0.5)
+    pools = {"predators": {"current": ["member/0", "member/1"]},
+             "prey": {"current": ["member/2"], "snapshot": ["snapshot/0"]}}
+    matches = plan_matches("member/0", "predators", ["predators", "prey"], pools, rec, rng,
+                           games=200)
     assert all(m.learner_side == "predators" and m.seats["predators"] == "member/0"
                for m in matches)
     prey = [m.seats["prey"] for m in matches]
     assert set(prey) == {"member/2", "snapshot/0"}
     assert prey.count("member/2") / len(prey) == pytest.approx(0.5, abs=0.1)
     with pytest.raises(ValueError, match="side 'good', which is not one of"):
-        plan_matches("member/0", "good", ["predators", "prey"], current, snaps, rec, rng, 1)
+        plan_matches("member/0", "good", ["predators", "prey"], pools, rec, rng, 1)
 
 
 def test_in_a_symmetric_game_the_learner_takes_each_seat_in_turn() -> None:
     seats = ["player_0", "player_1"]
-    pool = {"player_0": ["member/0", "member/1", "member/2"]}
-    matches = plan_matches("member/1", "player_0", seats, pool, {}, MatchRecord(),
+    pool = {"player_0": {"current": ["member/0", "member/1", "member/2"]}}
+    matches = plan_matches("member/1", "player_0", seats, pool, MatchRecord(),
                            np.random.default_rng(0), games=4, symmetric=True)
     assert [m.learner_side for m in matches] == ["player_0", "player_1"] * 2
     for m in matches:

@@ -3,9 +3,12 @@ ratings as fitness, bounded snapshots, copies and resume."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from distmarl.league.plans import OpponentSource
 from distmarl.league.state import League, LeagueSettings
 
 SEATS = ("player_0", "player_1")
@@ -40,15 +43,24 @@ def test_random_play_anchors_the_scale_and_other_references_are_rated() -> None:
                              + [("member/0", "ref/minimax", 0.0)] * 4)
     assert league.ratings.table["ref/random"] == (25.0, 25.0 / 3)
     assert league.ratings.ordinal("ref/minimax") > league.fitness(0) > 0.0
-    # with reference_share 1 every training game is against a reference
+    # with the references as the only source every training game is against one of them
     both = League(["player_0"] * 2, {s: ["minimax", "random"] for s in SEATS},
-                  LeagueSettings(SEATS, symmetric=True, reference_share=1.0))
+                  LeagueSettings(SEATS, symmetric=True,
+                                 opponents=(OpponentSource("reference", 1.0),)))
     matches = both.training_matches(0, np.random.default_rng(0), games=40)
     opponents = {p for m in matches for s, p in m.seats.items() if s != m.learner_side}
     assert opponents == {"ref/minimax", "ref/random"}
     # without random play, the first reference by name is the anchor
     alone = League(["player_0"], {s: ["minimax"] for s in SEATS}, settings)
     assert alone.anchor == "ref/minimax" and alone.ratings.fixed == {"ref/minimax"}
+
+
+def test_settings_refuse_opponent_sources_whose_shares_miss_one() -> None:
+    """The league's settings check their sources when made, not at the first game."""
+    with pytest.raises(ValueError, match=r"shares sum to 0\.5, not 1"):
+        LeagueSettings(SEATS, symmetric=True, opponents=(OpponentSource("current", 0.5),))
+    with pytest.raises(ValueError, match="'snapshot' is listed twice"):
+        LeagueSettings(SEATS, symmetric=True, opponents=(OpponentSource("snapshot", 0.5),) * 2)
 
 
 def test_snapshots_join_every_few_generations_rated_as_their_member_and_stay_bounded() -> None:
@@ -91,3 +103,24 @@ def test_an_asymmetric_league_keeps_sides_apart_and_resumes_from_its_state() -> 
     assert again.record.counts == league.record.counts
     assert again.snapshots("prey") == league.snapshots("prey") == ["snapshot/2", "snapshot/3"]
     assert again.fitness(0) == pytest.approx(league.fitness(0))
+
+
+def test_a_run_s_league_takes_its_opponent_sources_from_the_config() -> None:
+    """``league.opponents`` of the tictactoe example reaches the league's settings, source by
+    source, and its training games meet the references as well as members."""
+    from distmarl.config import load_config
+    from distmarl.factory import preflight
+    from distmarl.league.setup import league_setup
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "configs" / \
+        "tictactoe_ippo_league.yaml"
+    cfg = load_config(example, ["league.opponents=[{source: reference, share: 0.5, "
+                                "weighting: uniform}, {source: current, share: 0.5}]"])
+    setup = league_setup(cfg, preflight(cfg))
+    assert setup is not None
+    assert setup.league.settings.opponents == (OpponentSource("reference", 0.5, "uniform"),
+                                               OpponentSource("current", 0.5))
+    matches = setup.league.training_matches(0, np.random.default_rng(0), games=200)
+    opponents = [p for m in matches for s, p in m.seats.items() if s != m.learner_side]
+    assert {p.split("/")[0] for p in opponents} == {"ref", "member"}
+    assert np.mean([p.startswith("ref/") for p in opponents]) == pytest.approx(0.5, abs=0.1)

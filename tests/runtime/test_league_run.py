@@ -23,7 +23,7 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
     sets = [f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=2",
             "population.size=3", "evolution.evo_steps=128", "evolution.final_episodes=0",
             "league={symmetric: true, references: [random, lookahead], eval_games: 4, "
-            "snapshot_every: 1, max_snapshots: 4, self_share: 0.25}"]
+            "snapshot_every: 1, max_snapshots: 4}"]
     cfg = load_config(C4, [*sets, "training.max_steps=384"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps" and summary["generations"] == 3
@@ -92,8 +92,9 @@ def test_an_asymmetric_league_has_a_population_per_side(tmp_path: Path) -> None:
         "evolution.evo_steps=200", "evolution.final_episodes=4", "training.max_steps=400",
         "evolution.mutation={no_mutation: 1.0, architecture: 0.0, parameters: 0.0, rl_hp: 0.0}",
         "league={sides: {predators: [adversary], prey: [agent]}, references: [random, flee], "
-        "eval_games: 4, win_above: {predators: 0}, reference_share: 0.5, "
-        "opponent_epsilon: 0.2}"])
+        "eval_games: 4, win_above: {predators: 0}, opponent_epsilon: 0.2, "
+        "opponents: [{source: reference, share: 0.5}, {source: current, share: 0.25}, "
+        "{source: snapshot, share: 0.25}]}"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert len(summary["members"]) == 4 and summary["generations"] == 2
     league = summary["league"]

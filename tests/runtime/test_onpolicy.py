@@ -1,5 +1,6 @@
-"""On-policy members (IPPO, MAPPO) through the Ray runtime: whole fragments, each learned once by
-its own member's learner; evolution, tracking and checkpoints as for off-policy members."""
+"""On-policy members (IPPO, MAPPO): evolution, tracking, checkpoints and resume as for
+off-policy members (in process, ``local=True``); and on Ray, with workers and learners side by
+side as actors, whole fragments, each learned once by its own member's learner."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import torch
 
 from distmarl.config import load_config
 from tests.fakes import tensors
+from tests.tracking.test_mlflow_run import no_process_tracking_uri  # noqa: F401  (autouse)
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 
@@ -40,7 +42,10 @@ def handles_of(ray, coord) -> dict:
     raise AssertionError("the coordinator never built its actors")
 
 
-def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_path) -> None:
+def test_mappo_population_trains_evolves_resumes_and_is_tracked(tmp_path: Path) -> None:
+    """A MAPPO population in process: two generations tracked with an elite model, resumed
+    for a third; evaluations repeat from the checkpoint, copies carry their weights, the
+    checkpoint holds no fragments, and the value networks read the env's state."""
     from distmarl.checkpoint import load_checkpoint
     from distmarl.collect.evaluation import evaluate_checkpoint
     from distmarl.factory import env_spaces, make_algorithm
@@ -48,13 +53,14 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
 
     short = ["evolution.evo_steps=100"]
     first = train(on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps=200"),
-                  run_dir=tmp_path / "run", show_progress=False)
+                  run_dir=tmp_path / "run", show_progress=False, local=True)
     assert first["generations"] == 2
     assert first["mlflow"]["parent"] and first["elite_model_uri"]  # tracked, elite logged
     cfg = on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps=300",
                            "tracking.mlflow=false",  # (MLflow's resume: tests/tracking)
                            "evolution.eval_explore=true")
-    summary = train(cfg, resume=tmp_path / "run", show_progress=False)  # one generation more
+    summary = train(cfg, resume=tmp_path / "run", show_progress=False,
+                    local=True)  # one generation more
     assert summary["stop_reason"] == "max_steps" and summary["resumed_from"]
     # sampled evaluations are seeded by their episodes: the checkpoint scores the same again
     again = evaluate_checkpoint(Path(summary["checkpoint"]))
@@ -85,9 +91,11 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(ray_local, tmp_p
                    for k, v in start.items())
 
 
+@pytest.mark.ray
 def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) -> None:
-    """Two workers per member write interleaved fragments; every row a member's workers wrote
-    is learned exactly once, by that member's learner, in order, in whole fragments."""
+    """On Ray (the on-policy family's run end to end on actors): two workers per member write
+    interleaved fragments; every row a member's workers wrote is learned exactly once, by that
+    member's learner, in order, in whole fragments."""
     ray = ray_local
     from distmarl.runtime.coordinator import CoordinatorActor
 

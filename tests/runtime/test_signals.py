@@ -2,7 +2,9 @@
 SIGTERM and SIGINT to a real ``distmarl train`` stop it after the calls in flight with a
 checkpoint, a summary and the MLflow runs KILLED, exiting 143 / 130; ``--resume`` then goes on to
 ``max_steps``; a second signal exits at once. The signals go to the driver's whole process group
-(what ``timeout`` and a terminal's Ctrl-C do), so Ray's processes must be out of their way.
+(what ``timeout`` and a terminal's Ctrl-C do). The whole path runs in process (``--local``); on
+Ray, whose processes must be out of the signals' way, a resumed run stopped by SIGTERM, and a
+double SIGINT that leaves no Ray process behind.
 
 Also here, without Ray: the signal handling itself, the process group the driver gives Ray, and
 run directories that never collide."""
@@ -30,18 +32,23 @@ from distmarl.runtime.trainer import new_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
-MAX_STEPS = 4000  # per member: a checkpoint every 400, a run of about 15 s on 2 cores
+#: env steps per member on Ray (never reached before the signal) and between its checkpoints
+#: (soon after Ray's start-up)
+MAX_STEPS, RAY_CHECKPOINT_INTERVAL = 4000, 100
+#: env steps per member in process: a checkpoint every 200 (a generation), about 7 s on 2 cores
+LOCAL_MAX_STEPS = 2000
 
 
 # ---------------------------------------------------------------------------------- helpers
 @dataclass
 class Train:
-    """A ``distmarl train`` process and the files its stdout and stderr go to (files: Ray's
-    processes would hold a pipe open after the driver has gone)."""
+    """A ``distmarl train`` process, the files its stdout and stderr go to (files: Ray's
+    processes would hold a pipe open after the driver has gone) and its ``max_steps``."""
 
     proc: subprocess.Popen
     out: Path
     err: Path
+    max_steps: int
 
     def wait(self, timeout: float) -> tuple[int, str]:
         """Its exit code and stdout, once it ends."""
@@ -57,17 +64,25 @@ class Train:
         return self.err.read_text()[-3000:]
 
 
-def start_train(tmp: Path, *args: str) -> Train:
-    """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job)."""
+def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | None = None
+                ) -> Train:
+    """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job): on
+    a local Ray of 2 CPUs, or in process (``local``). Either way a signal to the group reaches
+    the driver alone: Ray's processes and env worker processes start in a group of their own. ``max_steps`` per member: by default
+    :data:`MAX_STEPS` on Ray, :data:`LOCAL_MAX_STEPS` in process."""
     n = len(list(tmp.glob("stderr-*.txt")))
     out, err = tmp / f"stdout-{n}.txt", tmp / f"stderr-{n}.txt"
+    where = ["--local"] if local else [
+        "--num-cpus", "2", "--set", f"tracking.checkpoint_interval={RAY_CHECKPOINT_INTERVAL}"]
+    if max_steps is None:
+        max_steps = LOCAL_MAX_STEPS if local else MAX_STEPS
     with out.open("w") as out_file, err.open("w") as err_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", "--num-cpus",
-             "2", "--set", f"tracking.directory={tmp / 'runs'}",
-             "--set", f"training.max_steps={MAX_STEPS}", *args],
+            [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", *where,
+             "--set", f"tracking.directory={tmp / 'runs'}",
+             "--set", f"training.max_steps={max_steps}", *args],
             stdout=out_file, stderr=err_file, cwd=ROOT, process_group=0)
-    return Train(proc, out, err)
+    return Train(proc, out, err, max_steps)
 
 
 def wait_for(what: str, check: Callable[[], Any], run: Train, timeout: float = 240) -> Any:
@@ -118,44 +133,53 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def stop_at_a_checkpoint(tmp: Path, run: Train, signum: int, after: int = 0) -> dict[str, Any]:
+    """Once ``run`` has saved a checkpoint past ``after`` env steps, send ``signum`` to its
+    process group: it exits ``128 + signum`` with a summary naming the signal, a checkpoint at
+    the summary's step, no final evaluation and its MLflow runs KILLED. Returns the summary."""
+    name = signal.Signals(signum).name
+    wait_for(f"a checkpoint after step {after}", lambda: steps(tmp) and steps(tmp)[-1] > after,
+             run)
+    code, out = run.stop(signum)
+    assert code == 128 + signum, run.stderr_tail()
+    (run_dir,) = (tmp / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == f"stopped by {name}" and summary["stop_signal"] == signum
+    assert f"distmarl: stopped by {name} after {summary['env_steps']:,} env steps" in out
+    assert Path(summary["checkpoint"]).name == f"step-{summary['env_steps']:012d}"
+    assert after < steps(tmp)[-1] == summary["env_steps"] < 2 * run.max_steps
+    assert summary["final_score"] is None  # no final evaluation on a stop
+    assert set(run_statuses(summary).values()) == {"KILLED"}
+    assert f"{name}: stopping after the calls in flight" in run.err.read_text()
+    return summary
+
+
 # ---------------------------------------------------------------------------------- real runs
-@pytest.mark.ray
 @pytest.mark.slow
 def test_sigterm_and_sigint_stop_with_a_checkpoint_then_resume_reaches_max_steps(
         tmp_path: Path) -> None:
-    # SIGTERM to the group mid-run
-    run = start_train(tmp_path)
-    wait_for("a checkpoint", lambda: steps(tmp_path), run)
-    code, out = run.stop(signal.SIGTERM)
-    assert code == 143, run.stderr_tail()
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    first = json.loads((run_dir / "summary.json").read_text())
-    assert first["stop_reason"] == "stopped by SIGTERM" and first["stop_signal"] == 15
-    assert f"distmarl: stopped by SIGTERM after {first['env_steps']:,} env steps" in out
-    assert Path(first["checkpoint"]).name == f"step-{first['env_steps']:012d}"
-    assert steps(tmp_path)[-1] == first["env_steps"] < 2 * MAX_STEPS
-    assert first["final_score"] is None  # no final evaluation on a stop
-    assert set(run_statuses(first).values()) == {"KILLED"}
-    assert "SIGTERM: stopping after the calls in flight" in run.err.read_text()
+    """In process (``--local``, the first run's envs in worker processes): SIGTERM mid-run,
+    ``--resume`` then SIGINT (a terminal's
+    Ctrl-C) once it has saved again, ``--resume`` to ``max_steps``: one run directory, one set
+    of MLflow runs, FINISHED at the end."""
+    # envs in worker processes: the run keeps them out of the group the signal goes to
+    first = stop_at_a_checkpoint(
+        tmp_path, start_train(tmp_path, "--set", "env.vector_mode=async", local=True),
+        signal.SIGTERM)
+    assert first["ray"] is None  # in process
+    run_dir = Path(first["run_dir"])
 
-    # resumed, then SIGINT (a terminal's Ctrl-C) once it has saved again
-    run = start_train(tmp_path, "--resume", str(run_dir))
-    wait_for("a new checkpoint", lambda: steps(tmp_path)[-1] > first["env_steps"], run)
-    code, out = run.stop(signal.SIGINT)
-    assert code == 130, run.stderr_tail()
-    second = json.loads((run_dir / "summary.json").read_text())
-    assert second["stop_reason"] == "stopped by SIGINT" and second["stop_signal"] == 2
-    assert first["env_steps"] < second["env_steps"] == steps(tmp_path)[-1] < 2 * MAX_STEPS
+    run = start_train(tmp_path, "--resume", str(run_dir), local=True)
+    second = stop_at_a_checkpoint(tmp_path, run, signal.SIGINT, after=first["env_steps"])
     assert second["mlflow"] == first["mlflow"]
-    assert set(run_statuses(second).values()) == {"KILLED"}
+    assert second["resumed_from"].endswith(f"step-{first['env_steps']:012d}")
 
-    # resumed to the end
-    run = start_train(tmp_path, "--resume", str(run_dir))
+    run = start_train(tmp_path, "--resume", str(run_dir), local=True)
     code, out = run.wait(timeout=400)
     assert code == 0, run.stderr_tail()
     last = json.loads((run_dir / "summary.json").read_text())
     assert last["stop_reason"] == "max_steps" and last["stop_signal"] is None
-    assert all(m["env_steps"] >= MAX_STEPS for m in last["members"])
+    assert all(m["env_steps"] >= LOCAL_MAX_STEPS for m in last["members"])
     assert last["resumed_from"].endswith(f"step-{second['env_steps']:012d}")
     assert last["final_score"] is not None and last["mlflow"] == first["mlflow"]
     assert set(run_statuses(last).values()) == {"FINISHED"}
@@ -165,17 +189,40 @@ def test_sigterm_and_sigint_stop_with_a_checkpoint_then_resume_reaches_max_steps
 
 @pytest.mark.ray
 @pytest.mark.slow
+def test_on_ray_sigterm_stops_a_resumed_run_with_a_checkpoint(tmp_path: Path) -> None:
+    """On a local Ray, whose processes the driver keeps out of its process group (and whose
+    ``ray.init`` takes SIGTERM's handler): a run started in process and stopped by SIGINT goes
+    on with ``--resume`` on Ray (its learners' and buffer's states loaded into the actors), and
+    SIGTERM to the group, once it has saved again, stops it cleanly."""
+    run = start_train(tmp_path, local=True, max_steps=MAX_STEPS)
+    start = stop_at_a_checkpoint(tmp_path, run, signal.SIGINT)
+    run_dir = Path(start["run_dir"])
+
+    run = start_train(tmp_path, "--resume", str(run_dir))
+    stopped = stop_at_a_checkpoint(tmp_path, run, signal.SIGTERM, after=start["env_steps"])
+    assert stopped["ray"]["address"]  # on Ray
+    assert stopped["mlflow"] == start["mlflow"]
+    assert stopped["resumed_from"].endswith(f"step-{start['env_steps']:012d}")
+    for before, after in zip(start["members"], stopped["members"], strict=True):
+        assert after["env_steps"] > before["env_steps"] and after["updates"] > before["updates"]
+        assert after["fitness"][:len(before["fitness"])] == before["fitness"]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
 def test_a_second_signal_exits_at_once_and_leaves_no_ray_process(tmp_path: Path) -> None:
+    """A double Ctrl-C (SIGINT twice to the group) on Ray: exit 130 at once, no summary, and
+    Ray's processes, out of the group, end with the driver."""
     run = start_train(tmp_path)
     wait_for("a checkpoint", lambda: steps(tmp_path), run)
     ray_processes = descendants(run.proc.pid)
     assert ray_processes  # the raylet, the GCS, the workers
-    os.killpg(run.proc.pid, signal.SIGTERM)
+    os.killpg(run.proc.pid, signal.SIGINT)
     time.sleep(0.05)  # well within the stop (the calls in flight, a checkpoint, Ray's shutdown)
     sent = time.monotonic()
-    code, _ = run.stop(signal.SIGTERM, timeout=30)
-    assert code == 143 and time.monotonic() - sent < 2
-    assert "SIGTERM again: exiting now" in run.err.read_text()
+    code, _ = run.stop(signal.SIGINT, timeout=30)
+    assert code == 130 and time.monotonic() - sent < 2
+    assert "SIGINT again: exiting now" in run.err.read_text()
     assert not list((tmp_path / "runs").glob("*/summary.json"))
     deadline = time.monotonic() + 30  # Ray's processes end with their parent
     while time.monotonic() < deadline and ray_processes & _pids():
@@ -361,14 +408,13 @@ def test_run_directories_claimed_at_once_by_processes_are_distinct(tmp_path: Pat
     _check_names(paths)
 
 
-@pytest.mark.ray
 @pytest.mark.slow
 def test_two_runs_of_one_config_started_together_keep_their_own_directories(
         tmp_path: Path) -> None:
-    """Two ``distmarl train`` of one config started at once, each tracked in MLflow in its own
-    run directory: both finish. The plain ``<time>-tiny`` names of the next two minutes are
-    taken beforehand, so both runs must claim suffixed names in the same seconds, as two runs
-    started in one second do."""
+    """Two ``distmarl train --local`` of one config started at once, each tracked in MLflow in
+    its own run directory: both finish. The plain ``<time>-tiny`` names of the next two minutes
+    are taken beforehand, so both runs must claim suffixed names in the same seconds, as two
+    runs started in one second do."""
     runs = tmp_path / "runs"
     runs.mkdir()
     now = time.time()
@@ -376,7 +422,7 @@ def test_two_runs_of_one_config_started_together_keep_their_own_directories(
              for s in range(120)}
     for path in taken:
         path.mkdir()
-    first, second = (start_train(tmp_path, "--set", "training.max_steps=400") for _ in range(2))
+    first, second = (start_train(tmp_path, local=True, max_steps=400) for _ in range(2))
     for run in (first, second):
         code, out = run.wait(timeout=300)
         assert code == 0, run.stderr_tail()

@@ -146,6 +146,28 @@ def test_distmarl_evaluate_on_the_last_checkpoint_gives_the_final_score_again(ru
 
 @pytest.mark.ray
 @pytest.mark.slow
+def test_a_ray_run_resumes_in_process(run: RayRun) -> None:
+    """A checkpoint is the same whichever fleet wrote it: the Ray run's goes on in process,
+    its counters, lineage and members' states carried over."""
+    import shutil
+
+    from distmarl.runtime.trainer import train
+
+    resumed_dir = run.tmp / "resumed"
+    shutil.copytree(run.tmp / "run", resumed_dir)
+    cfg = run.cfg.model_copy(update={"training": run.cfg.training.model_copy(
+        update={"max_steps": run.cfg.training.max_steps + run.cfg.evolution.evo_steps})})
+    again = train(cfg, resume=resumed_dir, show_progress=False, local=True)
+    assert again["resumed_from"] and again["stop_reason"] == "max_steps"
+    assert again["generations"] == run.summary["generations"] + 1
+    assert again["env_steps"] > run.summary["env_steps"]
+    for before, after in zip(run.summary["members"], again["members"]):
+        assert after["fitness"][:len(before["fitness"])] == before["fitness"]
+        assert after["updates"] > before["updates"]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
 def test_update_to_data_ratio_follows_learn_step(run: RayRun) -> None:
     cfg, summary = run.cfg, run.summary
     for m in summary["members"]:

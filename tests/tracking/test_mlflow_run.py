@@ -1,4 +1,5 @@
-"""A tiny training run tracked in MLflow: the default local store, and a real `mlflow server`."""
+"""A tiny training run tracked in MLflow: the default local store, and a real `mlflow server`.
+The runs train in process (``local=True``): their subject is the tracking, not Ray."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,24 @@ import pytest
 
 from distmarl.config import load_config
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+
+
+@pytest.fixture(autouse=True)
+def no_process_tracking_uri() -> Iterator[None]:
+    """No process-wide MLflow tracking URI around each test. ``mlflow.set_tracking_uri`` (an
+    in-process run logging its elite model, :func:`check_elite_model_acts`) sets one, and
+    ``$MLFLOW_TRACKING_URI`` with it, which a later run without ``tracking.mlflow_uri`` in this
+    process would take for its store."""
+    import mlflow
+
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    mlflow.set_tracking_uri(None)  # type: ignore[arg-type]  # None: unset, env var too
+    yield
+    mlflow.set_tracking_uri(before)  # type: ignore[arg-type]
 
 
 def free_port() -> int:
@@ -67,11 +83,13 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def run_tiny(tmp: Path, sets: list[str]) -> dict:
+    """``tiny.yaml`` for 400 env steps per member, tracked in experiment ``tiny-exp``, trained
+    in this process."""
     from distmarl.runtime.trainer import train
 
     cfg = load_config(TINY, [f"tracking.directory={tmp}", "training.max_steps=400",
                              "tracking.experiment_name=tiny-exp", *sets])
-    return train(cfg, run_dir=tmp / "run", show_progress=False)
+    return train(cfg, run_dir=tmp / "run", show_progress=False, local=True)
 
 
 def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
@@ -133,7 +151,9 @@ def check_elite_model_acts(summary: dict, uri: str) -> None:
     assert np.isfinite(total)
 
 
-def test_default_local_store(ray_local, tmp_path) -> None:
+def test_default_local_store(tmp_path: Path) -> None:
+    """Without a tracking URI the run tracks into a SQLite store in its run directory: runs,
+    params, metrics, artifacts and an elite model that acts."""
     summary = run_tiny(tmp_path, [])
     uri = summary["mlflow"]["uri"]
     assert uri.startswith("sqlite:///") and str(tmp_path / "run") in uri
@@ -141,7 +161,8 @@ def test_default_local_store(ray_local, tmp_path) -> None:
     check_elite_model_acts(summary, uri)
 
 
-def test_real_mlflow_server(ray_local, tmp_path) -> None:
+def test_real_mlflow_server(tmp_path: Path) -> None:
+    """The same records through a real ``mlflow server`` over HTTP."""
     proc, uri = start_mlflow_server(tmp_path)
     try:
         summary = run_tiny(tmp_path, [f"tracking.mlflow_uri={uri}"])
