@@ -7,6 +7,7 @@
 Settings as AgileRL's MADDPG example: population 4, 8 sub-envs per member, learn_step 16,
 batch 64 (examples/configs/speaker_listener_maddpg_agilerl.yaml). Prints, each measured in this run:
   * distmarl on a local Ray: population env steps/s and updates/s,
+  * distmarl in process (``--local``: the same population without Ray, one call at a time),
   * the single-process trainer (distmarl.local.train_off_policy) doing the same work
     (population x steps, same update-to-data ratio) in one process,
   * AgileRL's train_multi_agent_off_policy, when the `bench` extra is installed,
@@ -30,7 +31,7 @@ CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg_agilerl.yaml"
 
 
 def run_distmarl(steps: int, workers: int = 1, target: float | None = None,
-                 extra: list[str] | None = None) -> dict[str, Any]:
+                 extra: list[str] | None = None, local: bool = False) -> dict[str, Any]:
     from distmarl.config import load_config
     from distmarl.runtime.trainer import train
 
@@ -39,7 +40,7 @@ def run_distmarl(steps: int, workers: int = 1, target: float | None = None,
             "tracking.checkpoint_interval=0", *(extra or [])]
     if target is not None:
         sets.append(f"training.target={target}")
-    summary = train(load_config(CONFIG, sets), show_progress=False)
+    summary = train(load_config(CONFIG, sets), show_progress=False, local=local)
     # Rates over the training time, without the actors' start-up (processes importing torch,
     # making envs), as AgileRL's wall time leaves out its set-up; the start-up is listed apart.
     wall, setup = summary["wall_seconds"], summary["setup_seconds"]
@@ -110,6 +111,7 @@ def main() -> None:
                                          seed=args.seed or 0)
     else:
         out["distmarl"] = run_distmarl(args.steps, extra=args.set)
+        out["distmarl --local"] = run_distmarl(args.steps, extra=args.set, local=True)
         out["reference"] = run_reference(args.steps, population)
         if not args.skip_agilerl:
             out["agilerl"] = run_agilerl(args.steps, population)
@@ -127,7 +129,7 @@ def report_throughput(out: dict[str, Any]) -> None:
     ours = out["distmarl"]["env_steps_per_s"]
     print("rates over training time; start-up (actors, envs) listed apart, as for AgileRL")
     print(f"{'run':<44} {'env steps/s':>12} {'updates/s':>10} {'setup s':>8}  distmarl is")
-    for name in ("distmarl", "reference", "agilerl"):
+    for name in ("distmarl", "distmarl --local", "reference", "agilerl"):
         r = out.get(name)
         if r is None:
             print(f"{name:<44} {'(not installed: bash scripts/setup_env.sh dev,bench)':>12}")

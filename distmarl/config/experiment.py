@@ -306,7 +306,7 @@ class LeagueConfig(Section):
                 problem(("opponents", i, "source"),
                         f"listed already as opponents[{first[o.source]}]", o.source)
             first.setdefault(o.source, i)
-            if o.source == "reference" and not self.references:
+            if o.source == "reference" and not self.references and self.enabled:
                 problem(("opponents", i, "source"),
                         "a reference source needs league.references, which is empty", o.source)
         shares = [o.share for o in self.opponents]
