@@ -77,8 +77,9 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
     SIGINT and SIGTERM stop the run after the calls in flight, with a checkpoint and the
     tracking runs closed as ``KILLED`` (see :mod:`~distmarl.runtime.stopping`); the summary's
     ``stop_reason`` then names the signal and ``stop_signal`` holds its number (None
-    otherwise). ``on_coordinator`` is called with the coordinator actor's handle once it exists
-    (a soak or a dashboard can query ``progress`` or ``handles`` through it)."""
+    otherwise). ``on_coordinator`` is called with the coordinator once it exists: the actor's
+    handle on Ray (a soak or a dashboard can query ``progress`` or ``handles`` through it),
+    the :class:`~distmarl.runtime.coordinator.Coordinator` itself in process."""
     new = resume is None and run_dir is None
     with StopSignals() as signals:
         run_dir = _checked_run_dir(cfg, resume, run_dir)  # config errors: before Ray starts

@@ -22,6 +22,10 @@ from distmarl.tracking.base import split_key
 
 log = logging.getLogger(__name__)
 
+#: seconds :meth:`MlflowTracker.finish` keeps retrying the last metrics, and again closing
+#: the runs, before it spills them and gives up on a server that does not answer
+FINISH_TIMEOUT_S = 10.0
+
 #: A tracking server that does not answer must not hold training: no retries inside MLflow's
 #: HTTP client (we retry ourselves) and a short timeout. Set before mlflow is imported.
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
@@ -258,9 +262,11 @@ class MlflowTracker:
             self.flush()
 
     def finish(self, status: str = "FINISHED", spill: Path | None = None,
-               timeout_s: float = 10.0) -> None:
-        """Stop the background thread, flush (retrying until ``timeout_s``), close the runs.
-        Metrics still unwritten then go to ``spill`` (JSON lines) so that none is lost."""
+               timeout_s: float | None = None) -> None:
+        """Stop the background thread, flush (retrying until ``timeout_s``, default
+        :data:`FINISH_TIMEOUT_S`), close the runs (as long again). Metrics still unwritten
+        then go to ``spill`` (JSON lines) so that none is lost."""
+        timeout_s = FINISH_TIMEOUT_S if timeout_s is None else timeout_s
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self._interval + 10)

@@ -85,7 +85,7 @@ def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "distmarl.cli", "train", str(ROOT / "examples/configs/tiny.yaml"),
          "--local", "--quiet", "--summary-json", str(summary),
-         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps=400"],
+         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps=200"],
         capture_output=True, text=True, timeout=300,
         env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]

@@ -107,10 +107,13 @@ def test_resume_of_a_corrupted_checkpoint_names_the_file(tmp_path, capsys) -> No
     assert "member-0.pt is truncated or changed" in capsys.readouterr().err
 
 
-def test_tracking_server_going_away_does_not_stop_training(tmp_path: Path) -> None:
+def test_tracking_server_going_away_does_not_stop_training(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real ``mlflow server`` killed once the run's tracking has started and before it
     ends: the run still reaches ``max_steps`` with its checkpoint, counts the failed writes
-    and keeps the metrics it could not send in ``mlflow-unsent.jsonl``."""
+    and keeps the metrics it could not send in ``mlflow-unsent.jsonl`` (after a shortened
+    wait for the server at the end)."""
+    monkeypatch.setattr("distmarl.tracking.mlflow.FINISH_TIMEOUT_S", 2.0)
     from distmarl.runtime.coordinator import Coordinator
     from distmarl.runtime.trainer import train
 
