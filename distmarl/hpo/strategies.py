@@ -103,6 +103,17 @@ def _forced(mutations: Mutations, hp_config: HyperparameterConfig, member: int,
     return dataclasses.replace(plan, member=member)
 
 
+def _pretrain(mutations: Mutations, hp_config: HyperparameterConfig,
+              hps: Sequence[Mapping[str, Any]], rng: np.random.Generator) -> list[MutationPlan]:
+    """A mutation other than ``none`` for every member (AgileRL's pre-training pass)."""
+    return mutations.plan(hps, hp_config, rng, force=True)
+
+
+def _everyone(waiting: Sequence[bool]) -> list[Group]:
+    """The whole population as one group once every member waits (a generation)."""
+    return [Group(tuple(range(len(waiting))))] if all(waiting) else []
+
+
 @dataclass
 class Tournament:
     """AgileRL's generations: once every member waits, tournament selection with elitism
@@ -115,10 +126,10 @@ class Tournament:
 
     def pretrain(self, hps: Sequence[Mapping[str, Any]], rng: np.random.Generator
                  ) -> list[MutationPlan]:
-        return self.mutations.plan(hps, self.hp_config, rng, force=True)
+        return _pretrain(self.mutations, self.hp_config, hps, rng)
 
     def due(self, waiting: Sequence[bool]) -> list[Group]:
-        return [Group(tuple(range(len(waiting))))] if all(waiting) else []
+        return _everyone(waiting)
 
     def plan(self, group: Group, fitness: Fitness, hps: Sequence[Mapping[str, Any]],
              rng: np.random.Generator) -> Step:
@@ -141,7 +152,7 @@ class Independent:
         return []
 
     def due(self, waiting: Sequence[bool]) -> list[Group]:
-        return [Group(tuple(range(len(waiting))))] if all(waiting) else []
+        return _everyone(waiting)
 
     def plan(self, group: Group, fitness: Fitness, hps: Sequence[Mapping[str, Any]],
              rng: np.random.Generator) -> Step:
@@ -161,7 +172,7 @@ class AsyncPBT:
 
     def pretrain(self, hps: Sequence[Mapping[str, Any]], rng: np.random.Generator
                  ) -> list[MutationPlan]:
-        return self.mutations.plan(hps, self.hp_config, rng, force=True)
+        return _pretrain(self.mutations, self.hp_config, hps, rng)
 
     def due(self, waiting: Sequence[bool]) -> list[Group]:
         return [Group((m,)) for m, wait in enumerate(waiting) if wait]
@@ -192,7 +203,7 @@ class MultipleFrequencies:
 
     def pretrain(self, hps: Sequence[Mapping[str, Any]], rng: np.random.Generator
                  ) -> list[MutationPlan]:
-        return self.mutations.plan(hps, self.hp_config, rng, force=True)
+        return _pretrain(self.mutations, self.hp_config, hps, rng)
 
     def due(self, waiting: Sequence[bool]) -> list[Group]:
         return [Group(tuple(sub), k) for k, sub in enumerate(self.frequencies.subpopulations)

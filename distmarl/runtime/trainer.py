@@ -97,6 +97,8 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
                 with contextlib.suppress(OSError):
                     run_dir.rmdir()
             raise
+        summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
+                                  else None)
         for path in ([] if summary_json is None else [Path(summary_json)]):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(summary, indent=1, default=str))
@@ -149,18 +151,21 @@ def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address:
         if on_coordinator is not None:
             on_coordinator(coord)
         result = coord.run.remote()
-        try:
-            summary = _wait(coord, result, show_progress, signals)
-        finally:
-            if show_progress:
-                print(file=sys.stderr)
+
+        def progress() -> dict[str, Any] | None:
+            with contextlib.suppress(ray.exceptions.GetTimeoutError):
+                return dict(ray.get(coord.progress.remote(), timeout=5))
+            return None
+
+        _follow(lambda timeout: bool(ray.wait([result], timeout=timeout)[0]),
+                lambda reason: ray.get(coord.stop.remote(reason, interrupted=True)),
+                progress, show_progress, signals)
+        summary = dict(ray.get(result))
     finally:
         if started_ray:
             ray.shutdown()
             signals.group = None
             signals.install()  # again: shutting Ray down gave SIGTERM its default back
-    summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
-                              else None)
     summary["ray"] = {"address": info.get("address"), "dashboard": info.get("dashboard_url")}
     return summary
 
@@ -187,26 +192,16 @@ def _run_local(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, re
 
     thread = threading.Thread(target=run, name="distmarl-run", daemon=True)
     thread.start()
-    asked, shown = False, 0.0
-    try:
-        while thread.is_alive():
-            thread.join(WAIT_S)
-            if signals.received is not None and not asked:
-                coord.stop(signals.reason or "stopped", interrupted=True)
-                asked = True
-            if show_progress and thread.is_alive() and time.monotonic() - shown >= 1.0:
-                shown = time.monotonic()
-                print(progress_line(coord.progress()), end="", file=sys.stderr, flush=True)
-    finally:
-        if show_progress:
-            print(file=sys.stderr)
+
+    def ended(timeout: float) -> bool:
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    _follow(ended, lambda reason: coord.stop(reason, interrupted=True), coord.progress,
+            show_progress, signals)
     if "error" in outcome:
         raise outcome["error"]
-    summary = dict(outcome["summary"])
-    summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
-                              else None)
-    summary["ray"] = None
-    return summary
+    return dict(outcome["summary"], ray=None)
 
 
 class Stopped(Exception):
@@ -217,19 +212,23 @@ class Stopped(Exception):
         self.signum = signum
 
 
-def _wait(coord: Any, result: Any, show_progress: bool, signals: StopSignals
-          ) -> dict[str, Any]:
-    """The run's summary once it ends; a stop signal meanwhile asks the coordinator to stop."""
+def _follow(ended: Callable[[float], bool], stop: Callable[[str], Any],
+            progress: Callable[[], dict[str, Any] | None], show_progress: bool,
+            signals: StopSignals) -> None:
+    """Wait until the run has ``ended`` (asked with a timeout); a stop signal meanwhile asks it
+    to ``stop`` (once, with the signal's reason); with ``show_progress`` the progress line
+    (``progress()``: None when it could not be read) is redrawn every second."""
     asked, shown = False, 0.0
-    while True:
-        ready, _ = ray.wait([result], timeout=WAIT_S)
-        if ready:
-            return dict(ray.get(result))
-        if signals.received is not None and not asked:
-            ray.get(coord.stop.remote(signals.reason, interrupted=True))
-            asked = True
-        if show_progress and time.monotonic() - shown >= 1.0:
-            shown = time.monotonic()
-            with contextlib.suppress(ray.exceptions.GetTimeoutError):
-                line = progress_line(ray.get(coord.progress.remote(), timeout=5))
-                print(line, end="", file=sys.stderr, flush=True)
+    try:
+        while not ended(WAIT_S):
+            if signals.received is not None and not asked:
+                stop(signals.reason or "stopped")
+                asked = True
+            if show_progress and time.monotonic() - shown >= 1.0:
+                shown = time.monotonic()
+                p = progress()
+                if p is not None:
+                    print(progress_line(p), end="", file=sys.stderr, flush=True)
+    finally:
+        if show_progress:
+            print(file=sys.stderr)
