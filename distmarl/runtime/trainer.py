@@ -80,6 +80,9 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
     otherwise). ``on_coordinator`` is called with the coordinator once it exists: the actor's
     handle on Ray (a soak or a dashboard can query ``progress`` or ``handles`` through it),
     the :class:`~distmarl.runtime.coordinator.Coordinator` itself in process."""
+    if local and (address is not None or num_cpus is not None or num_gpus is not None):
+        raise ConfigError("--local runs the population in this process, without Ray: "
+                          "--address, --num-cpus and --num-gpus do not apply to it")
     new = resume is None and run_dir is None
     with StopSignals() as signals:
         run_dir = _checked_run_dir(cfg, resume, run_dir)  # config errors: before Ray starts

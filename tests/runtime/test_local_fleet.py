@@ -108,3 +108,14 @@ def test_a_league_evolves_asynchronously_within_its_sides(tmp_path: Path) -> Non
     assert summary["copies"], "some member should have copied a better one"
     assert all(sides[c["member"]] == sides[c["source"]] for c in summary["copies"])
     assert summary["league"]["rated_games"] > 0 and summary["final_games"]
+
+
+def test_local_with_ray_options_is_refused_naming_them(tmp_path: Path) -> None:
+    """``--local`` has no Ray to join or size: asking for one is an error, before anything
+    starts."""
+    from distmarl.config import ConfigError
+
+    cfg = shortened(ROOT / "examples" / "configs" / "tiny.yaml", tmp_path)
+    with pytest.raises(ConfigError, match="--local runs the population in this process"):
+        train(cfg, local=True, address="127.0.0.1:6379", show_progress=False)
+    assert not list(tmp_path.iterdir())  # no run directory was made
