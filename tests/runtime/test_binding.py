@@ -61,23 +61,31 @@ PROBE = textwrap.dedent("""
                     found.add((name, c.laddr.ip, c.laddr.port))
         return found
 
+    # until every server is up (the agents come last) and nothing changed for 2 s
     seen, stable = set(), 0
     deadline = time.monotonic() + 60
-    while stable < 3 and time.monotonic() < deadline:  # until the agents are all up
-        time.sleep(1)
+    while stable < 4 and time.monotonic() < deadline:
+        time.sleep(0.5)
         now = listeners()
-        stable = stable + 1 if now == seen else 0
+        up = set(sys.argv[2].split(",")) <= {name for name, _, _ in now}
+        stable = stable + 1 if now == seen and up else 0
         seen = now
     print("LISTEN " + json.dumps(sorted(seen)))
     ray.shutdown()
 """)
 
 
+#: every server a local Ray starts (the raylet twice: node manager, object manager), and the actor
+SERVERS = ("gcs_server", "raylet", "dashboard.py", "ray::DashboardAgent", "ray::RuntimeEnvAgent",
+           "actor")
+
+
 def listening(loopback_only: bool) -> list[tuple[str, str, int]]:
     """``(process, ip, port)`` of every listening socket of a Ray started by ``init_ray``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
-    proc = subprocess.run([sys.executable, "-c", PROBE, "1" if loopback_only else "0"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", PROBE, "1" if loopback_only else "0",
+                           ",".join(SERVERS)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=150)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("LISTEN ")), None)
     assert proc.returncode == 0 and line, proc.stderr[-3000:]
@@ -93,9 +101,7 @@ def is_loopback(ip: str) -> bool:
 def test_a_local_ray_listens_on_loopback_only() -> None:
     found = listening(loopback_only=True)
     names = {name for name, _, _ in found}
-    # every server is there: GCS, raylet (node manager + object manager), dashboard, agents, actor
-    for expected in ("gcs_server", "raylet", "dashboard.py", "ray::DashboardAgent",
-                     "ray::RuntimeEnvAgent", "actor"):
+    for expected in SERVERS:
         assert expected in names, (expected, found)
     assert sum(name == "raylet" for name, _, _ in found) >= 2  # node manager, object manager
     wide = [x for x in found if not is_loopback(x[1])]

@@ -41,7 +41,12 @@ def test_a_worker_view_offers_only_a_workers_methods() -> None:
 
 
 @pytest.mark.ray
-def test_a_colocated_member_shares_its_process_with_worker_0_and_trains(ray_local, tmp_path) -> None:
+def test_a_colocated_member_shares_its_process_with_worker_0_and_no_chunk_lags(
+        ray_local, tmp_path) -> None:
+    """On Ray, each member's learner and worker 0 in one process and worker 1 in its own, all
+    busy side by side with many small publishes (one per train call): with max_policy_lag 0
+    no chunk lags its learner's newest weights (without the bound some do, even one call at a
+    time: ``test_a_policy_lag_bound_of_8_lets_chunks_lag``)."""
     import threading
 
     import ray
@@ -50,7 +55,9 @@ def test_a_colocated_member_shares_its_process_with_worker_0_and_trains(ray_loca
 
     cfg = load_config(TINY, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",
                              "resources.colocate=true", "population.workers_per_member=2",
-                             "training.max_steps=400"])
+                             "training.max_steps=400", "training.weight_sync_updates=1",
+                             "training.chunk_steps=4", "algorithm.hp.learn_step=1",
+                             "training.max_policy_lag=0"])
     run = TrainingRun(cfg, tmp_path / "run", None, None, threading.Event())
     fleet = run.fleet
     try:
@@ -68,3 +75,4 @@ def test_a_colocated_member_shares_its_process_with_worker_0_and_trains(ray_loca
     assert all(m["env_steps"] >= 400 and m["updates"] > 0 for m in summary["members"])
     assert summary["learner_devices"] == ["cpu", "cpu"]
     assert summary["final_score"] is not None
+    assert [m["max_policy_lag_seen"] for m in summary["members"]] == [0, 0]

@@ -17,13 +17,17 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 
 
-def start(ray, tmp_path, *sets, steps: int = 600):
-    """Start a tiny run of ``steps`` env steps per member in three generations; returns once
-    training is under way."""
+#: env steps per member, in three generations: long enough that the kills land mid-run
+STEPS = 3000
+
+
+def start(ray, tmp_path, *sets):
+    """Start a tiny run of :data:`STEPS` env steps per member in three generations; returns
+    once training is under way."""
     from distmarl.runtime.coordinator import CoordinatorActor
 
-    cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps={steps}",
-                             f"evolution.evo_steps={steps // 3}",
+    cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps={STEPS}",
+                             f"evolution.evo_steps={STEPS // 3}",
                              f"tracking.directory={tmp_path}", *sets])
     coord = CoordinatorActor.remote(json.loads(cfg.model_dump_json()), str(tmp_path / "run"))
     result = coord.run.remote()
@@ -36,55 +40,48 @@ def start(ray, tmp_path, *sets, steps: int = 600):
     raise AssertionError("training did not start")
 
 
-def finish(ray, coord, result, steps: int = 600) -> dict:
+def finish(ray, coord, result) -> dict:
     summary = ray.get(result, timeout=600)
-    ray.kill(coord)
     assert summary["stop_reason"] == "max_steps"
-    assert all(m["env_steps"] >= steps for m in summary["members"])
+    assert all(m["env_steps"] >= STEPS for m in summary["members"])
     assert all(len(m["fitness"]) == summary["generations"] == 3 for m in summary["members"])
     return summary
 
 
-def test_a_killed_rollout_worker_is_restarted_and_training_completes(ray_local, tmp_path) -> None:
+def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, tmp_path) -> None:
+    """Member 1's process killed (on 2 CPUs its learner and rollout worker share one), then the
+    buffer once it has been snapshotted: each comes back (the learner and the buffer from
+    their snapshots), what was lost is counted once, and the run ends at ``max_steps``."""
     ray = ray_local
-    coord, result, handles = start(ray, tmp_path)
-    pid = ray.get(handles["workers"][1][0].info.remote())["pid"]
-    os.kill(pid, signal.SIGKILL)
-    summary = finish(ray, coord, result)
-    faults = summary["faults"]
-    assert faults["worker_restarts"] == 1 and faults["lost_chunks"] <= 1
-    assert faults["lost_env_steps"] == 16 * faults["lost_chunks"]
-    assert ray.get(handles["workers"][1][0].info.remote())["pid"] != pid
-    assert any(e.get("fault") == "worker restarted" and e["member"] == 1 for e in summary["events"])
+    coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5")
+    try:
+        worker, learner, buffer = handles["workers"][1][0], handles["learners"][1], handles["buffer"]
+        before = ray.get(learner.info.remote())
+        assert ray.get(worker.info.remote())["pid"] == before["pid"]  # colocated
+        os.kill(before["pid"], signal.SIGKILL)
+        time.sleep(1.0)  # a buffer snapshot is taken meanwhile
+        buffer_pid = ray.get(buffer.pid.remote())
+        os.kill(buffer_pid, signal.SIGKILL)
+        assert ray.get(coord.progress.remote())["stop_reason"] == "running", "killed too late"
+        summary = finish(ray, coord, result)
+        faults, events = summary["faults"], summary["events"]
+        assert (faults["worker_restarts"], faults["learner_restarts"],
+                faults["buffer_restarts"]) == (1, 1, 1), faults
 
+        # the member: a new process, its learner restored from its snapshot and learning on, the
+        # chunk its worker was collecting (if any) lost and counted
+        after = ray.get(learner.info.remote())
+        assert after["pid"] != before["pid"] and after["updates"] > 0
+        assert ray.get(worker.info.remote())["pid"] == after["pid"]
+        restored = [e for e in events if e.get("fault") == "learner restarted"]
+        assert [e["member"] for e in restored] == [1] and restored[0]["restored"]
+        assert any(e.get("fault") == "worker restarted" and e["member"] == 1 for e in events)
+        assert faults["lost_env_steps"] == 16 * faults["lost_chunks"]  # chunk_steps * num_envs
 
-def test_a_killed_learner_is_restored_from_its_snapshot(ray_local, tmp_path) -> None:
-    ray = ray_local
-    coord, result, handles = start(ray, tmp_path)
-    learner = handles["learners"][0]
-    before = ray.get(learner.info.remote())
-    os.kill(before["pid"], signal.SIGKILL)
-    summary = finish(ray, coord, result)
-    assert summary["faults"]["learner_restarts"] == 1
-    after = ray.get(learner.info.remote())
-    assert after["pid"] != before["pid"]
-    assert after["updates"] > 0  # restored counters, and it learned on
-    restored = [e for e in summary["events"] if e.get("fault") == "learner restarted"]
-    assert restored and restored[0]["member"] == 0 and restored[0]["restored"]
-
-
-def test_a_killed_buffer_is_restored_from_its_snapshot(ray_local, tmp_path) -> None:
-    ray = ray_local
-    # long enough that the kill, after a snapshot has been taken, lands mid-run on a fast machine
-    coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5", steps=3000)
-    time.sleep(1.0)  # let a snapshot be taken
-    pid = ray.get(handles["buffer"].pid.remote())
-    os.kill(pid, signal.SIGKILL)
-    assert ray.get(coord.progress.remote())["stop_reason"] == "running", "killed too late"
-    summary = finish(ray, coord, result, steps=3000)
-    faults = summary["faults"]
-    assert faults["buffer_restarts"] == 1
-    event = next(e for e in summary["events"] if e.get("fault") == "buffer restarted")
-    assert event["restored_rows"] > 0 and event["lost_rows"] == faults["buffer_lost_rows"]
-    stats = ray.get(handles["buffer"].stats.remote())
-    assert stats["counter"] >= event["restored_rows"]
+        # the buffer: rows restored from its snapshot, the rows lost since counted
+        event = next(e for e in events if e.get("fault") == "buffer restarted")
+        assert event["restored_rows"] > 0 and event["lost_rows"] == faults["buffer_lost_rows"]
+        assert ray.get(buffer.pid.remote()) != buffer_pid
+        assert ray.get(buffer.stats.remote())["counter"] >= event["restored_rows"]
+    finally:
+        ray.kill(coord)  # the actors' owner: they go with it (and free their CPUs)

@@ -22,8 +22,8 @@ UNREPEATABLE = {"wall_seconds", "setup_seconds", "setup_phases", "env_steps_per_
 
 
 def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
-    """``path``'s config cut to a few generations of a few hundred env steps, two sub-envs and
-    two-episode evaluations (``extra``: more overrides)."""
+    """``path``'s config cut to a few generations of a few hundred env steps, two sub-envs,
+    two-episode evaluations and, in pistonball, 4 pistons (``extra``: more overrides)."""
     cfg = load_config(path)
     on_policy = cfg.algorithm.name in ("IPPO", "MAPPO")
     step = 16 * 2 if on_policy else 96  # env steps per boundary: whole fragments on-policy
@@ -44,6 +44,8 @@ def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
                  f"training.max_steps={2 * step * len(sizes)}"]
     if cfg.league.sides is not None or cfg.league.symmetric:
         sets += ["league.eval_games=2"]
+    if "n_pistons" in cfg.env.kwargs:  # pistonball: 4 agents' images a step instead of 20
+        sets += ["env.kwargs.n_pistons=4"]
     return load_config(path, [*sets, *extra])
 
 
