@@ -125,15 +125,32 @@ class ActionCodec(ABC):
         """Network output ``(N, dim)`` -> env actions (numpy, env form); ``mask`` ``(N, dim)``
         bool: the legal actions (Discrete only)."""
 
-    @abstractmethod
     def policy(self, out: torch.Tensor, generator: torch.Generator,
                mask: torch.Tensor | None = None) -> torch.Tensor:
         """Differentiable critic-form action for the actor loss."""
+        return self.policy_with(out, self.noise(out.shape, generator, out.device), mask)
 
-    @abstractmethod
     def target(self, out: torch.Tensor, generator: torch.Generator,
                mask: torch.Tensor | None = None) -> torch.Tensor:
         """Critic-form action of a target actor (no gradient needed)."""
+        return self.target_with(out, self.noise(out.shape, generator, out.device), mask)
+
+    @abstractmethod
+    def noise(self, shape: torch.Size, generator: torch.Generator, device: torch.device
+              ) -> torch.Tensor | None:
+        """What :meth:`policy` and :meth:`target` draw from ``generator`` for an output of
+        ``shape`` (None: nothing). Drawn apart, so that a stacked update of many members can
+        draw each member's from its own generator, in the order one member's update would."""
+
+    @abstractmethod
+    def policy_with(self, out: torch.Tensor, noise: torch.Tensor | None,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
+        """:meth:`policy` with its :meth:`noise` given."""
+
+    @abstractmethod
+    def target_with(self, out: torch.Tensor, noise: torch.Tensor | None,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
+        """:meth:`target` with its :meth:`noise` given."""
 
     @abstractmethod
     def encode(self, stored: torch.Tensor) -> torch.Tensor:
@@ -160,12 +177,16 @@ class BoxCodec(ActionCodec):
             a = np.clip(a + noise, self.low_np, self.high_np)
         return a.astype(np.float32, copy=False).reshape(a.shape[0], *self.shape)
 
-    def policy(self, out: torch.Tensor, generator: torch.Generator,
-               mask: torch.Tensor | None = None) -> torch.Tensor:
+    def noise(self, shape: torch.Size, generator: torch.Generator, device: torch.device
+              ) -> torch.Tensor | None:
+        return None  # deterministic
+
+    def policy_with(self, out: torch.Tensor, noise: torch.Tensor | None,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
         return torch.tanh(out)
 
-    def target(self, out: torch.Tensor, generator: torch.Generator,
-               mask: torch.Tensor | None = None) -> torch.Tensor:
+    def target_with(self, out: torch.Tensor, noise: torch.Tensor | None,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
         return torch.tanh(out)
 
     def encode(self, stored: torch.Tensor) -> torch.Tensor:
@@ -200,21 +221,31 @@ class DiscreteCodec(ActionCodec):
         logits = out + gumbel(out.shape, generator, out.device) if explore else out
         return (logits.argmax(dim=-1) + self.start).cpu().numpy().astype(np.int64)
 
-    def policy(self, out: torch.Tensor, generator: torch.Generator,
-               mask: torch.Tensor | None = None) -> torch.Tensor:
-        out = masked_logits(out, mask)
-        soft = torch.softmax(out + gumbel(out.shape, generator, out.device), dim=-1)
-        hard = F.one_hot(soft.argmax(dim=-1), self.dim).to(soft.dtype)
+    def noise(self, shape: torch.Size, generator: torch.Generator, device: torch.device
+              ) -> torch.Tensor | None:
+        return gumbel(shape, generator, device)
+
+    def policy_with(self, out: torch.Tensor, noise: torch.Tensor | None,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
+        assert noise is not None
+        soft = torch.softmax(masked_logits(out, mask) + noise, dim=-1)
+        hard = _hard(soft.argmax(dim=-1, keepdim=True), soft)
         return hard - soft.detach() + soft
 
-    def target(self, out: torch.Tensor, generator: torch.Generator,
-               mask: torch.Tensor | None = None) -> torch.Tensor:
-        out = masked_logits(out, mask)
-        sample = (out + gumbel(out.shape, generator, out.device)).argmax(dim=-1)
-        return F.one_hot(sample, self.dim).float()
+    def target_with(self, out: torch.Tensor, noise: torch.Tensor | None,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
+        assert noise is not None
+        logits = masked_logits(out, mask) + noise
+        return _hard(logits.argmax(dim=-1, keepdim=True), logits)
 
     def encode(self, stored: torch.Tensor) -> torch.Tensor:
         return _one_hot(stored.reshape(-1), self.dim, self.start)
+
+
+def _hard(index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """One-hot rows ``like``'s shape, 1 at ``index`` ``(..., 1)`` (a scatter rather than
+    ``F.one_hot``, so it also runs under ``torch.func.vmap``)."""
+    return torch.zeros_like(like).scatter(-1, index, 1.0)
 
 
 def make_codec(space: spaces.Space, device: torch.device) -> ActionCodec:

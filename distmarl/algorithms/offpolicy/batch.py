@@ -90,10 +90,12 @@ def _zero_inactive(x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
 
 
 def td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor,
-              gamma: float, n_steps: torch.Tensor | None = None) -> torch.Tensor:
+              gamma: float | torch.Tensor, n_steps: torch.Tensor | None = None
+              ) -> torch.Tensor:
     """``sum_i gamma^i r_i + gamma^k * (1 - terminated) * Q'(s', a')`` over a row's ``n``
     rewards ``(B, n)`` (one-step rows: ``n = k = 1``), ``k = n_steps`` ``(B, 1)`` (None: 1);
-    the rest ``(B, 1)``. Truncation bootstraps."""
+    the rest ``(B, 1)``; ``gamma`` a number or a 0-d tensor (a stacked update's member's).
+    Truncation bootstraps."""
     discounts = gamma ** torch.arange(reward.shape[-1], device=reward.device,
                                       dtype=reward.dtype)
     ret = (reward * discounts).sum(dim=-1, keepdim=True)

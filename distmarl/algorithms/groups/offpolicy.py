@@ -1,0 +1,336 @@
+"""MADDPG / MATD3 members updated as one stacked computation.
+
+For ``K`` members whose networks have the same architectures (:func:`stackable`), every
+network's parameters, target copy and Adam state are stacked along a leading member axis
+``(K, ...)``; one update of all members is then one ``vmap`` of the member update over that
+axis (``torch.func``): the critics' losses and gradients, a per-member, per-network gradient
+clip, a stacked Adam step with each member's learning rate, the same for the actors (for the
+members whose actor update is due), and the targets' Polyak averaging with each member's ``tau``.
+
+The result equals the members' own updates (:meth:`OffPolicyMultiAgent.learn_batches`) one
+after another, up to float rounding: each member's batch, hyperparameters and random draws
+(Gumbel samples, MATD3's target smoothing) are its own, drawn from its own generator in the
+order its own update would draw them.
+
+Shapes: ``K`` members, ``B`` rows per batch (the same for every member of a call), per agent
+observations ``(K, B, obs_dim)``, actions ``(K, B, act_dim)``, scalars ``(K, B, 1)``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.func import functional_call, grad, vmap
+
+from distmarl.algorithms.base import Batch
+from distmarl.algorithms.common.metrics import to_floats
+from distmarl.algorithms.common.observations import joint_tensor
+from distmarl.algorithms.common.space_tensors import BoxCodec
+from distmarl.algorithms.groups.adam import Params, StackedAdam
+from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+
+#: each member's hyperparameters the update reads, as ``(K,)`` tensors
+UPDATE_HP = ("gamma", "tau", "lr_actor", "lr_critic", "max_grad_norm", "actor_reg")
+#: clip_grad_norm_'s guard against a zero norm (as :mod:`~distmarl.algorithms.common.grouped_step`)
+CLIP_EPS = 1e-6
+
+Tree = dict[str, Any]
+
+
+def stackable(members: Sequence[OffPolicyMultiAgent]) -> str | None:
+    """Why ``members`` cannot be updated as one stack (None: they can): one algorithm, one
+    device, the same agents, networks of the same architectures, plain Adam optimisers with
+    the same betas and eps."""
+    if not members:
+        return "no members"
+    first = members[0]
+    for i, m in enumerate(members):
+        if type(m) is not type(first):
+            return f"member {i} is {m.name}, member 0 is {first.name}"
+        if m.device != first.device:
+            return f"member {i} is on {m.device}, member 0 on {first.device}"
+        if list(m.agents) != list(first.agents):
+            return f"member {i} has agents {list(m.agents)}, member 0 {list(first.agents)}"
+        if m.nets.arch() != first.nets.arch():
+            return f"member {i}'s networks differ in shape from member 0's"
+        for name, opt in m.nets.optim.items():
+            group, ref = opt.param_groups[0], first.nets.optim[name].param_groups[0]
+            if len(opt.param_groups) != 1 or group["betas"] != ref["betas"] \
+                    or group["eps"] != ref["eps"] or group["weight_decay"] or group["amsgrad"]:
+                return f"member {i}'s optimiser of {name} is not a plain Adam like member 0's"
+    return None
+
+
+class StackedOffPolicy:
+    """One stacked update of ``members`` (MADDPG or MATD3, see :func:`stackable`); their own
+    objects hold the result after each :meth:`learn_batches` call."""
+
+    def __init__(self, members: Sequence[OffPolicyMultiAgent]) -> None:
+        problem = stackable(members)
+        if problem is not None:
+            raise ValueError(f"these members cannot be stacked: {problem}")
+        self.members = list(members)
+        self.ref = self.members[0]
+        self.agents = list(self.ref.agents)
+        self.roles = self.ref.CRITIC_ROLES
+        self.device = self.ref.device
+        self.templates = {n: copy.deepcopy(net).to("meta")
+                          for n, net in self.ref.nets.online.items()}
+        self.actors = [f"actor/{a}" for a in self.agents]
+        self.critics = [f"{r}/{a}" for r in self.roles for a in self.agents]
+        self._critic_grads = vmap(grad(self._critic_loss, has_aux=True))
+        self._actor_grads = vmap(grad(self._actor_loss, has_aux=True))
+
+    # -- the public call -------------------------------------------------------------------
+
+    def learn_batches(self, batches: Sequence[Sequence[Batch]],
+                      weights: Sequence[Sequence[torch.Tensor]] | None = None
+                      ) -> list[tuple[list[dict[str, float]], np.ndarray | None]]:
+        """``batches[k]``: member ``k``'s batches, one update each (every member the same
+        number, all of ``B`` rows); ``weights[k]`` their importance weights ``(B,)``
+        (prioritised replay) or None. Per member, as its own ``learn_batches`` returns: each
+        update's metrics and, with weights, the rows' new priorities."""
+        counts = {len(b) for b in batches}
+        if len(batches) != len(self.members) or len(counts) != 1:
+            raise ValueError(f"one list of batches per member ({len(self.members)}), all of one "
+                             f"length; got lengths {[len(b) for b in batches]}")
+        state = self._gather()
+        metrics: list[list[dict[str, torch.Tensor]]] = [[] for _ in self.members]
+        priorities: list[list[torch.Tensor]] = [[] for _ in self.members]
+        for u in range(counts.pop()):
+            w = None if weights is None else [ws[u] for ws in weights]
+            step_metrics, prio = self._update(state, [b[u] for b in batches], w)
+            for k in range(len(self.members)):
+                metrics[k].append(step_metrics[k])
+                if prio is not None:
+                    priorities[k].append(prio[k].reshape(-1))
+        self._scatter(state)
+        return [(to_floats(ms), torch.cat(ps).cpu().numpy() if ps else None)
+                for ms, ps in zip(metrics, priorities, strict=True)]
+
+    # -- gather and scatter ----------------------------------------------------------------
+
+    def _gather(self) -> Tree:
+        """Every network's parameters, targets and Adam state, stacked over the members."""
+        online = {n: [dict(m.nets.online[n].named_parameters()) for m in self.members]
+                  for n in self.templates}
+        return {
+            "online": {n: _stack(ps) for n, ps in online.items()},
+            "target": {n: _stack([dict(m.nets.target[n].named_parameters())
+                                  for m in self.members]) for n in self.templates},
+            "adam": {n: StackedAdam.gather([m.nets.optim[n] for m in self.members], ps)
+                     for n, ps in online.items()},
+        }
+
+    @torch.no_grad()
+    def _scatter(self, state: Tree) -> None:
+        """Write each member's slice back into its own networks and optimisers."""
+        for n in self.templates:
+            online = [dict(m.nets.online[n].named_parameters()) for m in self.members]
+            for k, m in enumerate(self.members):
+                for pname, p in online[k].items():
+                    p.copy_(state["online"][n][pname][k])
+                for pname, p in m.nets.target[n].named_parameters():
+                    p.copy_(state["target"][n][pname][k])
+            state["adam"][n].scatter([m.nets.optim[n] for m in self.members], online)
+
+    # -- one update of every member --------------------------------------------------------
+
+    def _update(self, state: Tree, batches: Sequence[Batch],
+                weights: Sequence[torch.Tensor] | None
+                ) -> tuple[list[dict[str, torch.Tensor]], torch.Tensor | None]:
+        b = self._stacked_batch(batches)
+        if weights is not None:
+            b["weights"] = torch.stack([x.reshape(-1, 1).to(self.device) for x in weights])
+        hp = self._hp()
+        due = torch.tensor([self._actor_due(m) for m in self.members], device=self.device)
+        target_noise = self._draws(b, self._target_noise)
+        policy_noise = self._draws(b, self._policy_noise, due)
+
+        grads, (losses, td_sum) = self._critic_grads(
+            {n: state["online"][n] for n in self.critics},
+            {n: state["target"][n] for n in self.templates}, b, hp, target_noise)
+        self._step(state, self.critics, grads, hp["lr_critic"], hp["max_grad_norm"], None)
+        if bool(due.any()):
+            actor_grads, actor_losses = self._actor_grads(
+                {n: state["online"][n] for n in self.actors},
+                {n: state["online"][n] for n in self.critics}, b, hp, policy_noise)
+            self._step(state, self.actors, actor_grads, hp["lr_actor"], hp["max_grad_norm"],
+                       due)
+            self._soft_update(state, hp["tau"], due)
+        for m in self.members:
+            m.learn_steps += 1
+        metrics = [{f"loss/{n}": v[k].detach() for n, v in losses.items()}
+                   for k in range(len(self.members))]
+        if bool(due.any()):
+            for k in range(len(self.members)):
+                if bool(due[k]):
+                    metrics[k].update({f"loss/{n}": v[k].detach()
+                                       for n, v in actor_losses.items()})
+        if weights is None:
+            return metrics, None
+        critics = torch.cat([b["active"][a] for a in self.agents], dim=-1).sum(-1, keepdim=True)
+        return metrics, td_sum / (critics * len(self.roles)).clamp_min(1.0)
+
+    def _stacked_batch(self, batches: Sequence[Batch]) -> Tree:
+        """Each member's batch cleaned (:func:`clean_batch`) and stacked, field by field."""
+        clean = [clean_batch(x, self.ref.readers, self.ref.codecs, self.device)
+                 for x in batches]
+        rows = {len(c.active[self.agents[0]]) for c in clean}
+        if len(rows) != 1:
+            raise ValueError(f"the members' batches differ in size ({sorted(rows)} rows): a "
+                             "stacked update needs one batch size")
+        fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
+                  "mask", "next_mask")
+        return _present({f: _stack_tree([getattr(c, f) for c in clean]) for f in fields})
+
+    def _hp(self) -> dict[str, torch.Tensor]:
+        names = UPDATE_HP + (("policy_noise", "noise_clip") if "policy_noise" in self.ref.hp
+                             else ())
+        return {h: torch.tensor([float(m.hp[h]) for m in self.members], device=self.device)
+                for h in names}
+
+    def _actor_due(self, m: OffPolicyMultiAgent) -> bool:
+        return bool(m._actor_update_due())
+
+    # -- random draws, each member from its own generator -----------------------------------
+
+    def _draws(self, b: Tree, draw: Callable[[OffPolicyMultiAgent, str, int], Any],
+               due: torch.Tensor | None = None) -> Tree:
+        """``draw(member, agent, rows)`` for every member (agents in order, as the member's
+        own update draws) stacked per agent; members not ``due`` draw nothing (zeros)."""
+        rows = b["active"][self.agents[0]].shape[1]
+        per_member: list[dict[str, Any]] = []
+        for k, m in enumerate(self.members):
+            if due is not None and not bool(due[k]):
+                per_member.append({})
+                continue
+            per_member.append({a: draw(m, a, rows) for a in self.agents})
+        return _present({a: _stack_tree([d.get(a) for d in per_member]) for a in self.agents})
+
+    def _target_noise(self, m: OffPolicyMultiAgent, agent: str, rows: int) -> Any:
+        """The target action's draws: the codec's, then MATD3's smoothing noise (Box)."""
+        codec = m.codecs[agent]
+        shape = torch.Size((rows, codec.dim))
+        own = codec.noise(shape, m._torch_gen, self.device)
+        smooth = None
+        if "policy_noise" in m.hp and isinstance(codec, BoxCodec) and m.hp["policy_noise"] != 0:
+            smooth = torch.randn(shape, generator=m._torch_gen, device=self.device)
+        return {"codec": own, "smooth": smooth}
+
+    def _policy_noise(self, m: OffPolicyMultiAgent, agent: str, rows: int) -> Any:
+        codec = m.codecs[agent]
+        return codec.noise(torch.Size((rows, codec.dim)), m._torch_gen, self.device)
+
+    # -- one member's losses (vmapped over the members) -------------------------------------
+
+    def _call(self, name: str, params: Params, *args: Any) -> torch.Tensor:
+        return functional_call(self.templates[name], params, args)
+
+    def _joint(self, actions: Mapping[str, torch.Tensor], active: Mapping[str, torch.Tensor]
+               ) -> torch.Tensor:
+        return torch.cat([actions[a] * active[a] for a in self.agents], dim=-1)
+
+    def _target_action(self, target: Tree, agent: str, b: Tree, noise: Tree,
+                       hp: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        codec = self.ref.codecs[agent]
+        u = codec.target_with(self._call(f"actor/{agent}", target[f"actor/{agent}"],
+                                         b["next_obs"][agent]),
+                              noise.get("codec"), b["next_mask"].get(agent))
+        if "smooth" not in noise:
+            return u
+        clip = hp["noise_clip"]
+        smooth = torch.maximum(torch.minimum(noise["smooth"] * hp["policy_noise"], clip), -clip)
+        return (u + smooth).clamp(-1.0, 1.0)
+
+    def _critic_loss(self, critics: Tree, target: Tree, b: Tree, hp: Mapping[str, torch.Tensor],
+                     noise: Tree
+                     ) -> tuple[torch.Tensor, tuple[dict[str, torch.Tensor], torch.Tensor]]:
+        """One member's critic losses (their sum is differentiated) and TD-error sum
+        ``(B, 1)``; ``b["weights"]``, where present, scales each row's squared error."""
+        joint = self.ref.joint
+        joint_obs = joint_tensor(b["obs"], self.agents, joint)
+        joint_act = self._joint(b["action"], b["active"])
+        next_obs = joint_tensor(b["next_obs"], self.agents, joint)
+        next_act = self._joint({a: self._target_action(target, a, b, noise.get(a, {}), hp)
+                                for a in self.agents}, b["active"])
+        losses: dict[str, torch.Tensor] = {}
+        td_sum = torch.zeros_like(b["active"][self.agents[0]])
+        for a in self.agents:
+            next_q = torch.stack([self._call(f"{r}/{a}", target[f"{r}/{a}"], next_obs, next_act)
+                                  for r in self.roles]).min(dim=0).values
+            y = td_target(b["reward"][a], b["terminated"][a], next_q, hp["gamma"],
+                          b["n_steps"][a]).detach()
+            for r in self.roles:
+                q = self._call(f"{r}/{a}", critics[f"{r}/{a}"], joint_obs, joint_act)
+                losses[f"{r}/{a}"] = masked_mse(q, y, b["active"][a], b.get("weights"))
+                td_sum = td_sum + (q.detach() - y).abs() * b["active"][a]
+        return torch.stack(list(losses.values())).sum(), (losses, td_sum)
+
+    def _actor_loss(self, actors: Tree, critics: Tree, b: Tree, hp: Mapping[str, torch.Tensor],
+                    noise: Tree) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        joint_obs = joint_tensor(b["obs"], self.agents, self.ref.joint)
+        losses: dict[str, torch.Tensor] = {}
+        for a in self.agents:
+            out = self._call(f"actor/{a}", actors[f"actor/{a}"], b["obs"][a])
+            own = self.ref.codecs[a].policy_with(out, noise.get(a), b["mask"].get(a))
+            actions = self._joint({**b["action"], a: own}, b["active"])
+            critic = {k: v.detach() for k, v in critics[f"critic/{a}"].items()}
+            q = self._call(f"critic/{a}", critic, joint_obs, actions)
+            reg = masked_mean(out.pow(2).mean(dim=-1, keepdim=True), b["active"][a])
+            losses[f"actor/{a}"] = -masked_mean(q, b["active"][a]) + hp["actor_reg"] * reg
+        return torch.stack(list(losses.values())).sum(), losses
+
+    # -- optimiser steps and targets -------------------------------------------------------
+
+    @torch.no_grad()
+    def _step(self, state: Tree, names: Sequence[str], grads: Tree, lr: torch.Tensor,
+              max_norm: torch.Tensor, due: torch.Tensor | None) -> None:
+        """Each network's gradients clipped to each member's ``max_grad_norm`` (0: no clip),
+        then a stacked Adam step of the ``due`` members (None: all)."""
+        for n in names:
+            gs = grads[n]
+            norms = torch.stack([g.flatten(1).norm(dim=1) for g in gs.values()], dim=1)
+            total = torch.linalg.vector_norm(norms, dim=1)
+            coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
+            coef = torch.where(max_norm > 0, coef, torch.ones_like(coef))
+            clipped = {k: g * coef.view((-1,) + (1,) * (g.dim() - 1)) for k, g in gs.items()}
+            state["adam"][n].step(state["online"][n], clipped, lr, due)
+
+    @torch.no_grad()
+    def _soft_update(self, state: Tree, tau: torch.Tensor, due: torch.Tensor) -> None:
+        for n in self.templates:
+            for pname, target in state["target"][n].items():
+                online = state["online"][n][pname]
+                shape = (-1,) + (1,) * (target.dim() - 1)
+                moved = target.lerp(online, tau.view(shape))
+                target.copy_(torch.where(due.view(shape), moved, target))
+
+
+def _stack(params: Sequence[Mapping[str, torch.Tensor]]) -> Params:
+    return {k: torch.stack([p[k].detach() for p in params]).contiguous() for k in params[0]}
+
+
+def _stack_tree(items: Sequence[Any]) -> Any:
+    """Stack a list of like trees (dicts of tensors) leaf by leaf along a new axis 0; a leaf
+    that is None in every tree stays None, one that is None in some is zeros there (a member
+    that draws nothing where another draws)."""
+    first = next((x for x in items if x is not None), None)
+    if first is None:
+        return None
+    if isinstance(first, Mapping):
+        return {k: _stack_tree([None if x is None else x[k] for x in items]) for k in first}
+    return torch.stack([torch.zeros_like(first) if x is None else x for x in items])
+
+
+def _present(tree: Any) -> Any:
+    """``tree`` without its None leaves (``vmap`` maps tensors only): a missing key reads as
+    "nothing there" (no mask, no draw, no weights)."""
+    if not isinstance(tree, Mapping):
+        return tree
+    return {k: _present(v) for k, v in tree.items() if v is not None}

@@ -1,0 +1,118 @@
+"""A stacked update of several members equals each member's own update, one after another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from distmarl.algorithms.groups import StackedOffPolicy, stackable
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
+
+#: three members' hyperparameters, each different (a clip of 0: none; an actor_reg of 0: none)
+HP = [dict(lr_actor=1e-3, lr_critic=2e-3, gamma=0.95, tau=0.01, max_grad_norm=0.5,
+           actor_reg=1e-3),
+      dict(lr_actor=5e-4, lr_critic=1e-3, gamma=0.9, tau=0.02, max_grad_norm=0.0,
+           actor_reg=0.0),
+      dict(lr_actor=2e-4, lr_critic=5e-4, gamma=0.99, tau=0.005, max_grad_norm=1.0,
+           actor_reg=1e-2)]
+#: MATD3's own: actor updates due at different steps, smoothing on and off
+MATD3_HP = [dict(policy_freq=2, policy_noise=0.2), dict(policy_freq=1, policy_noise=0.0),
+            dict(policy_freq=3, policy_noise=0.1)]
+#: 100 updates, the members gathered and written back 4 times. The two sides agree to float32
+#: rounding (about 1e-7) step by step; where a ReLU unit or MATD3's twin-critic minimum sits
+#: at its kink, that rounding can pick the other side of it in one and not the other, and the
+#: difference then grows to about 1e-4 in 100 updates (as it does between the loop and the loop
+#: with its critics nudged by 1e-6). These batches keep clear of that for 100 updates.
+ROWS, CALLS, UPDATES = 24, 4, 25
+
+
+def members(algo: str, actions: str) -> list[OffPolicyMultiAgent]:
+    extra = MATD3_HP if algo == "MATD3" else [{}] * 3
+    return [make(algo, actions, seed=k, **HP[k], **extra[k]) for k in range(3)]
+
+
+def rows(actions: str, seed: int) -> dict[str, Any]:
+    """A batch with inactive rows, terminations and 3-step rows (n-step replay)."""
+    b = batch(ACTION_SETS[actions], size=ROWS, seed=seed)
+    g = torch.Generator().manual_seed(seed + 10_000)
+    for a in AGENTS:
+        b["active"][a] = (torch.rand(ROWS, 1, generator=g) > 0.2).float()
+        b["terminated"][a] = (torch.rand(ROWS, 1, generator=g) > 0.8).float()
+        b["reward"][a] = torch.randn(ROWS, 3, generator=g)
+    b["n_steps"] = {a: torch.randint(1, 4, (ROWS, 1), generator=g).float() for a in AGENTS}
+    return b
+
+
+def adam_state(algo: OffPolicyMultiAgent) -> dict[str, torch.Tensor]:
+    out = {}
+    for n, opt in algo.nets.optim.items():
+        for i, p in enumerate(opt.param_groups[0]["params"]):
+            for key in ("exp_avg", "exp_avg_sq", "step"):
+                out[f"{n}/{i}/{key}"] = torch.as_tensor(opt.state[p][key]).float()
+    return out
+
+
+def worst(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+@pytest.mark.parametrize("algo,actions,weighted", [
+    ("MADDPG", "box", False), ("MADDPG", "discrete", True), ("MATD3", "box", True),
+    ("MATD3", "mixed", False)])
+def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted: bool) -> None:
+    """Three members with their own hyperparameters, batches (inactive rows, terminations,
+    3-step rows), importance weights and random draws: after 100 stacked updates each one's
+    parameters, targets, Adam state, counters and random stream are what its own 100 updates
+    give, and so were each update's metrics and priorities."""
+    stacked_members = members(algo, actions)
+    own = [m.clone() for m in stacked_members]
+    group = StackedOffPolicy(stacked_members)
+    seed = 0
+    for _ in range(CALLS):
+        batches = [[rows(actions, seed := seed + 1) for _ in range(UPDATES)] for _ in own]
+        weights = ([[torch.rand(ROWS, generator=torch.Generator().manual_seed(i * 97 + k))
+                     for i in range(UPDATES)] for k in range(len(own))] if weighted else None)
+        results = group.learn_batches(batches, weights)
+        for k, m in enumerate(own):
+            metrics, priorities = m.learn_batches(batches[k], None if weights is None
+                                                  else weights[k])
+            got_metrics, got_priorities = results[k]
+            assert [sorted(x) for x in got_metrics] == [sorted(x) for x in metrics]
+            for x, y in zip(got_metrics, metrics, strict=True):
+                assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+            if weighted:
+                np.testing.assert_allclose(got_priorities, priorities, rtol=1e-4, atol=1e-5)
+            else:
+                assert got_priorities is None and priorities is None
+    for k, m in enumerate(own):
+        s = stacked_members[k]
+        assert worst(params(s), params(m)) < 1e-5
+        assert worst(params(s, "target"), params(m, "target")) < 1e-5
+        assert worst(adam_state(s), adam_state(m)) < 1e-5
+        assert s.learn_steps == m.learn_steps == CALLS * UPDATES
+        # the same random streams consumed: the next draws agree
+        assert torch.equal(torch.rand(4, generator=s._torch_gen),
+                           torch.rand(4, generator=m._torch_gen))
+
+
+def test_members_of_different_shapes_or_algorithms_are_refused() -> None:
+    a, b = make("MADDPG", "box", seed=0), make("MADDPG", "box", seed=1)
+    assert stackable([a, b]) is None
+    assert "MATD3" in str(stackable([make("MATD3", "box"), a]))
+    grown = make("MADDPG", "box", seed=2)
+    grown.mutate_architecture("add_node", np.random.default_rng(0))
+    assert "differ in shape" in str(stackable([a, grown]))
+    with pytest.raises(ValueError, match="cannot be stacked: member 1's networks differ"):
+        StackedOffPolicy([a, grown])
+
+
+def test_members_whose_batches_differ_in_size_are_refused() -> None:
+    group = StackedOffPolicy([make("MADDPG", "box", seed=0), make("MADDPG", "box", seed=1)])
+    with pytest.raises(ValueError, match=r"differ in size \(\[16, 32\] rows\)"):
+        group.learn_batches([[batch(ACTION_SETS["box"], size=16)],
+                             [batch(ACTION_SETS["box"], size=32)]])
