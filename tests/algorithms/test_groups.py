@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from distmarl.algorithms.groups import StackedOffPolicy, stackable
+from distmarl.algorithms.groups import (
+    StackedOffPolicy,
+    StackedOnPolicy,
+    stackable,
+    stackable_on_policy,
+)
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
 
@@ -116,3 +121,56 @@ def test_members_whose_batches_differ_in_size_are_refused() -> None:
     with pytest.raises(ValueError, match=r"differ in size \(\[16, 32\] rows\)"):
         group.learn_batches([[batch(ACTION_SETS["box"], size=16)],
                              [batch(ACTION_SETS["box"], size=32)]])
+
+
+# ---------------------------------------------------------------------------------- on-policy
+#: three IPPO / MAPPO members' hyperparameters (update_epochs and batch_size are shared)
+PPO_HP = [dict(lr=3e-4, clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+               target_kl=None, value_norm=False),
+          dict(lr=1e-3, clip_coef=0.1, ent_coef=0.0, vf_coef=1.0, max_grad_norm=1.0,
+               target_kl=1e-4, value_norm=True),
+          dict(lr=5e-4, clip_coef=0.3, ent_coef=0.05, vf_coef=0.25, max_grad_norm=0.2,
+               target_kl=2e-3, value_norm=False)]
+PPO_CALLS = 10  # 4 epochs of minibatches each: over 100 optimiser steps per member
+
+
+@pytest.mark.parametrize("algo,actions", [("IPPO", "mixed"), ("MAPPO", "box"),
+                                          ("IPPO", "discrete")])
+def test_a_stacked_ppo_update_is_each_members_own(algo: str, actions: str) -> None:
+    """Three members with their own hyperparameters (the target-KL stop cutting some
+    members' epochs short, value normalisation in one) and fragments, each acted by the
+    member's own policy: after the stacked updates each one's parameters, log-stds, Adam
+    state, counters and random stream are what its own updates give, and so were the
+    metrics."""
+    from tests.algorithms import ppo_helpers as ph
+
+    stacked_members = [ph.make(algo, actions, seed=k, update_epochs=4, batch_size=32, **PPO_HP[k])
+                       for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+    group = StackedOnPolicy(stacked_members)
+    stopped_early = False
+    for call in range(PPO_CALLS):
+        frags = [ph.fragment(m.clone(), t=8, e=4, seed=call * 10 + k)
+                 for k, m in enumerate(stacked_members)]
+        got = group.learn(frags)
+        for k, m in enumerate(own):
+            want = m.learn(frags[k])
+            assert got[k].keys() == want.keys()
+            assert got[k] == pytest.approx(want, rel=1e-4, abs=1e-6)
+            stopped_early |= any(v < 4 for key, v in want.items() if key.startswith("epochs/"))
+    assert stopped_early, "the target-KL stop should cut some member's epochs short"
+    for k, m in enumerate(own):
+        s = stacked_members[k]
+        assert worst(ph.params(s), ph.params(m)) < 1e-5
+        assert s.learn_steps == m.learn_steps == PPO_CALLS
+        assert torch.equal(torch.rand(4, generator=s._torch_gen),
+                           torch.rand(4, generator=m._torch_gen))
+
+
+def test_ppo_members_with_other_epochs_are_refused() -> None:
+    from tests.algorithms import ppo_helpers as ph
+
+    a, b = ph.make("IPPO", seed=0), ph.make("IPPO", seed=1, update_epochs=2)
+    assert "update_epochs" in str(stackable_on_policy([a, b]))
+    with pytest.raises(ValueError, match="cannot be stacked: member 1's update_epochs is 2"):
+        StackedOnPolicy([a, b])

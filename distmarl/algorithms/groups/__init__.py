@@ -6,5 +6,6 @@ writes everything back, so checkpoints, copies, mutations and hyperparameter cha
 difference."""
 
 from distmarl.algorithms.groups.offpolicy import StackedOffPolicy, stackable
+from distmarl.algorithms.groups.onpolicy import StackedOnPolicy, stackable_on_policy
 
-__all__ = ["StackedOffPolicy", "stackable"]
+__all__ = ["StackedOffPolicy", "StackedOnPolicy", "stackable", "stackable_on_policy"]

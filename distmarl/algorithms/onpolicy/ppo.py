@@ -242,6 +242,16 @@ class OnPolicyMultiAgent(Algorithm):
         module docstring. Metrics per group: ``loss/policy/<g>``, ``loss/value/<g>``,
         ``entropy/<g>``, ``approx_kl/<g>``, ``clip_fraction/<g>``, ``epochs/<g>``; and
         ``approx_kl``, the mean over groups."""
+        group_rows = self.learning_rows(batch)
+        metrics: dict[str, float] = {}
+        for g in self.groups:
+            metrics.update(self._update_group(g, group_rows[g]))
+        return self.learned(metrics)
+
+    def learning_rows(self, batch: Batch) -> dict[str, GroupRows]:
+        """Each agent group's rows of the fragment ``batch``, ready for the update epochs:
+        GAE advantages and value targets (normalised, and the running moments updated, when
+        ``value_norm`` is on)."""
         frag = clean_fragment(batch, self.readers,
                               {a: self.heads[g] for a, g in self.group_of.items()}, self.device)
         advantage, target = self._advantages(frag)
@@ -251,12 +261,20 @@ class OnPolicyMultiAgent(Algorithm):
                 moments.update(torch.cat([target[a][frag[a].active] for a in members]))
                 for a in members:
                     target[a] = moments.normalise(target[a])
-        metrics: dict[str, float] = {}
-        for g in self.groups:
-            metrics.update(self._update_group(g, self._group_rows(g, frag, advantage, target)))
+        return {g: self._group_rows(g, frag, advantage, target) for g in self.groups}
+
+    def learned(self, metrics: dict[str, float]) -> dict[str, float]:
+        """Count one update whose groups' metrics (:meth:`group_metrics`) are ``metrics``;
+        adds ``approx_kl``, the mean over groups."""
         metrics["approx_kl"] = float(np.mean([metrics[f"approx_kl/{g}"] for g in self.groups]))
         self.learn_steps += 1
         return metrics
+
+    @staticmethod
+    def group_metrics(group: str, out: Mapping[str, float]) -> dict[str, float]:
+        """:func:`ppo_update`'s figures for ``group`` under their metric names."""
+        names = {"policy": "loss/policy", "value": "loss/value"}
+        return {f"{names.get(k, k)}/{group}": v for k, v in out.items()}
 
     @torch.no_grad()
     def _advantages(self, frag: Mapping[str, AgentFragment]) -> tuple[Tensors, Tensors]:
@@ -288,8 +306,7 @@ class OnPolicyMultiAgent(Algorithm):
             optims.append(self.log_std_optim[group])
         out = ppo_update(self.policy_net(group), self.value_net(group), self.heads[group],
                          self.log_std.get(group), optims, d, self.hp, self._torch_gen)
-        names = {"policy": "loss/policy", "value": "loss/value"}
-        return {f"{names.get(k, k)}/{group}": v for k, v in out.items()}
+        return self.group_metrics(group, out)
 
     # -- weights and state -----------------------------------------------------------------
 

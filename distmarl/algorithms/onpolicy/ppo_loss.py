@@ -47,15 +47,18 @@ def normalise(x: torch.Tensor, active: torch.Tensor, eps: float = 1e-8) -> torch
 
 def ppo_terms(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor,
               entropy: torch.Tensor, new_value: torch.Tensor, value_target: torch.Tensor,
-              active: torch.Tensor, clip_coef: float, ent_coef: float, vf_coef: float,
+              active: torch.Tensor, clip_coef: float | torch.Tensor,
+              ent_coef: float | torch.Tensor, vf_coef: float | torch.Tensor,
               normalise_advantage: bool = True) -> PPOTerms:
-    """Clipped-objective PPO terms (CleanRL's, without value clipping)."""
+    """Clipped-objective PPO terms (CleanRL's, without value clipping); the coefficients are
+    numbers or 0-d tensors (a stacked update's member's)."""
     # bounded before exp: a policy mean far outside the action box makes the clipped action's
     # log-probability huge, and exp() of the difference would overflow to inf (then NaN)
     log_ratio = _kept(new_log_prob - old_log_prob, active).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
     ratio = log_ratio.exp()
     adv = normalise(advantage, active) if normalise_advantage else _kept(advantage, active)
-    surrogate = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef))
+    clip = torch.as_tensor(clip_coef, dtype=ratio.dtype, device=ratio.device)
+    surrogate = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
     policy = masked_mean(surrogate, active)
     value = 0.5 * masked_mean(_kept(new_value - value_target, active) ** 2, active)
     ent = masked_mean(entropy, active)
