@@ -1,13 +1,16 @@
 """Members updated as one stacked computation against each member's own updates.
 
-The main job's algorithm and networks (``examples/configs/speaker_listener_maddpg.yaml``:
-MADDPG, 64-wide networks, mpe2 speaker-listener's spaces); ``N`` members, each with its own
-batches, updated ``--updates`` times per call (a learner's train call):
+``N`` members of an example config's algorithm, networks and spaces:
 
-* ``own``: each member's ``learn_batches``, one member after another (what a learner hosting
-  several members does without groups, or N one-member learners sharing a device);
-* ``stacked``: :class:`distmarl.algorithms.groups.StackedOffPolicy` over the N members (gather,
-  one vmapped update per step, write back).
+* MADDPG, the main job (``examples/configs/speaker_listener_maddpg.yaml``): each member with its
+  own batches, ``--updates`` updates per call (a learner's train call); ``own`` is each member's
+  ``learn_batches`` one member after another (what a learner hosting several members does
+  without groups, or N one-member learners sharing a device), ``stacked`` is
+  :class:`distmarl.algorithms.groups.StackedOffPolicy` over the N members;
+* MAPPO (``examples/configs/spread_mappo.yaml``, ``--on-policy``): each member learns one whole
+  fragment (``learn_step`` steps of every sub-env, acted by its policy on random
+  observations); ``own`` is each member's ``learn``, ``stacked`` is
+  :class:`distmarl.algorithms.groups.StackedOnPolicy`; rates count fragments (updates).
 
 Prints updates/s over all members for each and their ratio, per population size and batch
 size, on the device given (``cuda`` where torch sees a GPU, else ``cpu``), with ``--threads``
@@ -26,11 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
+ON_POLICY_CONFIG = ROOT / "examples" / "configs" / "spread_mappo.yaml"
 
 
 def random_batch(obs: dict[str, spaces.Space], act: dict[str, spaces.Space], size: int,
@@ -82,6 +87,61 @@ def rate(n: int, batch: int, updates: int, calls: int, device: str) -> dict[str,
     return out
 
 
+def random_fragment(algo: Any, obs: dict[str, spaces.Space], state: spaces.Space | None,
+                    steps: int, envs: int, gen: torch.Generator) -> dict[str, Any]:
+    """A ``(T, E, ...)`` fragment acted by ``algo`` on random observations (and states)."""
+    from distmarl.types import on_policy_fields
+
+    fields = on_policy_fields(algo.uses_state)
+    out: dict[str, dict[str, list[Any]]] = {f: {a: [] for a in obs} for f in fields}
+    for _ in range(steps):
+        o = {a: torch.randn(envs, *s.shape, generator=gen).numpy() for a, s in obs.items()}
+        st = (torch.randn(envs, *state.shape, generator=gen).numpy()
+              if algo.uses_state and state is not None else None)
+        actions, extras = algo.act_with_info(o, state=st)
+        next_value = algo.value_estimates(o, st)
+        for a in obs:
+            row = {"obs": o[a], "action": actions[a],
+                   "reward": torch.randn(envs, generator=gen).numpy(),
+                   "terminated": torch.zeros(envs, dtype=torch.bool).numpy(),
+                   "truncated": torch.zeros(envs, dtype=torch.bool).numpy(),
+                   "active": torch.ones(envs, dtype=torch.bool).numpy(),
+                   "log_prob": extras["log_prob"][a], "value": extras["value"][a],
+                   "next_value": next_value[a], "state": st}
+            for f in fields:
+                out[f][a].append(row[f])
+    return {f: {a: torch.as_tensor(np.stack(v)) for a, v in per.items()}
+            for f, per in out.items()}
+
+
+def rate_on_policy(n: int, calls: int, device: str, sets: Sequence[str] = ()
+                   ) -> dict[str, Any]:
+    """Fragments learned per second over ``n`` MAPPO members, their own and stacked
+    (``sets``: config overrides)."""
+    from distmarl.algorithms.groups import StackedOnPolicy
+    from distmarl.config import load_config
+    from distmarl.factory import env_spaces, make_algorithm
+
+    cfg = load_config(ON_POLICY_CONFIG, list(sets))
+    env = env_spaces(cfg.env)
+    members = [make_algorithm(cfg.algorithm, env, device=device, seed=k) for k in range(n)]
+    gen = torch.Generator().manual_seed(0)
+    frags = [random_fragment(m.clone(), env[0], env[2], int(cfg.algorithm.hp.learn_step),
+                             cfg.env.num_envs, gen) for m in members]
+    out: dict[str, Any] = {"members": n, "batch": int(cfg.algorithm.hp.batch_size),
+                           "device": device, "algorithm": cfg.algorithm.name}
+    group = StackedOnPolicy(members)
+    for name, step in (("own", lambda: [m.learn(f) for m, f in zip(members, frags)]),
+                       ("stacked", lambda: group.learn(frags))):
+        step()
+        start = time.perf_counter()
+        for _ in range(calls):
+            step()
+        out[f"{name}_updates_s"] = n * calls / (time.perf_counter() - start)
+    out["ratio"] = out["stacked_updates_s"] / out["own_updates_s"]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[4, 16])
@@ -90,11 +150,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on CPU")
+    ap.add_argument("--on-policy", action="store_true", help="MAPPO fragments instead")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     rows = []
-    for n in args.sizes:
+    for n in args.sizes if args.on_policy else []:
+        r = rate_on_policy(n, args.calls, args.device)
+        rows.append(r)
+        print(f"{n:>3} members, MAPPO fragments, {args.device}: own {r['own_updates_s']:6.2f} "
+              f"updates/s, stacked {r['stacked_updates_s']:6.2f}, stacked/own "
+              f"{r['ratio']:.2f}x", flush=True)
+    for n in [] if args.on_policy else args.sizes:
         for b in args.batches:
             r = rate(n, b, args.updates, args.calls, args.device)
             rows.append(r)
