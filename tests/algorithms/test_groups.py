@@ -116,11 +116,27 @@ def test_members_of_different_shapes_or_algorithms_are_refused() -> None:
         StackedOffPolicy([a, grown])
 
 
-def test_members_whose_batches_differ_in_size_are_refused() -> None:
-    group = StackedOffPolicy([make("MADDPG", "box", seed=0), make("MADDPG", "box", seed=1)])
-    with pytest.raises(ValueError, match=r"differ in size \(\[16, 32\] rows\)"):
-        group.learn_batches([[batch(ACTION_SETS["box"], size=16)],
-                             [batch(ACTION_SETS["box"], size=32)]])
+def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -> None:
+    """Batch sizes evolve: a member's smaller batch is padded with inactive rows; each
+    member's update, priorities and random draws are still its own."""
+    stacked_members = [make("MADDPG", "mixed", seed=k, **HP[k]) for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+    group = StackedOffPolicy(stacked_members)
+    sizes = [24, 16, 9]
+    batches = [[batch(ACTION_SETS["mixed"], size=n, seed=10 * k + u) for u in range(5)]
+               for k, n in enumerate(sizes)]
+    weights = [[torch.rand(n, generator=torch.Generator().manual_seed(u)) for u in range(5)]
+               for n in sizes]
+    results = group.learn_batches(batches, weights)
+    for k, m in enumerate(own):
+        metrics, priorities = m.learn_batches(batches[k], weights[k])
+        assert results[k][1] is not None and results[k][1].shape == (5 * sizes[k],)
+        np.testing.assert_allclose(results[k][1], priorities, rtol=1e-4, atol=1e-5)
+        for x, y in zip(results[k][0], metrics, strict=True):
+            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+        assert torch.equal(torch.rand(4, generator=stacked_members[k]._torch_gen),
+                           torch.rand(4, generator=m._torch_gen))
 
 
 # ---------------------------------------------------------------------------------- on-policy

@@ -12,8 +12,11 @@ after another, up to float rounding: each member's batch, hyperparameters and ra
 (Gumbel samples, MATD3's target smoothing) are its own, drawn from its own generator in the
 order its own update would draw them.
 
-Shapes: ``K`` members, ``B`` rows per batch (the same for every member of a call), per agent
-observations ``(K, B, obs_dim)``, actions ``(K, B, act_dim)``, scalars ``(K, B, 1)``.
+Members whose batch sizes differ (``batch_size`` evolves) are stacked all the same: each batch
+is padded to the largest with inactive rows, which the masked losses never count.
+
+Shapes: ``K`` members, ``B`` rows per batch (the largest of the call's), per agent observations
+``(K, B, obs_dim)``, actions ``(K, B, act_dim)``, scalars ``(K, B, 1)``.
 """
 
 from __future__ import annotations
@@ -92,8 +95,9 @@ class StackedOffPolicy:
                       weights: Sequence[Sequence[torch.Tensor]] | None = None
                       ) -> list[tuple[list[dict[str, float]], np.ndarray | None]]:
         """``batches[k]``: member ``k``'s batches, one update each (every member the same
-        number, all of ``B`` rows); ``weights[k]`` their importance weights ``(B,)``
-        (prioritised replay) or None. Per member, as its own ``learn_batches`` returns: each
+        number; a member's batch size may differ from another's: each is padded to the largest
+        with inactive rows, which no loss counts); ``weights[k]`` their importance weights
+        ``(B,)`` (prioritised replay) or None. Per member, as its own ``learn_batches`` returns: each
         update's metrics and, with weights, the rows' new priorities."""
         counts = {len(b) for b in batches}
         if len(batches) != len(self.members) or len(counts) != 1:
@@ -108,7 +112,7 @@ class StackedOffPolicy:
             for k in range(len(self.members)):
                 metrics[k].append(step_metrics[k])
                 if prio is not None:
-                    priorities[k].append(prio[k].reshape(-1))
+                    priorities[k].append(prio[k])
         self._scatter(state)
         return [(to_floats(ms), torch.cat(ps).cpu().numpy() if ps else None)
                 for ms, ps in zip(metrics, priorities, strict=True)]
@@ -143,14 +147,16 @@ class StackedOffPolicy:
 
     def _update(self, state: Tree, batches: Sequence[Batch],
                 weights: Sequence[torch.Tensor] | None
-                ) -> tuple[list[dict[str, torch.Tensor]], torch.Tensor | None]:
-        b = self._stacked_batch(batches)
+                ) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor] | None]:
+        b, sizes = self._stacked_batch(batches)
+        rows = max(sizes)
         if weights is not None:
-            b["weights"] = torch.stack([x.reshape(-1, 1).to(self.device) for x in weights])
+            b["weights"] = torch.stack([_pad(x.reshape(-1, 1).to(self.device), rows)
+                                        for x in weights])
         hp = self._hp()
         due = torch.tensor([self._actor_due(m) for m in self.members], device=self.device)
-        target_noise = self._draws(b, self._target_noise)
-        policy_noise = self._draws(b, self._policy_noise, due)
+        target_noise = self._draws(sizes, self._target_noise)
+        policy_noise = self._draws(sizes, self._policy_noise, due)
 
         grads, (losses, td_sum) = self._critic_grads(
             {n: state["online"][n] for n in self.critics},
@@ -175,19 +181,21 @@ class StackedOffPolicy:
         if weights is None:
             return metrics, None
         critics = torch.cat([b["active"][a] for a in self.agents], dim=-1).sum(-1, keepdim=True)
-        return metrics, td_sum / (critics * len(self.roles)).clamp_min(1.0)
+        priorities = td_sum / (critics * len(self.roles)).clamp_min(1.0)
+        return metrics, [priorities[k, :n].reshape(-1) for k, n in enumerate(sizes)]
 
-    def _stacked_batch(self, batches: Sequence[Batch]) -> Tree:
-        """Each member's batch cleaned (:func:`clean_batch`) and stacked, field by field."""
+    def _stacked_batch(self, batches: Sequence[Batch]) -> tuple[Tree, list[int]]:
+        """Each member's batch cleaned (:func:`clean_batch`), padded to the largest with
+        inactive rows (zeros; every action legal) and stacked, field by field; and each
+        member's own number of rows."""
         clean = [clean_batch(x, self.ref.readers, self.ref.codecs, self.device)
                  for x in batches]
-        rows = {len(c.active[self.agents[0]]) for c in clean}
-        if len(rows) != 1:
-            raise ValueError(f"the members' batches differ in size ({sorted(rows)} rows): a "
-                             "stacked update needs one batch size")
+        sizes = [len(c.active[self.agents[0]]) for c in clean]
         fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
                   "mask", "next_mask")
-        return _present({f: _stack_tree([getattr(c, f) for c in clean]) for f in fields})
+        stacked = {f: _stack_tree([_pad_tree(getattr(c, f), max(sizes)) for c in clean])
+                   for f in fields}
+        return _present(stacked), sizes
 
     def _hp(self) -> dict[str, torch.Tensor]:
         names = UPDATE_HP + (("policy_noise", "noise_clip") if "policy_noise" in self.ref.hp
@@ -200,17 +208,18 @@ class StackedOffPolicy:
 
     # -- random draws, each member from its own generator -----------------------------------
 
-    def _draws(self, b: Tree, draw: Callable[[OffPolicyMultiAgent, str, int], Any],
+    def _draws(self, sizes: Sequence[int], draw: Callable[[OffPolicyMultiAgent, str, int], Any],
                due: torch.Tensor | None = None) -> Tree:
         """``draw(member, agent, rows)`` for every member (agents in order, as the member's
-        own update draws) stacked per agent; members not ``due`` draw nothing (zeros)."""
-        rows = b["active"][self.agents[0]].shape[1]
+        own update draws, for its own ``sizes[k]`` rows, padded) stacked per agent; members
+        not ``due`` draw nothing (zeros)."""
         per_member: list[dict[str, Any]] = []
         for k, m in enumerate(self.members):
             if due is not None and not bool(due[k]):
                 per_member.append({})
                 continue
-            per_member.append({a: draw(m, a, rows) for a in self.agents})
+            per_member.append({a: _pad_tree(draw(m, a, sizes[k]), max(sizes))
+                               for a in self.agents})
         return _present({a: _stack_tree([d.get(a) for d in per_member]) for a in self.agents})
 
     def _target_noise(self, m: OffPolicyMultiAgent, agent: str, rows: int) -> Any:
@@ -326,6 +335,24 @@ def _stack_tree(items: Sequence[Any]) -> Any:
     if isinstance(first, Mapping):
         return {k: _stack_tree([None if x is None else x[k] for x in items]) for k in first}
     return torch.stack([torch.zeros_like(first) if x is None else x for x in items])
+
+
+def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``x`` ``(B, ...)`` with ``rows - B`` more rows: zeros, or True for a bool mask (every
+    action legal, so a padded row's logits stay finite)."""
+    if x.shape[0] == rows:
+        return x
+    fill = torch.ones if x.dtype == torch.bool else torch.zeros
+    return torch.cat([x, fill((rows - x.shape[0], *x.shape[1:]), dtype=x.dtype,
+                              device=x.device)])
+
+
+def _pad_tree(tree: Any, rows: int) -> Any:
+    if tree is None:
+        return None
+    if isinstance(tree, Mapping):
+        return {k: _pad_tree(v, rows) for k, v in tree.items()}
+    return _pad(tree, rows)
 
 
 def _present(tree: Any) -> Any:
