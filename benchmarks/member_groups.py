@@ -87,6 +87,44 @@ def rate(n: int, batch: int, updates: int, calls: int, device: str) -> dict[str,
     return out
 
 
+def rate_mixed_batches(n: int, updates: int, calls: int, device: str, seed: int = 0
+                       ) -> dict[str, Any]:
+    """Updates/s over ``n`` MADDPG members whose batch sizes evolved apart (log-uniform in
+    the main job's range, 8 to 512): their own updates; one stack, every batch padded to the
+    largest; and one stack per power-of-two bucket of sizes, padded to the bucket's largest."""
+    from distmarl.algorithms.groups import StackedOffPolicy
+    from distmarl.config import load_config
+    from distmarl.factory import env_spaces, make_algorithm
+
+    cfg = load_config(CONFIG)
+    env = env_spaces(cfg.env)
+    rng = np.random.default_rng(seed)
+    sizes = [round(float(np.exp(rng.uniform(np.log(8), np.log(512))))) for _ in range(n)]
+    gen = torch.Generator().manual_seed(0)
+    data = [[{f: {a: t.to(device) for a, t in cols.items()}
+              for f, cols in random_batch(env[0], env[1], size, gen).items()}
+             for _ in range(updates)] for size in sizes]
+    members = [make_algorithm(cfg.algorithm, env, device=device, seed=k) for k in range(n)]
+    buckets: dict[int, list[int]] = {}
+    for k, size in enumerate(sizes):
+        buckets.setdefault(int(np.ceil(np.log2(size))), []).append(k)
+    padded = StackedOffPolicy(members)
+    bucketed = [(ks, StackedOffPolicy([members[k] for k in ks])) for ks in buckets.values()]
+    ways = {
+        "own": lambda: [m.learn_batches(data[k]) for k, m in enumerate(members)],
+        "padded": lambda: padded.learn_batches(data),
+        "bucketed": lambda: [g.learn_batches([data[k] for k in ks]) for ks, g in bucketed]}
+    out: dict[str, Any] = {"members": n, "batch_sizes": sizes, "buckets": len(buckets),
+                           "device": device}
+    for name, step in ways.items():
+        step()
+        start = time.perf_counter()
+        for _ in range(calls):
+            step()
+        out[f"{name}_updates_s"] = n * updates * calls / (time.perf_counter() - start)
+    return out
+
+
 def random_fragment(algo: Any, obs: dict[str, spaces.Space], state: spaces.Space | None,
                     steps: int, envs: int, gen: torch.Generator) -> dict[str, Any]:
     """A ``(T, E, ...)`` fragment acted by ``algo`` on random observations (and states)."""
@@ -151,17 +189,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on CPU")
     ap.add_argument("--on-policy", action="store_true", help="MAPPO fragments instead")
+    ap.add_argument("--mixed-batches", action="store_true",
+                    help="MADDPG members of evolved batch sizes: padded or bucketed stacks")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     rows = []
-    for n in args.sizes if args.on_policy else []:
+    for n in args.sizes if args.mixed_batches else []:
+        r = rate_mixed_batches(n, args.updates, args.calls, args.device)
+        rows.append(r)
+        print(f"{n:>3} members, batch sizes {r['batch_sizes']} ({r['buckets']} buckets), "
+              f"{args.device}: own {r['own_updates_s']:7,.0f} updates/s, one padded stack "
+              f"{r['padded_updates_s']:7,.0f}, a stack per bucket "
+              f"{r['bucketed_updates_s']:7,.0f}", flush=True)
+    for n in args.sizes if args.on_policy and not args.mixed_batches else []:
         r = rate_on_policy(n, args.calls, args.device)
         rows.append(r)
         print(f"{n:>3} members, MAPPO fragments, {args.device}: own {r['own_updates_s']:6.2f} "
               f"updates/s, stacked {r['stacked_updates_s']:6.2f}, stacked/own "
               f"{r['ratio']:.2f}x", flush=True)
-    for n in [] if args.on_policy else args.sizes:
+    for n in [] if args.on_policy or args.mixed_batches else args.sizes:
         for b in args.batches:
             r = rate(n, b, args.updates, args.calls, args.device)
             rows.append(r)
