@@ -11,6 +11,9 @@ import torch
 from distmarl.algorithms.groups import (
     StackedOffPolicy,
     StackedOnPolicy,
+    learn_fragments,
+    learn_replay,
+    plan_stacks,
     stackable,
     stackable_on_policy,
 )
@@ -190,3 +193,40 @@ def test_ppo_members_with_other_epochs_are_refused() -> None:
     assert "update_epochs" in str(stackable_on_policy([a, b]))
     with pytest.raises(ValueError, match="cannot be stacked: member 1's update_epochs is 2"):
         StackedOnPolicy([a, b])
+
+
+# ------------------------------------------------------------------------ a learner's members
+def test_a_learners_members_stack_by_shape_and_each_learns_as_its_own() -> None:
+    """Two MADDPG members of one shape stack; a grown one and a MATD3 one learn alone; one
+    with no batches (a refused sample) learns nothing: each ends as its own updates leave
+    it."""
+    grown = make("MADDPG", "box", seed=2, **HP[2])
+    grown.mutate_architecture("add_node", np.random.default_rng(0))
+    hosted = [make("MADDPG", "box", seed=0, **HP[0]), make("MADDPG", "box", seed=1, **HP[1]),
+              grown, make("MATD3", "box", seed=3), make("MADDPG", "box", seed=4)]
+    assert plan_stacks(hosted) == [[0, 1, 4], [2], [3]]
+    own = [m.clone() for m in hosted]
+    batches = [[rows("box", 10 * k + u) for u in range(3)] for k in range(4)] + [[]]
+    weights = [[torch.rand(ROWS) for _ in b] for b in batches]
+    results = learn_replay(hosted, batches, weights)
+    for k, m in enumerate(own):
+        metrics, priorities = m.learn_batches(batches[k], weights[k]) if batches[k] else ([], None)
+        assert len(results[k][0]) == len(metrics)
+        assert (results[k][1] is None) == (priorities is None)
+        assert worst(params(hosted[k]), params(m)) < 1e-5
+
+
+def test_ppo_members_stack_by_epochs_and_each_learns_as_its_own() -> None:
+    from tests.algorithms import ppo_helpers as ph
+
+    hosted = [ph.make("IPPO", seed=0), ph.make("IPPO", seed=1),
+              ph.make("IPPO", seed=2, update_epochs=2)]
+    assert plan_stacks(hosted) == [[0, 1], [2]]
+    own = [m.clone() for m in hosted]
+    frags = [ph.fragment(m.clone(), t=8, e=4, seed=k) for k, m in enumerate(hosted)]
+    frags[1] = None  # no fragment waiting for this member
+    results = learn_fragments(hosted, frags)
+    assert results[1] is None and hosted[1].learn_steps == 0
+    for k in (0, 2):
+        assert results[k] == pytest.approx(own[k].learn(frags[k]), rel=1e-4, abs=1e-6)
+        assert worst(ph.params(hosted[k]), ph.params(own[k])) < 1e-5

@@ -5,7 +5,9 @@ updates: a group gathers their parameters, targets and optimiser states, runs it
 writes everything back, so checkpoints, copies, mutations and hyperparameter changes see no
 difference."""
 
+from distmarl.algorithms.groups.learn import learn_fragments, learn_replay, plan_stacks
 from distmarl.algorithms.groups.offpolicy import StackedOffPolicy, stackable
 from distmarl.algorithms.groups.onpolicy import StackedOnPolicy, stackable_on_policy
 
-__all__ = ["StackedOffPolicy", "StackedOnPolicy", "stackable", "stackable_on_policy"]
+__all__ = ["StackedOffPolicy", "StackedOnPolicy", "learn_fragments", "learn_replay",
+           "plan_stacks", "stackable", "stackable_on_policy"]

@@ -1,0 +1,95 @@
+"""A learner's members learning together: which of them stack, and one call that updates all.
+
+A learner hosting several members asks :func:`plan_stacks` which of them can be updated as
+one stacked computation now (the same algorithm, device and network shapes; for PPO also the
+same epochs and minibatch size), and :func:`learn_replay` / :func:`learn_fragments` update
+every member: each stack of two or more members as one computation, a member alone by its own
+update. Plans are made afresh for every call, so a member whose architecture was mutated simply
+stacks with the members of its new shape (or alone) from its next update on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from distmarl.algorithms.base import Algorithm, Batch
+from distmarl.algorithms.groups.offpolicy import StackedOffPolicy
+from distmarl.algorithms.groups.onpolicy import SHARED_HP, StackedOnPolicy
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
+
+#: per member: its updates' metrics and (prioritised replay) its rows' new priorities
+ReplayResult = tuple[list[dict[str, float]], np.ndarray | None]
+
+
+def stack_key(algo: Algorithm) -> str:
+    """What members must share to stack: algorithm, device, network shapes (and PPO's
+    epochs and minibatch size), as one string."""
+    shared = {h: algo.hp[h] for h in SHARED_HP} if isinstance(algo, OnPolicyMultiAgent) else {}
+    nets = algo.nets.arch() if isinstance(algo, OffPolicyMultiAgent | OnPolicyMultiAgent) \
+        else None
+    return json.dumps([algo.name, str(algo.device), nets, shared], sort_keys=True)
+
+
+def plan_stacks(members: Sequence[Algorithm]) -> list[list[int]]:
+    """Indices of ``members`` grouped by :func:`stack_key`, each group in member order, the
+    groups in the order of their first member."""
+    groups: dict[str, list[int]] = {}
+    for i, algo in enumerate(members):
+        groups.setdefault(stack_key(algo), []).append(i)
+    return list(groups.values())
+
+
+def learn_replay(members: Sequence[OffPolicyMultiAgent], batches: Sequence[Sequence[Batch]],
+                 weights: Sequence[Sequence[torch.Tensor]] | None = None
+                 ) -> list[ReplayResult]:
+    """Every member's updates on its own ``batches[k]`` (with importance ``weights[k]`` under
+    prioritised replay, which a run's members all use or none), each stack in one
+    computation; per member, what its own ``learn_batches`` returns. Members with no batches
+    (a refused sample) learn nothing this call."""
+    out: list[ReplayResult] = [([], None) for _ in members]
+    for stack in plan_stacks(members):
+        for count, ks in _by_count(stack, batches).items():
+            if count == 0:
+                continue
+            if len(ks) == 1:
+                (k,) = ks
+                out[k] = members[k].learn_batches(batches[k],
+                                                  weights[k] if weights is not None else None)
+                continue
+            group = StackedOffPolicy([members[k] for k in ks])
+            ws = None if weights is None else [weights[k] for k in ks]
+            for k, result in zip(ks, group.learn_batches([batches[k] for k in ks], ws),
+                                 strict=True):
+                out[k] = result
+    return out
+
+
+def learn_fragments(members: Sequence[OnPolicyMultiAgent], fragments: Sequence[Batch | None]
+                    ) -> list[dict[str, float] | None]:
+    """One PPO update of every member that has a fragment (None: no update), each stack in
+    one computation; per member, what its own ``learn`` returns (or None)."""
+    out: list[dict[str, float] | None] = [None for _ in members]
+    for stack in plan_stacks(members):
+        present = {k: f for k in stack if (f := fragments[k]) is not None}
+        if len(present) == 1:
+            ((k, fragment),) = present.items()
+            out[k] = members[k].learn(fragment)
+        elif present:
+            group = StackedOnPolicy([members[k] for k in present])
+            for k, metrics in zip(present, group.learn(list(present.values())), strict=True):
+                out[k] = metrics
+    return out
+
+
+def _by_count(stack: Sequence[int], batches: Sequence[Sequence[Any]]) -> dict[int, list[int]]:
+    """The stack's members by how many batches each has (a stacked call needs one count)."""
+    out: dict[int, list[int]] = {}
+    for k in stack:
+        out.setdefault(len(batches[k]), []).append(k)
+    return out
