@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite in two parts:
-#   1. the tests that need no Ray, spread over the machine's cores (pytest-xdist; each test runs
-#      torch on one thread), `DISTMARL_TEST_WORKERS` processes (default: one per core);
+#   1. the tests that need no Ray, spread over the machine's cores (pytest-xdist, an idle
+#      worker taking tests from a busy one; each test runs torch on one thread),
+#      `DISTMARL_TEST_WORKERS` processes (default: one per core);
 #   2. the tests on a real Ray or Ray cluster, one at a time: each starts actors that want the
 #      cores to themselves, and some time how fast a stop or a restart is.
 # Arguments go to both parts (e.g. -x, -k NAME); a part that selects no test passes.
@@ -21,5 +22,6 @@ part() {
   return "$status"
 }
 
-part "without Ray, on every core" -n "${DISTMARL_TEST_WORKERS:-auto}" -m "not ray" "$@" || exit
+part "without Ray, on every core" -n "${DISTMARL_TEST_WORKERS:-auto}" --dist worksteal \
+  -m "not ray" "$@" || exit
 part "on Ray, one at a time" -m ray "$@"
