@@ -47,6 +47,16 @@ class TrainResult(NamedTuple):
     incarnation: str = ""  # changes when Ray restarts the learner (its state is then fresh)
 
 
+class Readout(NamedTuple):
+    """What a learner read for its next updates: the buffer's batches (off-policy: sampled,
+    on-policy: whole fragments), their tensors, one per update, and prioritised replay's
+    importance weights (None without)."""
+
+    batches: list[SampleBatch]
+    data: list[Any]
+    weights: list[Any] | None
+
+
 class LearnerShell:
     """The plain class behind :data:`LearnerActor`."""
 
@@ -96,49 +106,64 @@ class LearnerShell:
         from the buffer; on-policy, one per whole fragment of this member (``hp['learn_step']``
         steps), with the weights published after them."""
         start = time.perf_counter()
-        if self.fragments is not None:  # on-policy
-            metrics = [self._learn_fragment(b) for b in
-                       self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)]
-        else:
-            metrics = self._learn_replay(num_updates)
-        n = len(metrics)
-        self.updates += n
-        self._since_publish += n
-        weights = None
-        if n and (self.on_policy or self._since_publish >= self.weight_sync_updates):
-            weights = self.publish()
-        return TrainResult(n, _means(metrics), time.perf_counter() - start, weights,
-                           self._incarnation)
+        read = self.read(num_updates)
+        return self.finish(self.learn(read), time.perf_counter() - start)
 
-    def _learn_replay(self, num_updates: int) -> list[dict[str, float]]:
-        """Off-policy: up to ``num_updates`` batches in one sample call, with this member's
-        replay settings (its ``replay_ratio`` and prioritised replay's exponents, which may
-        evolve); the TD errors of prioritised batches go back with the next sample call. The
-        batches reach the device together and the updates run back to back, read from the
-        device once at the end (:func:`~distmarl.buffers.tensors.to_torch_batches`)."""
+    def read(self, num_updates: int) -> Readout:
+        """What the next (up to ``num_updates``) updates learn from.
+
+        Off-policy: batches in one sample call, with this member's replay settings (its
+        ``replay_ratio`` and prioritised replay's exponents, which may evolve), the TD errors
+        of the last call's prioritised batches going back with it; they reach the device
+        together (:func:`~distmarl.buffers.tensors.to_torch_batches`). On-policy: this
+        member's next whole fragments, rows ``(T * E, ...)`` as tensors ``(T, E, ...)``."""
         hp = self.algo.hp
+        if self.fragments is not None:  # on-policy
+            frags = self.fragments.read(int(hp["learn_step"]), num_updates)
+            return Readout(frags, [fragment_to_batch(dict(zip(self.fields, b.data, strict=True)),
+                                                     self.num_envs, self.device)
+                                   for b in frags], None)
         ratio = BUFFER_RATIO if hp["replay_ratio"] is None else hp["replay_ratio"]
         batches = self.buffer.sample_batches(
             int(hp["batch_size"]), self.consumer, num_updates, ratio,
             hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"], self._priorities)
         self._priorities = None
         if not batches:
-            return []
+            return Readout([], [], None)
         data = to_torch_batches([dict(zip(self.fields, b.data, strict=True)) for b in batches],
                                 self.device)
         weighted = batches[0].weights is not None  # prioritised replay: priorities go back
         weights = (to_torch_batches([b.weights for b in batches], self.device) if weighted
                    else None)
-        metrics, errors = self.algo.learn_batches(data, weights)
-        if errors is not None:
-            self._priorities = PriorityUpdate(np.concatenate([b.indices for b in batches]),
-                                              errors)
+        return Readout(batches, data, weights)
+
+    def learn(self, read: Readout) -> list[dict[str, float]]:
+        """This member's own updates on ``read``; each update's metrics."""
+        if self.fragments is not None:
+            return [self.algo.learn(batch) for batch in read.data]
+        if not read.data:
+            return []
+        metrics, errors = self.algo.learn_batches(read.data, read.weights)
+        self.learned(read, errors)
         return metrics
 
-    def _learn_fragment(self, batch: SampleBatch) -> dict[str, float]:
-        """One PPO update on one fragment (rows ``(T * E, ...)`` -> tensors ``(T, E, ...)``)."""
-        data = dict(zip(self.fields, batch.data, strict=True))
-        return self.algo.learn(fragment_to_batch(data, self.num_envs, self.device))
+    def learned(self, read: Readout, errors: np.ndarray | None) -> None:
+        """Off-policy updates on ``read`` gave these rows' TD errors (prioritised replay; None
+        without): they go back to the buffer with the next sample call."""
+        if errors is not None:
+            self._priorities = PriorityUpdate(np.concatenate([b.indices for b in read.batches]),
+                                              errors)
+
+    def finish(self, metrics: list[dict[str, float]], seconds: float) -> TrainResult:
+        """Count the updates whose metrics are ``metrics`` (done in ``seconds``) and publish
+        the weights when due."""
+        n = len(metrics)
+        self.updates += n
+        self._since_publish += n
+        weights = None
+        if n and (self.on_policy or self._since_publish >= self.weight_sync_updates):
+            weights = self.publish()
+        return TrainResult(n, _means(metrics), seconds, weights, self._incarnation)
 
     def discard_pending(self) -> int:
         """Drop this member's fragments not learned yet (on-policy; off-policy: nothing, 0)."""

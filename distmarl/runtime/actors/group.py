@@ -1,0 +1,68 @@
+"""Several members' learners in one process, answering their train calls together.
+
+Each member keeps its own :class:`~distmarl.runtime.actors.learner.LearnerShell` (its
+algorithm, buffer consumer, fragment reader, counters, published versions); a train call for
+several of them reads each member's batches or fragments as its own call would, then updates
+them together (:mod:`distmarl.algorithms.groups`: the members that share their shapes as one
+stacked computation, any other alone), and finishes each member's call as its own would
+(counters, priorities for the next sample call, publishing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from distmarl.algorithms.groups import learn_fragments, learn_replay
+from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
+from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult
+
+
+class LearnerGroup:
+    """The learners of ``shells``' members (one family), addressed by member."""
+
+    def __init__(self, shells: Sequence[LearnerShell]) -> None:
+        self.shells = {s.member: s for s in shells}
+        families = {s.on_policy for s in shells}
+        if len(families) != 1:
+            raise ValueError("a learner group holds members of one family (on- or off-policy)")
+        self.on_policy = families.pop()
+
+    def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
+        """``requests[member]`` updates of each requested member, as its own ``train`` would
+        do them; each member's result reports an equal share of the call's time."""
+        start = time.perf_counter()
+        members = list(requests)
+        shells = [self.shells[m] for m in members]
+        reads = [s.read(requests[m]) for s, m in zip(shells, members, strict=True)]
+        metrics = (self._fragments(shells, reads) if self.on_policy
+                   else self._replay(shells, reads))
+        seconds = (time.perf_counter() - start) / max(len(members), 1)
+        return {m: s.finish(ms, seconds)
+                for m, s, ms in zip(members, shells, metrics, strict=True)}
+
+    @staticmethod
+    def _replay(shells: Sequence[LearnerShell], reads: Sequence[Readout]
+                ) -> list[list[dict[str, float]]]:
+        weighted = any(r.weights is not None for r in reads)
+        algos = [cast(OffPolicyMultiAgent, s.algo) for s in shells]
+        results = learn_replay(algos, [r.data for r in reads],
+                               [r.weights or [] for r in reads] if weighted else None)
+        for shell, read, (_, errors) in zip(shells, reads, results, strict=True):
+            shell.learned(read, errors)
+        return [metrics for metrics, _ in results]
+
+    @staticmethod
+    def _fragments(shells: Sequence[LearnerShell], reads: Sequence[Readout]
+                   ) -> list[list[dict[str, float]]]:
+        """Round ``r`` updates every member that read an ``r``-th fragment, in order."""
+        out: list[list[dict[str, float]]] = [[] for _ in shells]
+        algos = [cast(OnPolicyMultiAgent, s.algo) for s in shells]
+        for r in range(max((len(x.data) for x in reads), default=0)):
+            frags = [x.data[r] if r < len(x.data) else None for x in reads]
+            for k, metrics in enumerate(learn_fragments(algos, frags)):
+                if metrics is not None:
+                    out[k].append(metrics)
+        return out

@@ -1,0 +1,72 @@
+"""A learner group answers several members' train calls together, each as its own would."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from distmarl.config import load_config
+from distmarl.runtime.actors.group import LearnerGroup
+from distmarl.runtime.coordinator import TrainingRun
+from distmarl.runtime.scheduler import Call
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIGS = {  # a family each: off-policy with prioritised 3-step replay, on-policy fragments
+    "MADDPG": (ROOT / "examples" / "configs" / "tiny.yaml", ["population.size=3"]),
+    "MAPPO": (ROOT / "examples" / "configs" / "spread_mappo.yaml",
+              ["population.size=3", "env.num_envs=2", "algorithm.hp.learn_step=8",
+               "algorithm.hp.batch_size=16"]),
+}
+
+
+def filled_run(tmp: Path, name: str, algo: str) -> TrainingRun:
+    """An in-process run of three members whose workers have each collected 8 calls."""
+    path, sets = CONFIGS[algo]
+    cfg = load_config(path, [f"tracking.directory={tmp}", "tracking.mlflow=false", *sets])
+    run = TrainingRun(cfg, tmp / name, None, None, threading.Event(), local=True)
+    steps = run.scheduler.path.collect_steps(run.state.members[0])
+    for _ in range(8):
+        for m in run.state.members:
+            run.fleet.submit(Call("collect", m.member, 0, steps=steps, version=m.version), None)
+    run.fleet.finished(0)
+    return run
+
+
+def weights(run: TrainingRun, member: int) -> dict[str, Any]:
+    return run.fleet.learners[member].algo.get_weights()["params"]
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MAPPO"])
+def test_members_trained_together_end_as_each_trained_alone(algo: str, tmp_path: Path) -> None:
+    alone, together = filled_run(tmp_path, "alone", algo), filled_run(tmp_path, "together", algo)
+    try:
+        group = LearnerGroup(together.fleet.learners)
+        requests = {0: 6, 1: 4, 2: 6}
+        for _ in range(2):  # the second call samples with the first call's priorities
+            want = {m: alone.fleet.learners[m].train(n) for m, n in requests.items()}
+            got = group.train_many(requests)
+            for m, result in want.items():
+                assert got[m].updates == result.updates > 0
+                assert got[m].metrics == pytest.approx(result.metrics, rel=1e-4, abs=1e-5)
+                assert (got[m].weights is None) == (result.weights is None)
+        for m in requests:
+            a, b = weights(alone, m), weights(together, m)
+            assert max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+            assert together.fleet.learners[m].updates == alone.fleet.learners[m].updates
+    finally:
+        alone.fleet.close()
+        together.fleet.close()
+
+
+def test_a_group_holds_one_family(tmp_path: Path) -> None:
+    off, on = filled_run(tmp_path, "off", "MADDPG"), filled_run(tmp_path, "on", "MAPPO")
+    try:
+        with pytest.raises(ValueError, match="one family"):
+            LearnerGroup([off.fleet.learners[0], on.fleet.learners[0]])
+    finally:
+        off.fleet.close()
+        on.fleet.close()
