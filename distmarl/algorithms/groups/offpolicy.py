@@ -34,6 +34,7 @@ from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.space_tensors import BoxCodec
 from distmarl.algorithms.groups.adam import Params, StackedAdam
+from distmarl.algorithms.groups.trees import present, stack_params, stack_tree
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
@@ -124,8 +125,8 @@ class StackedOffPolicy:
         online = {n: [dict(m.nets.online[n].named_parameters()) for m in self.members]
                   for n in self.templates}
         return {
-            "online": {n: _stack(ps) for n, ps in online.items()},
-            "target": {n: _stack([dict(m.nets.target[n].named_parameters())
+            "online": {n: stack_params(ps) for n, ps in online.items()},
+            "target": {n: stack_params([dict(m.nets.target[n].named_parameters())
                                   for m in self.members]) for n in self.templates},
             "adam": {n: StackedAdam.gather([m.nets.optim[n] for m in self.members], ps)
                      for n, ps in online.items()},
@@ -193,9 +194,9 @@ class StackedOffPolicy:
         sizes = [len(c.active[self.agents[0]]) for c in clean]
         fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
                   "mask", "next_mask")
-        stacked = {f: _stack_tree([_pad_tree(getattr(c, f), max(sizes)) for c in clean])
+        stacked = {f: stack_tree([_pad_tree(getattr(c, f), max(sizes)) for c in clean])
                    for f in fields}
-        return _present(stacked), sizes
+        return present(stacked), sizes
 
     def _hp(self) -> dict[str, torch.Tensor]:
         names = UPDATE_HP + (("policy_noise", "noise_clip") if "policy_noise" in self.ref.hp
@@ -220,7 +221,7 @@ class StackedOffPolicy:
                 continue
             per_member.append({a: _pad_tree(draw(m, a, sizes[k]), max(sizes))
                                for a in self.agents})
-        return _present({a: _stack_tree([d.get(a) for d in per_member]) for a in self.agents})
+        return present({a: stack_tree([d.get(a) for d in per_member]) for a in self.agents})
 
     def _target_noise(self, m: OffPolicyMultiAgent, agent: str, rows: int) -> Any:
         """The target action's draws: the codec's, then MATD3's smoothing noise (Box)."""
@@ -321,22 +322,6 @@ class StackedOffPolicy:
                 target.copy_(torch.where(due.view(shape), moved, target))
 
 
-def _stack(params: Sequence[Mapping[str, torch.Tensor]]) -> Params:
-    return {k: torch.stack([p[k].detach() for p in params]).contiguous() for k in params[0]}
-
-
-def _stack_tree(items: Sequence[Any]) -> Any:
-    """Stack a list of like trees (dicts of tensors) leaf by leaf along a new axis 0; a leaf
-    that is None in every tree stays None, one that is None in some is zeros there (a member
-    that draws nothing where another draws)."""
-    first = next((x for x in items if x is not None), None)
-    if first is None:
-        return None
-    if isinstance(first, Mapping):
-        return {k: _stack_tree([None if x is None else x[k] for x in items]) for k in first}
-    return torch.stack([torch.zeros_like(first) if x is None else x for x in items])
-
-
 def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:
     """``x`` ``(B, ...)`` with ``rows - B`` more rows: zeros, or True for a bool mask (every
     action legal, so a padded row's logits stay finite)."""
@@ -353,11 +338,3 @@ def _pad_tree(tree: Any, rows: int) -> Any:
     if isinstance(tree, Mapping):
         return {k: _pad_tree(v, rows) for k, v in tree.items()}
     return _pad(tree, rows)
-
-
-def _present(tree: Any) -> Any:
-    """``tree`` without its None leaves (``vmap`` maps tensors only): a missing key reads as
-    "nothing there" (no mask, no draw, no weights)."""
-    if not isinstance(tree, Mapping):
-        return tree
-    return {k: _present(v) for k, v in tree.items() if v is not None}

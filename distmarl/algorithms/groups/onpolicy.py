@@ -23,7 +23,8 @@ import torch
 from torch.func import functional_call, grad, vmap
 
 from distmarl.algorithms.base import Batch
-from distmarl.algorithms.groups.adam import Params, StackedAdam
+from distmarl.algorithms.groups.adam import StackedAdam
+from distmarl.algorithms.groups.trees import present, stack_params, stack_tree
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows
@@ -97,9 +98,9 @@ class StackedOnPolicy:
             raise ValueError(f"the members' fragments differ in size ({sorted(sizes)} rows of "
                              f"group {g}): a stacked update needs one size")
         n, k = sizes.pop(), len(self.members)
-        d = _present(_stack([r._asdict() for r in group_rows]))
+        d = present(stack_tree([r._asdict() for r in group_rows]))
         nets = self._nets(g)
-        params = {name: _stack([self._params(m, g, name) for m in self.members])
+        params = {name: stack_params([self._params(m, g, name) for m in self.members])
                   for name in nets}
         adam = {name: StackedAdam.gather([self._optim(m, g, name) for m in self.members],
                                          [self._params(m, g, name) for m in self.members])
@@ -206,25 +207,6 @@ class StackedOnPolicy:
                 x.mul_(coef.view((-1,) + (1,) * (x.dim() - 1)))
             finite &= torch.isfinite(total)
         return finite
-
-
-def _stack(items: Sequence[Mapping[str, Any]]) -> Params:
-    """Stack like dicts of tensors (or of dicts of tensors, or None) along a new axis 0."""
-    first = items[0]
-    out: Params = {}
-    for key, value in first.items():
-        if value is None:
-            out[key] = None  # type: ignore[assignment]
-        elif isinstance(value, Mapping):
-            out[key] = _stack([x[key] for x in items])  # type: ignore[assignment]
-        else:
-            out[key] = torch.stack([x[key].detach() for x in items]).contiguous()
-    return out
-
-
-def _present(tree: Tree) -> Tree:
-    """``tree`` without None values (``vmap`` maps tensors only)."""
-    return {k: v for k, v in tree.items() if v is not None}
 
 
 def _rows(tree: Mapping[str, Any], members: torch.Tensor, idx: torch.Tensor) -> Tree:
