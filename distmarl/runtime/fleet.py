@@ -24,6 +24,7 @@ from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, Resour
 from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan
 from distmarl.runtime.actors.clients import BufferClient, Store
+from distmarl.runtime.grouping import learner_groups, members_per_learner
 from distmarl.runtime.scheduler import Call
 from distmarl.types import STATE_FIELDS
 
@@ -50,8 +51,9 @@ class FaultLog:
 
 @dataclass(frozen=True)
 class FleetSpec:
-    """What the shells are built from: ``members`` learners (one per member, each building
-    ``algorithms[member]``), ``population.workers_per_member`` rollout workers each (their envs
+    """What the shells are built from: ``members`` learners (each building
+    ``algorithms[member]``, grouped into processes by :meth:`learner_groups`),
+    ``population.workers_per_member`` rollout workers each (their envs
     from ``env``), one buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`);
     every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
     (None: cooperative). ``resources`` and ``snapshot_interval_s`` matter on Ray only."""
@@ -69,6 +71,13 @@ class FleetSpec:
     snapshot_interval_s: float = 0.0
     league: LeagueGame | None = None
     convert: bool = False
+
+    def learner_groups(self, cluster: Mapping[str, float]) -> list[list[int]]:
+        """The members of each learner process (``population.members_per_learner`` on
+        ``cluster``, whose GPUs count for ``auto``)."""
+        per = members_per_learner(self.population.members_per_learner, self.members, cluster,
+                                  self.resources.num_gpus_per_learner)
+        return learner_groups(self.members, per)
 
     def learner_kwargs(self, member: int, buffer: BufferClient, store: Store) -> dict[str, Any]:
         """:class:`~distmarl.runtime.actors.learner.LearnerShell`'s arguments."""

@@ -3,7 +3,8 @@
 The same shells as on Ray (:class:`~distmarl.runtime.actors.learner.LearnerShell`,
 :class:`~distmarl.runtime.actors.rollout.RolloutShell`,
 :class:`~distmarl.runtime.actors.buffer.BufferShell`), held as plain objects: each call runs
-when it is submitted, in the order the scheduler asked for it, and its result waits for
+when it is submitted, in the order the scheduler asked for it (train calls: a learner group's
+calls of one turn together, after the turn's collect calls), and its result waits for
 :meth:`LocalFleet.finished`. Nothing runs side by side, so a seeded run is reproducible step for
 step; weights and states cross between shells as copies (:class:`LocalStore`), as they would
 through Ray's object store. There are no faults to survive: an error ends the run.
@@ -20,10 +21,12 @@ from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan
 from distmarl.runtime.actors.buffer import BufferShell
 from distmarl.runtime.actors.clients import LocalBuffer, LocalStore, Store
+from distmarl.runtime.actors.group import LearnerGroup
 from distmarl.runtime.actors.learner import LearnerShell
 from distmarl.runtime.actors.rollout import RolloutShell
 from distmarl.runtime.datapath import DataPath
 from distmarl.runtime.fleet import Copied, FaultLog, FleetSpec, Mutated, Play, check_state_count
+from distmarl.runtime.grouping import HeldTrains
 from distmarl.runtime.run_state import RunState
 from distmarl.runtime.scheduler import Call, Scheduler
 
@@ -44,6 +47,10 @@ class LocalFleet:
         client = LocalBuffer(self.buffer)
         self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
                          for member in range(spec.members)]
+        groups = spec.learner_groups({})  # in process, learners run on CPU
+        #: each learner process's members as one group (their train calls answered together)
+        self.groups = [LearnerGroup([self.learners[m] for m in ms]) for ms in groups]
+        self.trains = HeldTrains(groups)
         self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store))
                          for w in range(spec.population.workers_per_member)]
                         for member in range(spec.members)]
@@ -59,9 +66,10 @@ class LocalFleet:
 
     # ------------------------------------------------------------------ the loop's calls
     def submit(self, call: Call, plan: LeaguePlan | None) -> None:
-        """Run ``call`` now; its result waits for :meth:`finished`."""
+        """Run a collect ``call`` now; hold a train call until :meth:`finished`, where each
+        group's train calls of the turn run as one. Results wait for :meth:`finished`."""
         if call.kind == "train":
-            self.done.append((call, self.learners[call.member].train(call.updates)))
+            self.trains.hold(call)
             return
         box = self.state.members[call.member].weights_box
         collected = self.workers[call.member][call.worker].collect(call.steps, call.version,
@@ -70,6 +78,9 @@ class LocalFleet:
         self.done.append((call, collected))
 
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        for g, calls in self.trains.release():
+            results = self.groups[g].train_many({c.member: c.updates for c in calls})
+            self.done.extend((c, results[c.member]) for c in calls)
         done, self.done = self.done, []
         return done
 

@@ -1,7 +1,8 @@
 """``RayFleet``: the run's actors on a Ray cluster and its calls in flight, side by side.
 
-Each member has a learner actor and ``workers_per_member`` rollout worker actors (with
-``resources.colocate``, worker 0 in its learner's process); one buffer actor serves them all.
+Each group of ``population.members_per_learner`` members has a host actor holding their
+learners (and, with ``resources.colocate``, their first rollout workers); each member has
+``workers_per_member`` rollout workers in all; one buffer actor serves them all.
 Collect and train calls run side by side and are taken as they finish; a failed call is
 accounted for, and the actors are kept alive, by :class:`~distmarl.runtime.ray_faults.FaultKeeping`.
 """
@@ -9,6 +10,7 @@ accounted for, and the actors are kept alive, by :class:`~distmarl.runtime.ray_f
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,11 +22,11 @@ from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan
 from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.clients import RayStore, RemoteBuffer, Store
-from distmarl.runtime.actors.learner import LearnerActor
-from distmarl.runtime.actors.member import MemberActor, WorkerView
+from distmarl.runtime.actors.host import HostActor, LearnerView, WorkerView
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
 from distmarl.runtime.datapath import DataPath
 from distmarl.runtime.fleet import Copied, FleetSpec, Mutated, Play, check_state_count
+from distmarl.runtime.grouping import HeldTrains
 from distmarl.runtime.ray_faults import LOST, FaultKeeping, get_with_retry
 from distmarl.runtime.resources import plan_resources
 from distmarl.runtime.run_state import RunState
@@ -37,8 +39,8 @@ ACTOR_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 0}
 
 
 class RayFleet(FaultKeeping):
-    """The buffer actor, one learner per member and ``workers_per_member`` rollout workers per
-    member, as ``spec`` says (:class:`~distmarl.runtime.fleet.Fleet`'s verbs), sized to the
+    """The buffer actor, the host actors of the members' learners and ``workers_per_member``
+    rollout workers per member, as ``spec`` says (:class:`~distmarl.runtime.fleet.Fleet`'s verbs), sized to the
     cluster (:func:`~distmarl.runtime.resources.plan_resources`); what faults cost
     (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the buffer is
     snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of fragments
@@ -48,32 +50,38 @@ class RayFleet(FaultKeeping):
                  scheduler: Scheduler) -> None:
         super().__init__(spec.snapshot_interval_s)
         self.path, self.state, self.scheduler = path, state, scheduler
-        resources = plan_resources(spec.resources, spec.population, ray.cluster_resources(),
-                                   spec.members)
+        cluster = ray.cluster_resources()
+        groups = spec.learner_groups(cluster)
+        resources = plan_resources(spec.resources, spec.population, cluster, spec.members,
+                                   learners=len(groups))
         self.store: Store = RayStore()
         # actor handles are typed Any: their methods are called through ``.remote``
         self.buffer: Any = make_buffer_actor(spec.buffer_kwargs,
                                              num_cpus=resources.buffer["num_cpus"],
                                              **ACTOR_OPTIONS)
         client = RemoteBuffer(self.buffer)
-        #: each member's learner; with ``resources.colocate``, a MemberActor also holding
-        #: the member's worker 0
-        self.learners: list[Any] = [
-            MemberActor.options(**resources.member, **ACTOR_OPTIONS).remote(
-                spec.learner_kwargs(member, client, self.store),
-                spec.worker_kwargs(member, 0, client, self.store)) if resources.colocate
-            else LearnerActor.options(**resources.learner, **ACTOR_OPTIONS).remote(
-                **spec.learner_kwargs(member, client, self.store))
-            for member in range(spec.members)]
+        #: one host actor per group of members: their learners and, with
+        #: ``resources.colocate``, their first rollout workers
+        self.hosts: list[Any] = [
+            HostActor.options(**resources.host(len(ms)), **ACTOR_OPTIONS).remote(
+                [spec.learner_kwargs(m, client, self.store) for m in ms],
+                [spec.worker_kwargs(m, 0, client, self.store) for m in ms]
+                if resources.colocate else [])
+            for ms in groups]
+        host_of = {m: self.hosts[g] for g, ms in enumerate(groups) for m in ms}
+        #: each member's learner (a view of its host)
+        self.learners: list[Any] = [LearnerView(host_of[m], m) for m in range(spec.members)]
         self.workers: list[list[Any]] = [
-            [WorkerView(self.learners[member]) if resources.colocate and w == 0
+            [WorkerView(host_of[member], member) if resources.colocate and w == 0
              else RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
                  **spec.worker_kwargs(member, w, client, self.store))
              for w in range(spec.population.workers_per_member)]
             for member in range(spec.members)]
+        self.trains = HeldTrains(groups)
         #: each learner's torch device (``cuda`` / ``cpu``), as it reported at start
         self.learner_devices: list[str] = []
-        self.inflight: dict[Any, Call] = {}
+        #: each call in flight; a host's train calls travel together, as one ``train_many``
+        self.inflight: dict[Any, Call | list[Call]] = {}
 
     # ------------------------------------------------------------------ start
     def hyperparameters(self) -> list[dict[str, Any]]:
@@ -101,34 +109,55 @@ class RayFleet(FaultKeeping):
     def actors(self) -> list[Any]:
         """Every actor of the fleet once (a colocated worker is its learner's actor)."""
         separate = [w for ws in self.workers for w in ws if not isinstance(w, WorkerView)]
-        return [self.buffer, *self.learners, *separate]
+        return [self.buffer, *self.hosts, *separate]
 
     def handles(self) -> dict[str, Any]:
-        """Actor handles, for tests and fault injection."""
+        """Actor handles (a hosted learner or worker: its view), for tests and fault
+        injection."""
         return {"buffer": self.buffer, "learners": self.learners, "workers": self.workers}
 
     # ------------------------------------------------------------------ the loop's calls
     def submit(self, call: Call, plan: LeaguePlan | None) -> None:
+        """Start a collect ``call``; hold a train call for its host (:class:`HeldTrains`)."""
         if call.kind == "train":
-            ref = self.learners[call.member].train.remote(call.updates)
-        else:
-            box = self.state.members[call.member].weights_box
-            ref = self.workers[call.member][call.worker].collect.remote(
-                call.steps, call.version, box, plan)
+            self.trains.hold(call)
+            return
+        box = self.state.members[call.member].weights_box
+        ref = self.workers[call.member][call.worker].collect.remote(
+            call.steps, call.version, box, plan)
         self.inflight[ref] = call
 
+    def _send_trains(self) -> None:
+        """Each host's held train calls as one call, where the host has none in flight."""
+        busy = {self.trains.group_of[c[0].member] for c in self.inflight.values()
+                if isinstance(c, list)}
+        for g, calls in self.trains.release(busy):
+            ref = self.hosts[g].train_many.remote({c.member: c.updates for c in calls})
+            self.inflight[ref] = calls
+
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        """The calls that ended: the first to end (waiting up to ``timeout_s``) and every
+        other one ended by then."""
+        self._send_trains()
         if not self.inflight:
             return []
         ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=timeout_s)
+        if ready:
+            ready, _ = ray.wait(list(self.inflight), num_returns=len(self.inflight), timeout=0)
         return self._results(ready)
 
     def drain(self, timeout_s: float) -> list[tuple[Call, Any]]:
-        if not self.inflight:
-            return []
-        ready, _ = ray.wait(list(self.inflight), num_returns=len(self.inflight),
-                            timeout=timeout_s)
-        return self._results(ready)
+        out: list[tuple[Call, Any]] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._send_trains()
+            if not self.inflight:
+                return out
+            ready, _ = ray.wait(list(self.inflight), num_returns=len(self.inflight),
+                                timeout=max(0.0, deadline - time.monotonic()))
+            out.extend(self._results(ready))
+            if time.monotonic() >= deadline:
+                return out
 
     def _results(self, refs: Sequence[Any]) -> list[tuple[Call, Any]]:
         """The good results of ``refs``; a failed call goes to the scheduler and
@@ -136,18 +165,22 @@ class RayFleet(FaultKeeping):
         then restored) is owed again."""
         out = []
         for ref in refs:
-            call = self.inflight.pop(ref)
+            calls = self.inflight.pop(ref)
             try:
                 result = ray.get(ref)
             except (RayActorError, RayTaskError) as err:
-                self.on_failure(call, self.scheduler.on_failure(call), err)
+                for call in calls if isinstance(calls, list) else [calls]:
+                    self.on_failure(call, self.scheduler.on_failure(call), err)
                 continue
-            if call.kind == "collect":
-                self.faults.dropped_nonfinite_rows += result.nonfinite_rows
-            elif not self.trained(call.member, result.incarnation):
-                self.scheduler.on_failure(call)
+            if isinstance(calls, list):  # a host's train calls
+                for call in calls:
+                    if self.trained(call.member, result[call.member].incarnation):
+                        out.append((call, result[call.member]))
+                    else:
+                        self.scheduler.on_failure(call)
                 continue
-            out.append((call, result))
+            self.faults.dropped_nonfinite_rows += result.nonfinite_rows
+            out.append((calls, result))
         return out
 
     # ------------------------------------------------------------------ between the calls

@@ -24,16 +24,20 @@ class ActorResources:
     #: each member's first rollout worker runs in its learner's process (:func:`colocates`)
     colocate: bool = False
 
-    @property
-    def member(self) -> dict[str, float]:
-        """A colocated learner and worker's options: the learner's, with both one's CPUs."""
-        return {**self.learner, "num_cpus": self.learner["num_cpus"] + self.worker["num_cpus"]}
+    def host(self, members: int) -> dict[str, float]:
+        """The options of a learner process hosting ``members`` members: the learner's GPUs,
+        and each member's learner CPUs (and, colocated, its first worker's)."""
+        per_member = self.learner["num_cpus"] + (self.worker["num_cpus"] if self.colocate
+                                                 else 0.0)
+        return {**self.learner, "num_cpus": per_member * members}
 
 
 def plan_resources(resources: ResourceConfig, population: PopulationConfig,
-                   cluster: dict[str, float], members: int | None = None) -> ActorResources:
+                   cluster: dict[str, float], members: int | None = None,
+                   learners: int | None = None) -> ActorResources:
     """Ask for what ``resources`` says for the actors of ``members`` members (default:
-    ``population.size``; a league has that many per side); shrink CPU requests
+    ``population.size``; a league has that many per side) in ``learners`` learner processes
+    (default: one per member; each asks for ``num_gpus_per_learner``); shrink CPU requests
     proportionally where the cluster has fewer CPUs (so a 2-core laptop runs the same config as
     a cluster, oversubscribed), and ask for GPUs only where the cluster has them."""
     res, pop = resources, population
@@ -48,10 +52,11 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
     gpus = float(cluster.get("GPU", 0.0))
     learner = {"num_cpus": res.num_cpus_per_learner * scale}
     if gpus > 0 and res.num_gpus_per_learner > 0:
-        if res.num_gpus_per_learner * size > gpus + 1e-9:
+        hosts = size if learners is None else learners
+        if res.num_gpus_per_learner * hosts > gpus + 1e-9:
             raise ValueError(
                 f"resources.num_gpus_per_learner={res.num_gpus_per_learner} for "
-                f"{size} learners needs {res.num_gpus_per_learner * size} GPUs; "
+                f"{hosts} learners needs {res.num_gpus_per_learner * hosts} GPUs; "
                 f"the cluster has {gpus:g}")
         learner["num_gpus"] = res.num_gpus_per_learner
     return ActorResources(

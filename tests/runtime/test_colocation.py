@@ -19,25 +19,33 @@ def test_auto_colocates_where_cores_are_fewer_than_a_learner_and_worker_per_memb
     cfg = load_config(TINY, ["resources.num_cpus_per_learner=0.5",
                              "resources.num_cpus_per_worker=0.25"])
     res = plan_resources(cfg.resources, cfg.population, {"CPU": 2.0})
-    assert res.colocate and res.member == {"num_cpus": 0.75}
+    assert res.colocate and res.host(1) == {"num_cpus": 0.75}
+    assert res.host(3) == {"num_cpus": 2.25}
     assert not plan_resources(cfg.resources, cfg.population, {"CPU": 16.0}).colocate
 
 
-def test_a_worker_view_offers_only_a_workers_methods() -> None:
-    from distmarl.runtime.actors.member import MemberShell, WorkerView
+def test_views_offer_only_their_roles_methods_and_name_their_member() -> None:
+    from distmarl.runtime.actors.host import LearnerView, WorkerView
+
+    class Method:
+        def __init__(self, role: str) -> None:
+            self.role = role
+
+        def remote(self, *args: object) -> tuple[object, ...]:
+            return (self.role, *args)
 
     class Fake:
-        collect = "collect"
-        worker_info = "worker_info"
-        info = "learner info"
+        learner, worker = Method("learner"), Method("worker")
 
-    view = WorkerView(Fake())
-    assert view.collect == "collect" and view.info == "worker_info"
+    worker, learner = WorkerView(Fake(), 3), LearnerView(Fake(), 5)
+    assert worker.collect.remote(10) == ("worker", 3, "collect", 10)
+    assert worker.info.remote() == ("worker", 3, "info")
+    assert learner.info.remote() == ("learner", 5, "info")
+    assert learner.train.remote(4) == ("learner", 5, "train", 4)
     with pytest.raises(AttributeError, match="no method 'train'"):
-        _ = view.train
-    # the class carries both roles' methods, the clashing ones under worker_ names
-    for name in ("train", "get_state", "info", "collect", "worker_info", "worker_close"):
-        assert callable(getattr(MemberShell, name))
+        _ = worker.train
+    with pytest.raises(AttributeError, match="no method 'collect'"):
+        _ = learner.collect
 
 
 @pytest.mark.ray

@@ -49,15 +49,18 @@ def finish(ray, coord, result) -> dict:
 
 
 def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, tmp_path) -> None:
-    """Member 1's process killed (on 2 CPUs its learner and rollout worker share one), then the
-    buffer once it has been snapshotted: each comes back (the learner and the buffer from
-    their snapshots), what was lost is counted once, and the run ends at ``max_steps``."""
+    """The members' process killed (both members' learners and first rollout workers share
+    one: 2 CPUs, 2 members per learner), then the buffer once it has been snapshotted: each
+    comes back (each learner and the buffer from their snapshots), what was lost is counted
+    once, and the run ends at ``max_steps``."""
     ray = ray_local
-    coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5")
+    coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5",
+                                   "population.members_per_learner=2")
     try:
         worker, learner, buffer = handles["workers"][1][0], handles["learners"][1], handles["buffer"]
         before = ray.get(learner.info.remote())
         assert ray.get(worker.info.remote())["pid"] == before["pid"]  # colocated
+        assert ray.get(handles["learners"][0].info.remote())["pid"] == before["pid"]  # hosted
         os.kill(before["pid"], signal.SIGKILL)
         time.sleep(1.0)  # a buffer snapshot is taken meanwhile
         buffer_pid = ray.get(buffer.pid.remote())
@@ -66,16 +69,17 @@ def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, 
         summary = finish(ray, coord, result)
         faults, events = summary["faults"], summary["events"]
         assert (faults["worker_restarts"], faults["learner_restarts"],
-                faults["buffer_restarts"]) == (1, 1, 1), faults
+                faults["buffer_restarts"]) == (2, 2, 1), faults
 
-        # the member: a new process, its learner restored from its snapshot and learning on, the
-        # chunk its worker was collecting (if any) lost and counted
+        # the members: a new process, each learner restored from its own snapshot and learning
+        # on, the chunks their workers were collecting (if any) lost and counted
         after = ray.get(learner.info.remote())
         assert after["pid"] != before["pid"] and after["updates"] > 0
         assert ray.get(worker.info.remote())["pid"] == after["pid"]
         restored = [e for e in events if e.get("fault") == "learner restarted"]
-        assert [e["member"] for e in restored] == [1] and restored[0]["restored"]
-        assert any(e.get("fault") == "worker restarted" and e["member"] == 1 for e in events)
+        assert sorted(e["member"] for e in restored) == [0, 1]
+        assert all(e["restored"] for e in restored)
+        assert {e["member"] for e in events if e.get("fault") == "worker restarted"} == {0, 1}
         assert faults["lost_env_steps"] == 16 * faults["lost_chunks"]  # chunk_steps * num_envs
 
         # the buffer: rows restored from its snapshot, the rows lost since counted

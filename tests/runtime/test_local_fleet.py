@@ -121,3 +121,31 @@ def test_local_with_ray_options_is_refused_naming_them(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--local runs the population in this process"):
         train(cfg, local=True, address="127.0.0.1:6379", show_progress=False)
     assert not list(tmp_path.iterdir())  # no run directory was made
+
+
+@pytest.mark.parametrize("name", ["tiny", "spread_mappo"])
+def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All members on one learner (``population.members_per_learner``): their updates run
+    stacked, and the run makes the same calls, updates and (to float rounding) scores as with
+    a learner each."""
+    from distmarl.algorithms.groups import learn as group_learn
+
+    stacked: list[int] = []
+    for cls, method in ((group_learn.StackedOffPolicy, "learn_batches"),
+                        (group_learn.StackedOnPolicy, "learn")):
+        def counted(self: Any, *args: Any, _inner: Any = getattr(cls, method)) -> Any:
+            stacked.append(len(self.members))
+            return _inner(self, *args)
+        monkeypatch.setattr(cls, method, counted)
+    cfg = shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path)
+    apart = train(cfg, run_dir=tmp_path / "apart", show_progress=False, local=True)
+    assert not stacked
+    together = train(shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path,
+                               f"population.members_per_learner={cfg.num_members}"),
+                     run_dir=tmp_path / "together", show_progress=False, local=True)
+    assert stacked and max(stacked) == cfg.num_members
+    for a, b in zip(apart["members"], together["members"], strict=True):
+        assert (a["updates"], a["env_steps"]) == (b["updates"], b["env_steps"])
+        assert b["fitness"] == pytest.approx(a["fitness"], rel=1e-4, abs=1e-4)
+    assert together["final_score"] == pytest.approx(apart["final_score"], rel=1e-4)

@@ -93,14 +93,15 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(tmp_path: Path) 
 
 @pytest.mark.ray
 def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) -> None:
-    """On Ray (the on-policy family's run end to end on actors): two workers per member write
-    interleaved fragments; every row a member's workers wrote is learned exactly once, by that
-    member's learner, in order, in whole fragments."""
+    """On Ray (the on-policy family's run end to end on actors, both members' learners in one
+    process): two workers per member write interleaved fragments; every row a member's workers
+    wrote is learned exactly once, by that member's learner, in order, in whole fragments."""
     ray = ray_local
     from distmarl.runtime.coordinator import CoordinatorActor
 
     cfg = on_policy_config(tmp_path, "IPPO", "tracking.mlflow=false", "training.max_steps=400",
                            "population.workers_per_member=2",
+                           "population.members_per_learner=2",
                            "evolution.hp_config={learn_step: {min: 8, max: 32, dtype: int}}",
                            "evolution.mutation={no_mutation: 0.0, architecture: 0.0, "
                            "parameters: 0.0, rl_hp: 1.0}")  # every member's learn_step changes

@@ -247,15 +247,17 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path: Path
         import json, ray
         from distmarl.config import load_config
         from distmarl.runtime.cluster import init_ray
-        from distmarl.runtime.actors.learner import LearnerActor
+        from distmarl.runtime.actors.host import HostActor, LearnerView
         from distmarl.runtime.resources import plan_resources
         from distmarl.factory import env_spaces
         init_ray(num_cpus=2, num_gpus=1, dashboard=False, log_to_driver=False)
         cfg = load_config({str(TINY)!r}, ["population.size=2", "resources.num_gpus_per_learner=0.5"])
         res = plan_resources(cfg.resources, cfg.population, ray.cluster_resources())
         spaces = env_spaces(cfg.env)
-        learners = [LearnerActor.options(**res.learner).remote(i, cfg.algorithm, spaces, None, 0)
-                    for i in range(2)]
+        kwargs = [dict(member=i, algo_cfg=cfg.algorithm, spaces=spaces, buffer=None, seed=0)
+                  for i in range(2)]
+        learners = [LearnerView(HostActor.options(**res.host(1)).remote([kw]), kw["member"])
+                    for kw in kwargs]
         infos = ray.get([lr.info.remote() for lr in learners])
         print(json.dumps({{"learner": res.learner, "infos": infos,
                           "available": ray.available_resources().get("GPU", 0.0)}}))

@@ -2,8 +2,8 @@
 
 A learner hosting several members asks :func:`plan_stacks` which of them can be updated as
 one stacked computation now (the same algorithm, device and network shapes; for PPO also the
-same epochs and minibatch size), and :func:`learn_replay` / :func:`learn_fragments` update
-every member: each stack of two or more members as one computation, a member alone by its own
+same epochs and minibatch size; and, to stack, fragments of one length or batches of one
+count), and :func:`learn_replay` / :func:`learn_fragments` update every member: each stack of two or more members as one computation, a member alone by its own
 update. Plans are made afresh for every call, so a member whose architecture was mutated simply
 stacks with the members of its new shape (or alone) from its next update on.
 """
@@ -90,15 +90,27 @@ def learn_fragments(members: Sequence[OnPolicyMultiAgent], fragments: Sequence[B
     one computation; per member, what its own ``learn`` returns (or None)."""
     out: list[dict[str, float] | None] = [None for _ in members]
     for stack in plan_stacks(members):
-        present = {k: f for k in stack if (f := fragments[k]) is not None}
-        if len(present) == 1:
-            ((k, fragment),) = present.items()
-            out[k] = members[k].learn(fragment)
-        elif present:
+        by_length: dict[int, dict[int, Batch]] = {}  # members' learn_step may differ
+        for k in stack:
+            if (f := fragments[k]) is not None:
+                by_length.setdefault(_steps(f), {})[k] = f
+        for present in by_length.values():
+            if len(present) == 1:
+                ((k, fragment),) = present.items()
+                out[k] = members[k].learn(fragment)
+                continue
             group = StackedOnPolicy([members[k] for k in present])
             for k, metrics in zip(present, group.learn(list(present.values())), strict=True):
                 out[k] = metrics
     return out
+
+
+def _steps(fragment: Batch) -> int:
+    """A fragment's time steps ``T`` (its tensors are ``(T, E, ...)``)."""
+    leaf: Any = fragment
+    while isinstance(leaf, dict):
+        leaf = next(iter(leaf.values()))
+    return int(leaf.shape[0])
 
 
 def _by_count(stack: Sequence[int], batches: Sequence[Sequence[Any]]) -> dict[int, list[int]]:

@@ -1,4 +1,7 @@
-"""``LearnerActor``: one population member's algorithm, learning from the shared buffer.
+"""``LearnerShell``: one population member's algorithm, learning from the shared buffer.
+
+It lives in a host actor (:mod:`distmarl.runtime.actors.host`) with the rest of its learner
+group, or in the driver's process (the in-process fleet).
 
 The learner samples as its own consumer (``learner-<member>``), learns, and publishes its actors'
 weights to the object store every ``weight_sync_updates`` updates; the coordinator hands the
@@ -58,7 +61,7 @@ class Readout(NamedTuple):
 
 
 class LearnerShell:
-    """The plain class behind :data:`LearnerActor`."""
+    """One member's learner (see the module's docstring)."""
 
     def __init__(self, member: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
                  buffer: BufferClient, seed: int, weight_sync_updates: int = 8,
@@ -249,5 +252,3 @@ def _to_cpu(obj: Any) -> Any:
         return type(obj)(_to_cpu(v) for v in obj)
     return obj
 
-
-LearnerActor = ray.remote(LearnerShell)

@@ -1,0 +1,72 @@
+"""Which members share a learner process (``population.members_per_learner``). Pure code.
+
+A learner hosting a group answers its members' train calls together, updating members of one
+network shape as one stacked computation; fewer processes also mean less memory and a shorter
+start-up, since each imports torch and builds its networks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping, Sequence
+from typing import Literal
+
+from distmarl.runtime.scheduler import Call
+
+#: ``auto`` on CPU: members per learner process (see :func:`members_per_learner`)
+CPU_MEMBERS_PER_LEARNER = 1
+
+
+def members_per_learner(setting: int | Literal["auto"], members: int,
+                        cluster: Mapping[str, float], gpus_per_learner: float) -> int:
+    """How many members each learner process hosts: ``setting``, or for ``auto``, on a
+    cluster with GPUs that learners ask for, all members spread over one learner per GPU (a
+    GPU is launch-bound with one member's small networks; stacked members fill it), and on
+    CPU :data:`CPU_MEMBERS_PER_LEARNER`."""
+    if setting != "auto":
+        return min(int(setting), members)
+    gpus = int(cluster.get("GPU", 0.0))
+    if gpus >= 1 and gpus_per_learner > 0:
+        return -(-members // gpus)
+    return min(CPU_MEMBERS_PER_LEARNER, members)
+
+
+def learner_groups(members: int, per_learner: int) -> list[list[int]]:
+    """``members`` split in member order into as few groups of at most ``per_learner`` as
+    possible, their sizes differing by one at most (16 by 5: 4, 4, 4, 4 rather than
+    5, 5, 5, 1, so no learner carries more than it must)."""
+    if members < 1 or per_learner < 1:
+        raise ValueError(f"members ({members}) and members per learner ({per_learner}) must "
+                         "be at least 1")
+    count = -(-members // per_learner)
+    base, extra = divmod(members, count)
+    groups, start = [], 0
+    for g in range(count):
+        size = base + (1 if g < extra else 0)
+        groups.append(list(range(start, start + size)))
+        start += size
+    return groups
+
+
+class HeldTrains:
+    """Train calls waiting for their learner process, so that one call carries them all:
+    each is held until its group has no train call in flight (a process answers its calls
+    one at a time anyway, so holding them costs nothing), then the group's held calls leave
+    together. ``groups``: the members of each learner process."""
+
+    def __init__(self, groups: Sequence[Sequence[int]]) -> None:
+        self.group_of = {m: g for g, members in enumerate(groups) for m in members}
+        self.held: dict[int, list[Call]] = {}
+
+    def hold(self, call: Call) -> None:
+        self.held.setdefault(self.group_of[call.member], []).append(call)
+
+    def release(self, busy: Container[int] = ()) -> list[tuple[int, list[Call]]]:
+        """``(group, calls)`` of every group not ``busy`` that holds calls; they are no
+        longer held."""
+        out = [(g, calls) for g, calls in self.held.items() if g not in busy]
+        for g, _ in out:
+            del self.held[g]
+        return out
+
+    def __len__(self) -> int:
+        return sum(len(calls) for calls in self.held.values())

@@ -1,0 +1,54 @@
+"""Which members share a learner process, and train calls held until their process is free."""
+
+from __future__ import annotations
+
+import pytest
+
+from distmarl.runtime.grouping import (
+    CPU_MEMBERS_PER_LEARNER,
+    HeldTrains,
+    learner_groups,
+    members_per_learner,
+)
+from distmarl.runtime.scheduler import Call
+
+
+def test_groups_are_in_member_order_and_balanced() -> None:
+    assert learner_groups(4, 1) == [[0], [1], [2], [3]]
+    assert learner_groups(4, 4) == [[0, 1, 2, 3]]
+    assert learner_groups(16, 5) == [list(range(k, k + 4)) for k in range(0, 16, 4)]
+    assert learner_groups(7, 3) == [[0, 1, 2], [3, 4], [5, 6]]
+    assert learner_groups(3, 8) == [[0, 1, 2]]
+    for members in range(1, 20):
+        for per in range(1, 20):
+            groups = learner_groups(members, per)
+            assert sum(groups, []) == list(range(members))
+            sizes = [len(g) for g in groups]
+            assert max(sizes) <= per and max(sizes) - min(sizes) <= 1
+            assert len(groups) == -(-members // per)
+    with pytest.raises(ValueError, match="members per learner"):
+        learner_groups(4, 0)
+
+
+def test_auto_puts_members_on_one_learner_per_gpu_and_measured_size_on_cpu() -> None:
+    assert members_per_learner(3, members=16, cluster={}, gpus_per_learner=0) == 3
+    assert members_per_learner(32, members=16, cluster={}, gpus_per_learner=0) == 16
+    assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=1) == 16
+    assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 3}, gpus_per_learner=1) == 6
+    # GPUs learners do not ask for, or none: the CPU rule
+    cpu = min(CPU_MEMBERS_PER_LEARNER, 16)
+    assert members_per_learner("auto", 16, {"CPU": 2, "GPU": 1}, gpus_per_learner=0) == cpu
+    assert members_per_learner("auto", 16, {"CPU": 2}, gpus_per_learner=1) == cpu
+    assert members_per_learner("auto", 1, {"CPU": 2}, gpus_per_learner=0) == 1
+
+
+def test_held_train_calls_leave_together_once_their_process_is_free() -> None:
+    held = HeldTrains([[0, 1], [2]])
+    calls = [Call("train", m, updates=m + 1) for m in (0, 2, 1)]
+    for call in calls:
+        held.hold(call)
+    assert len(held) == 3
+    assert held.release(busy={0}) == [(1, [calls[1]])]  # group 0 has a call in flight
+    assert len(held) == 2
+    assert held.release() == [(0, [calls[0], calls[2]])]
+    assert held.release() == [] and len(held) == 0
