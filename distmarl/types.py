@@ -57,6 +57,22 @@ class PriorityUpdate(NamedTuple):
     td_errors: np.ndarray
 
 
+class SampleRequest(NamedTuple):
+    """One consumer's sample call: up to ``num_batches`` batches of ``batch_size`` rows,
+    its newest unseen rows mixed with replay at ``replay_ratio``; prioritised replay's
+    exponents ``alpha`` / ``beta`` and the TD errors of its last call's batches
+    (``priorities``, applied first). The replay ratio is typed loosely here (a float, the
+    buffer's own ratio, or None) so this module needs nothing of the buffer's."""
+
+    batch_size: int
+    consumer: str
+    num_batches: int
+    replay_ratio: Any
+    alpha: float | None = None
+    beta: float | None = None
+    priorities: PriorityUpdate | None = None
+
+
 #: The transition fields every off-policy member stores, in buffer order. ``next_obs`` is the
 #: true next observation (the final one where an episode ended, never a reset observation);
 #: ``terminated`` stops bootstrapping, ``truncated`` does not; ``active`` is False for rows of

@@ -180,9 +180,9 @@ class TrainingRun:
                     reason, self.interrupted = stop_details(self.stop_requested)
                     self.state.stop(reason)
                     break
-                for call in self.scheduler.next_calls():
-                    self.fleet.submit(call, self.game.plan(call.member)
-                                      if call.kind == "collect" else None)
+                self.fleet.submit([(call, self.game.plan(call.member)
+                                        if call.kind == "collect" else None)
+                                       for call in self.scheduler.next_calls()])
                 for call, result in self.fleet.finished(timeout_s=0.5):
                     self._handle(call, result)
                 self._evolve()

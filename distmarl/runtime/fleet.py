@@ -148,8 +148,9 @@ class Fleet(Protocol):
     def watch(self) -> None:
         """Before the loop: publish every member's weights and note what runs where."""
 
-    def submit(self, call: Call, plan: LeaguePlan | None) -> None:
-        """Start ``call`` (a league's collect call takes the worker's next ``plan``)."""
+    def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
+        """Start one turn's calls (a league's collect call with the worker's next plan): the
+        train calls of one learner process together (one call carries them)."""
 
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
         """Calls that ended well since the last look, with their results (waits up to

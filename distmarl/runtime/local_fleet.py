@@ -3,8 +3,8 @@
 The same shells as on Ray (:class:`~distmarl.runtime.actors.learner.LearnerShell`,
 :class:`~distmarl.runtime.actors.rollout.RolloutShell`,
 :class:`~distmarl.runtime.actors.buffer.BufferShell`), held as plain objects: each call runs
-when it is submitted, in the order the scheduler asked for it (train calls: a learner group's
-calls of one turn together, after the turn's collect calls), and its result waits for
+when it is submitted (a turn's train calls first, each learner group's as one call, then its
+collect calls in the order the scheduler asked for them), and its result waits for
 :meth:`LocalFleet.finished`. Nothing runs side by side, so a seeded run is reproducible step for
 step; weights and states cross between shells as copies (:class:`LocalStore`), as they would
 through Ray's object store. There are no faults to survive: an error ends the run.
@@ -47,10 +47,9 @@ class LocalFleet:
         client = LocalBuffer(self.buffer)
         self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
                          for member in range(spec.members)]
-        groups = spec.learner_groups({})  # in process, learners run on CPU
-        #: each learner process's members as one group (their train calls answered together)
-        self.groups = [LearnerGroup([self.learners[m] for m in ms]) for ms in groups]
-        self.trains = HeldTrains(groups)
+        #: each learner group (in process, learners run on CPU)
+        self.groups = [LearnerGroup([self.learners[m] for m in ms])
+                       for ms in spec.learner_groups({})]
         self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store))
                          for w in range(spec.population.workers_per_member)]
                         for member in range(spec.members)]
@@ -65,12 +64,21 @@ class LocalFleet:
         self.publish(range(len(self.learners)))
 
     # ------------------------------------------------------------------ the loop's calls
-    def submit(self, call: Call, plan: LeaguePlan | None) -> None:
-        """Run a collect ``call`` now; hold a train call until :meth:`finished`, where each
-        group's train calls of the turn run as one. Results wait for :meth:`finished`."""
-        if call.kind == "train":
-            self.trains.hold(call)
-            return
+    def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
+        """Run the turn's calls now, the train calls first (each learner group's as one),
+        then the collect calls in order; the results wait for :meth:`finished`."""
+        held = HeldTrains([g.members for g in self.groups])
+        for call, _ in calls:
+            if call.kind == "train":
+                held.hold(call)
+        for g, trains in held.release():
+            results = self.groups[g].train_many({c.member: c.updates for c in trains})
+            self.done.extend((c, results[c.member]) for c in trains)
+        for call, plan in calls:
+            if call.kind == "collect":
+                self._collect(call, plan)
+
+    def _collect(self, call: Call, plan: LeaguePlan | None) -> None:
         box = self.state.members[call.member].weights_box
         collected = self.workers[call.member][call.worker].collect(call.steps, call.version,
                                                                     box, plan)
@@ -78,9 +86,6 @@ class LocalFleet:
         self.done.append((call, collected))
 
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
-        for g, calls in self.trains.release():
-            results = self.groups[g].train_many({c.member: c.updates for c in calls})
-            self.done.extend((c, results[c.member]) for c in calls)
         done, self.done = self.done, []
         return done
 

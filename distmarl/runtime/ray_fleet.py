@@ -117,15 +117,18 @@ class RayFleet(FaultKeeping):
         return {"buffer": self.buffer, "learners": self.learners, "workers": self.workers}
 
     # ------------------------------------------------------------------ the loop's calls
-    def submit(self, call: Call, plan: LeaguePlan | None) -> None:
-        """Start a collect ``call``; hold a train call for its host (:class:`HeldTrains`)."""
-        if call.kind == "train":
-            self.trains.hold(call)
-            return
-        box = self.state.members[call.member].weights_box
-        ref = self.workers[call.member][call.worker].collect.remote(
-            call.steps, call.version, box, plan)
-        self.inflight[ref] = call
+    def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
+        """Start the collect calls; hold each train call for its host (:class:`HeldTrains`),
+        which takes them together as soon as it has no train call in flight."""
+        for call, plan in calls:
+            if call.kind == "train":
+                self.trains.hold(call)
+                continue
+            box = self.state.members[call.member].weights_box
+            ref = self.workers[call.member][call.worker].collect.remote(
+                call.steps, call.version, box, plan)
+            self.inflight[ref] = call
+        self._send_trains()
 
     def _send_trains(self) -> None:
         """Each host's held train calls as one call, where the host has none in flight."""

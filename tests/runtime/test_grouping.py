@@ -22,7 +22,7 @@ def test_groups_are_in_member_order_and_balanced() -> None:
     for members in range(1, 20):
         for per in range(1, 20):
             groups = learner_groups(members, per)
-            assert sum(groups, []) == list(range(members))
+            assert [m for g in groups for m in g] == list(range(members))
             sizes = [len(g) for g in groups]
             assert max(sizes) <= per and max(sizes) - min(sizes) <= 1
             assert len(groups) == -(-members // per)

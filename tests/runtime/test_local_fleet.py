@@ -132,12 +132,16 @@ def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
     from distmarl.algorithms.groups import learn as group_learn
 
     stacked: list[int] = []
+
+    def counting(inner: Any) -> Any:
+        def counted(self: Any, *args: Any) -> Any:
+            stacked.append(len(self.members))
+            return inner(self, *args)
+        return counted
+
     for cls, method in ((group_learn.StackedOffPolicy, "learn_batches"),
                         (group_learn.StackedOnPolicy, "learn")):
-        def counted(self: Any, *args: Any, _inner: Any = getattr(cls, method)) -> Any:
-            stacked.append(len(self.members))
-            return _inner(self, *args)
-        monkeypatch.setattr(cls, method, counted)
+        monkeypatch.setattr(cls, method, counting(getattr(cls, method)))
     cfg = shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path)
     apart = train(cfg, run_dir=tmp_path / "apart", show_progress=False, local=True)
     assert not stacked

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +28,7 @@ import ray
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.replay import BUFFER_RATIO, BufferRatio
 from distmarl.buffers.wire import pack_batches
-from distmarl.types import PriorityUpdate, SampleBatch, TransitionChunk
+from distmarl.types import PriorityUpdate, SampleBatch, SampleRequest, TransitionChunk
 
 
 class AddResult(NamedTuple):
@@ -96,6 +97,16 @@ class BufferShell:
         """:meth:`sample_many` as one bytes object (read it with ``unpack_batches``)."""
         return pack_batches(self.sample_many(batch_size, consumer, num_batches, member,
                                              replay_ratio, alpha, beta, priorities))
+
+    def sample_requests(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
+        """Each request's :meth:`sample_many`, in order: a learner hosting several members
+        draws every member's own batches in one call."""
+        return [self.sample_many(r.batch_size, r.consumer, r.num_batches, None, r.replay_ratio,
+                                 r.alpha, r.beta, r.priorities) for r in requests]
+
+    def sample_requests_packed(self, requests: Sequence[SampleRequest]) -> list[bytes]:
+        """:meth:`sample_requests`, each request's batches as one bytes object."""
+        return [pack_batches(batches) for batches in self.sample_requests(requests)]
 
     def update_priorities(self, consumer: str, update: PriorityUpdate) -> int:
         """``consumer``'s priorities from TD errors (see

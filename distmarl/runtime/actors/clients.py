@@ -13,13 +13,13 @@ never change under a worker that holds them (as an object-store copy would not).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import ray
 
-from distmarl.buffers.replay import BUFFER_RATIO, BufferRatio
 from distmarl.buffers.wire import unpack_batches
-from distmarl.types import PriorityUpdate, SampleBatch, TransitionChunk
+from distmarl.types import SampleBatch, SampleRequest, TransitionChunk
 
 __all__ = ["BufferClient", "LocalBuffer", "LocalStore", "RayStore", "RemoteBuffer", "Store"]
 
@@ -63,11 +63,8 @@ class BufferClient(Protocol):
     def add(self, chunk: TransitionChunk) -> Any:
         """Store ``chunk``; an ``AddResult`` (``accepted`` False: retry later)."""
 
-    def sample_batches(self, batch_size: int, consumer: str, num_batches: int,
-                       replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
-                       alpha: float | None = None, beta: float | None = None,
-                       priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
-        """Up to ``num_batches`` replay batches of ``consumer`` (see ``sample_many``)."""
+    def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
+        """Each request's replay batches (up to its ``num_batches``), in one buffer call."""
 
     def read_member(self, rows: int, consumer: str, num_batches: int, member: int
                     ) -> tuple[list[SampleBatch], dict[str, Any]]:
@@ -84,13 +81,10 @@ class RemoteBuffer:
     def add(self, chunk: TransitionChunk) -> Any:
         return ray.get(self.handle.add.remote(chunk))
 
-    def sample_batches(self, batch_size: int, consumer: str, num_batches: int,
-                       replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
-                       alpha: float | None = None, beta: float | None = None,
-                       priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
+    def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         # packed: Ray sends one byte string far cheaper than a dozen arrays
-        return unpack_batches(ray.get(self.handle.sample_many_packed.remote(
-            batch_size, consumer, num_batches, None, replay_ratio, alpha, beta, priorities)))
+        return [unpack_batches(b)
+                for b in ray.get(self.handle.sample_requests_packed.remote(list(requests)))]
 
     def read_member(self, rows: int, consumer: str, num_batches: int, member: int
                     ) -> tuple[list[SampleBatch], dict[str, Any]]:
@@ -113,12 +107,8 @@ class LocalBuffer:
     def add(self, chunk: TransitionChunk) -> Any:
         return self.shell.add(chunk)
 
-    def sample_batches(self, batch_size: int, consumer: str, num_batches: int,
-                       replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
-                       alpha: float | None = None, beta: float | None = None,
-                       priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
-        return self.shell.sample_many(batch_size, consumer, num_batches, None, replay_ratio,
-                                      alpha, beta, priorities)
+    def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
+        return self.shell.sample_requests(requests)
 
     def read_member(self, rows: int, consumer: str, num_batches: int, member: int
                     ) -> tuple[list[SampleBatch], dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Each member keeps its own :class:`~distmarl.runtime.actors.learner.LearnerShell` (its
 algorithm, buffer consumer, fragment reader, counters, published versions); a train call for
-several of them reads each member's batches or fragments as its own call would, then updates
+several of them reads each member's batches (all members' in one buffer call) or fragments as
+its own call would, then updates
 them together (:mod:`distmarl.algorithms.groups`: the members that share their shapes as one
 stacked computation, any other alone), and finishes each member's call as its own would
 (counters, priorities for the next sample call, publishing).
@@ -30,18 +31,31 @@ class LearnerGroup:
             raise ValueError("a learner group holds members of one family (on- or off-policy)")
         self.on_policy = families.pop()
 
+    @property
+    def members(self) -> list[int]:
+        return list(self.shells)
+
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         """``requests[member]`` updates of each requested member, as its own ``train`` would
         do them; each member's result reports an equal share of the call's time."""
         start = time.perf_counter()
         members = list(requests)
         shells = [self.shells[m] for m in members]
-        reads = [s.read(requests[m]) for s, m in zip(shells, members, strict=True)]
+        reads = self._read(shells, [requests[m] for m in members])
         metrics = (self._fragments(shells, reads) if self.on_policy
                    else self._replay(shells, reads))
         seconds = (time.perf_counter() - start) / max(len(members), 1)
         return {m: s.finish(ms, seconds)
                 for m, s, ms in zip(members, shells, metrics, strict=True)}
+
+    def _read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
+        """Each member's read; off-policy, every member's batches drawn in one buffer call
+        (the members share the buffer)."""
+        if self.on_policy or not shells:
+            return [s.read(n) for s, n in zip(shells, updates, strict=True)]
+        requests = [s.sample_request(n) for s, n in zip(shells, updates, strict=True)]
+        sampled = shells[0].buffer.sample(requests)
+        return [s.readout(b) for s, b in zip(shells, sampled, strict=True)]
 
     @staticmethod
     def _replay(shells: Sequence[LearnerShell], reads: Sequence[Readout]

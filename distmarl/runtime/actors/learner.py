@@ -37,7 +37,7 @@ from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
-from distmarl.types import OFF_POLICY_FIELDS, PriorityUpdate, SampleBatch
+from distmarl.types import OFF_POLICY_FIELDS, PriorityUpdate, SampleBatch, SampleRequest
 
 log = logging.getLogger(__name__)
 
@@ -115,22 +115,32 @@ class LearnerShell:
     def read(self, num_updates: int) -> Readout:
         """What the next (up to ``num_updates``) updates learn from.
 
-        Off-policy: batches in one sample call, with this member's replay settings (its
-        ``replay_ratio`` and prioritised replay's exponents, which may evolve), the TD errors
-        of the last call's prioritised batches going back with it; they reach the device
-        together (:func:`~distmarl.buffers.tensors.to_torch_batches`). On-policy: this
-        member's next whole fragments, rows ``(T * E, ...)`` as tensors ``(T, E, ...)``."""
-        hp = self.algo.hp
+        Off-policy: batches in one sample call (:meth:`sample_request`, :meth:`readout`).
+        On-policy: this member's next whole fragments, rows ``(T * E, ...)`` as tensors
+        ``(T, E, ...)``."""
         if self.fragments is not None:  # on-policy
-            frags = self.fragments.read(int(hp["learn_step"]), num_updates)
+            frags = self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)
             return Readout(frags, [fragment_to_batch(dict(zip(self.fields, b.data, strict=True)),
                                                      self.num_envs, self.device)
                                    for b in frags], None)
+        return self.readout(self.buffer.sample([self.sample_request(num_updates)])[0])
+
+    def sample_request(self, num_updates: int) -> SampleRequest:
+        """Off-policy: the sample call for the next (up to ``num_updates``) updates, with this
+        member's replay settings (its ``replay_ratio`` and prioritised replay's exponents,
+        which may evolve) and the TD errors of the last call's prioritised batches, which go
+        back with it (and are then no longer this learner's to send)."""
+        hp = self.algo.hp
         ratio = BUFFER_RATIO if hp["replay_ratio"] is None else hp["replay_ratio"]
-        batches = self.buffer.sample_batches(
-            int(hp["batch_size"]), self.consumer, num_updates, ratio,
-            hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"], self._priorities)
+        request = SampleRequest(int(hp["batch_size"]), self.consumer, num_updates, ratio,
+                                hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"],
+                                self._priorities)
         self._priorities = None
+        return request
+
+    def readout(self, batches: list[SampleBatch]) -> Readout:
+        """Off-policy: the sampled ``batches`` and their tensors on this learner's device
+        (all in one transfer: :func:`~distmarl.buffers.tensors.to_torch_batches`)."""
         if not batches:
             return Readout([], [], None)
         data = to_torch_batches([dict(zip(self.fields, b.data, strict=True)) for b in batches],

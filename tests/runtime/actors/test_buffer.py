@@ -174,3 +174,26 @@ def test_packed_sampling_through_the_actor_streams_one_members_rows(ray_local) -
     one = unpack_batches(ray.get(buffer.sample_packed.remote(32, "off")))
     assert len(one) == 1 and one[0].num_new == 16 and len(one[0].indices) == 32
     ray.kill(buffer)
+
+
+def test_one_call_samples_each_consumers_own_batches_as_separate_calls_would() -> None:
+    """A learner hosting several members draws their batches in one call: each request gets
+    what its own call would have (the same rows, the same new / replay split), in order."""
+    from distmarl.buffers.wire import unpack_batches
+    from distmarl.types import SampleRequest
+
+    shells = [BufferShell(buffer_kwargs()) for _ in range(2)]
+    for shell in shells:
+        for s in range(0, 200, 20):
+            shell.add(TransitionChunk(rows(np.arange(s, s + 20))))
+    requests = [SampleRequest(16, "learner-0", 3, 0.5), SampleRequest(8, "learner-1", 2, 0.25),
+                SampleRequest(16, "learner-0", 2, 0.5)]
+    together = [unpack_batches(packed) for packed in shells[0].sample_requests_packed(requests)]
+    apart = [shells[1].sample_many(r.batch_size, r.consumer, r.num_batches,
+                                   replay_ratio=r.replay_ratio) for r in requests]
+    assert [len(b) for b in together] == [3, 2, 2]
+    for mine, theirs in zip(together, apart, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            np.testing.assert_array_equal(a.indices, b.indices)
+            assert a.num_new == b.num_new
+            np.testing.assert_array_equal(check_aligned(a.data), check_aligned(b.data))

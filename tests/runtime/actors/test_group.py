@@ -30,8 +30,8 @@ def filled_run(tmp: Path, name: str, algo: str) -> TrainingRun:
     run = TrainingRun(cfg, tmp / name, None, None, threading.Event(), local=True)
     steps = run.scheduler.path.collect_steps(run.state.members[0])
     for _ in range(8):
-        for m in run.state.members:
-            run.fleet.submit(Call("collect", m.member, 0, steps=steps, version=m.version), None)
+        run.fleet.submit([(Call("collect", m.member, 0, steps=steps, version=m.version), None)
+                          for m in run.state.members])
     run.fleet.finished(0)
     return run
 
