@@ -6,7 +6,9 @@ Each point is one ``distmarl train`` of the main job (``speaker_listener_maddpg.
 ``--config``) in its own process, ``--steps`` env steps per member, no tracking; rates are over
 the training time (start-up listed apart as ``setup s``). While it runs, this machine's CPU
 utilisation (``/proc/stat``, all cores) and, where ``nvidia-smi`` answers, GPU utilisation are
-sampled. Printed per curve (population size x learner kind): env steps/s, updates/s, the
+sampled, and the peak resident memory of all the run's processes (the driver, Ray's and every
+actor's). Printed per curve (population size x members per learner x learner kind): env
+steps/s, updates/s, the
 speed-up over the curve's 1-worker point, and the efficiency: env steps/s per busy core
 (utilisation x cores) against the 1-worker point's (1.0: every added core did as much work).
 
@@ -15,7 +17,8 @@ per node, half the cores each), so the path that crosses nodes is measured. ``--
 runs every point on an existing cluster instead (utilisation is then this machine's only).
 
     .venv/bin/python -m benchmarks.scaling [--workers 1 2 4 8] [--sizes 4 8 16]
-        [--gpu-fractions 1 0.5 0.25] [--steps 10000] [--two-node] [--address ADDR]
+        [--members-per-learner auto 1 4 16] [--gpu-fractions 1 0.5 0.25] [--steps 10000]
+        [--local] [--two-node] [--address ADDR]
         [--set KEY=VALUE ...] [--json scaling.json]
 """
 
@@ -33,6 +36,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Literal
+
+from distmarl.runtime.grouping import learner_groups, members_per_learner
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "configs" / "speaker_listener_maddpg.yaml"
@@ -46,12 +52,13 @@ class Point:
     workers: int  # rollout workers per member
     gpu: float = 0.0  # GPUs per learner (0: CPU learners)
     nodes: int = 1  # Ray nodes (2: the local 2-node cluster)
+    per_learner: str = "auto"  # population.members_per_learner
 
     @property
     def curve(self) -> str:
         kind = "CPU learners" if self.gpu == 0 else f"{self.gpu:g} GPU per learner"
         nodes = "" if self.nodes == 1 else f", {self.nodes} nodes"
-        return f"{self.size} members, {kind}{nodes}"
+        return f"{self.size} members, {self.per_learner} per learner, {kind}{nodes}"
 
 
 @dataclass
@@ -65,6 +72,7 @@ class Measured:
     gpu_util: float | None  # mean GPU utilisation 0..1 over the GPUs, None: no nvidia-smi
     error: str | None = None
     devices: list[str] = field(default_factory=list)
+    peak_rss_gib: float = 0.0  # the run's processes' resident memory summed, at its peak
 
     @property
     def env_steps_per_s(self) -> float:
@@ -121,26 +129,81 @@ class GpuSampler:
         return sum(self.samples) / len(self.samples) if self.samples else None
 
 
+class MemorySampler:
+    """The peak, over a run, of the resident memory of a process and all its descendants
+    (the driver, Ray's own processes and every actor), polled from ``/proc`` twice a second.
+    Pages shared between processes (torch's libraries) count once per process: an upper
+    bound."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        """Stop polling; the peak in GiB."""
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 2**30
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            self.peak = max(self.peak, tree_rss(self.pid))
+
+
+def tree_rss(root: int) -> int:
+    """Bytes resident in ``root`` and its descendants now."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            status = (entry / "status").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        kb = next((line.split()[1] for line in status.splitlines()
+                   if line.startswith("VmRSS:")), "0")
+        rss[int(entry.name)] = int(kb) * 1024
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, pp in parents.items() if pp == parent and p not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(rss.get(p, 0) for p in tree)
+
+
 def overrides(point: Point, steps: int, extra: Sequence[str]) -> list[str]:
     """``--set`` values of one point."""
     return [f"training.max_steps={steps}", f"population.size={point.size}",
             f"population.workers_per_member={point.workers}",
+            f"population.members_per_learner={point.per_learner}",
             f"resources.num_gpus_per_learner={point.gpu}",
             "tracking.checkpoint_interval=0", *extra]
 
 
 def run_point(point: Point, config: Path, steps: int, extra: Sequence[str],
-              address: str | None = None, env: dict[str, str] | None = None) -> Measured:
-    """One ``distmarl train`` of ``point``; its figures (``error`` set when it failed)."""
+              address: str | None = None, env: dict[str, str] | None = None,
+              local: bool = False) -> Measured:
+    """One ``distmarl train`` of ``point`` (``local``: in process); its figures (``error``
+    set when it failed)."""
     workdir = Path(tempfile.mkdtemp(prefix="scaling-"))
     sets = [*overrides(point, steps, extra), f"tracking.directory={workdir}"]
     cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
            "--summary-json", str(workdir / "summary.json"),
-           *[a for s in sets for a in ("--set", s)], *(["--address", address] if address else [])]
+           *[a for s in sets for a in ("--set", s)], *(["--address", address] if address else []),
+           *(["--local"] if local else [])]
     busy0, total0 = cpu_times()
     with GpuSampler() as gpus, open(workdir / "train.log", "w") as log:
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env=env or dict(os.environ))
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env=env or dict(os.environ))
+        memory = MemorySampler(proc.pid)
+        proc.wait()
+        peak_gib = memory.stop()
     busy1, total1 = cpu_times()
     util = (busy1 - busy0) / max(1, total1 - total0)
     if proc.returncode != 0:
@@ -151,16 +214,28 @@ def run_point(point: Point, config: Path, steps: int, extra: Sequence[str],
     # the CPU share over the training only is not separable here; start-up is short against it
     return Measured(point, int(s["env_steps"]), s["wall_seconds"] - s["setup_seconds"],
                     s["setup_seconds"], int(s["updates"]), util, gpus.mean,
-                    devices=sorted(set(s["learner_devices"])))
+                    devices=sorted(set(s["learner_devices"])), peak_rss_gib=peak_gib)
 
 
 def grid(sizes: Sequence[int], workers: Sequence[int], gpu_fractions: Sequence[float],
-         gpus: int) -> list[Point]:
-    """CPU-learner points over sizes x workers, then GPU points (1 worker per member) for
+         gpus: int, per_learner: Sequence[str] = ("auto",)) -> list[Point]:
+    """CPU-learner points over sizes x members per learner x workers (a number of members
+    per learner above the size is left out), then GPU points (1 worker per member) for
     every fraction whose learners fit on ``gpus`` GPUs."""
-    points = [Point(s, w) for s in sizes for w in workers]
+    def wanted(k: str, size: int) -> bool:
+        return k == "auto" or int(k) <= size
+
+    def learners(k: str, size: int, fraction: float) -> int:
+        setting: int | Literal["auto"] = "auto" if k == "auto" else int(k)
+        per = members_per_learner(setting, size, {"GPU": float(gpus)}, fraction)
+        return len(learner_groups(size, per))
+
+    points = [Point(s, w, per_learner=k) for s in sizes for k in per_learner if wanted(k, s)
+              for w in workers]
     if gpus > 0:
-        points += [Point(s, 1, f) for f in gpu_fractions for s in sizes if f * s <= gpus + 1e-9]
+        points += [Point(s, 1, f, per_learner=k) for f in gpu_fractions for s in sizes
+                   for k in per_learner
+                   if wanted(k, s) and f * learners(k, s, f) <= gpus + 1e-9]
     return points
 
 
@@ -169,7 +244,8 @@ def report(results: Sequence[Measured], cores: int) -> list[str]:
     (a 2-node point against the same point on one node)."""
     lines = [f"{cores} cores on this machine; rates over training time (start-up apart)",
              f"{'curve / workers per member':<44} {'env steps/s':>11} {'updates/s':>9} "
-             f"{'setup s':>7} {'CPU':>5} {'GPU':>5} {'speed-up':>8} {'efficiency':>10}"]
+             f"{'setup s':>7} {'RSS GiB':>7} {'CPU':>5} {'GPU':>5} {'speed-up':>8} "
+             f"{'efficiency':>10}"]
     curves: dict[str, list[Measured]] = {}
     for r in results:
         curves.setdefault(r.point.curve, []).append(r)
@@ -193,7 +269,8 @@ def report(results: Sequence[Measured], cores: int) -> list[str]:
             base_per_core = base.env_steps_per_s / max(base.cpu_util * cores, 1e-9)
             gpu = "-" if r.gpu_util is None else f"{100 * r.gpu_util:.0f}%"
             lines.append(f"{label:<44} {r.env_steps_per_s:>11,.0f} {r.updates_per_s:>9,.0f} "
-                         f"{r.setup_seconds:>7.1f} {100 * r.cpu_util:>4.0f}% {gpu:>5} "
+                         f"{r.setup_seconds:>7.1f} {r.peak_rss_gib:>7.2f} "
+                         f"{100 * r.cpu_util:>4.0f}% {gpu:>5} "
                          f"{speed:>7.2f}x {per_core / base_per_core:>10.2f}")
     return lines
 
@@ -222,7 +299,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8, 16], help="population sizes")
     ap.add_argument("--gpu-fractions", type=float, nargs="+", default=[1.0, 0.5, 0.25],
                     help="GPUs per learner of the GPU points (where Ray reports GPUs)")
+    ap.add_argument("--members-per-learner", nargs="+", default=["auto"],
+                    help="population.members_per_learner values (numbers or auto)")
     ap.add_argument("--steps", type=int, default=10_000, help="env steps per member")
+    ap.add_argument("--local", action="store_true", help="run every point in process")
     ap.add_argument("--two-node", action="store_true",
                     help="add a point on a 2-node Ray cluster of this machine")
     ap.add_argument("--address", help="run every point on this Ray cluster")
@@ -231,15 +311,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every point's figures here")
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 1
-    points = grid(args.sizes, args.workers, args.gpu_fractions, gpu_count())
+    points = grid(args.sizes, args.workers, args.gpu_fractions,
+                  0 if args.local else gpu_count(), args.members_per_learner)
     results: list[Measured] = []
     for point in points:
         started = time.perf_counter()
-        results.append(run_point(point, args.config, args.steps, args.set, args.address))
+        results.append(run_point(point, args.config, args.steps, args.set, args.address,
+                                 local=args.local))
         r = results[-1]
         print(f"{point.curve}, {point.workers} workers: "
               + (f"failed ({r.error.splitlines()[0]})" if r.error else
                  f"{r.env_steps_per_s:,.0f} env steps/s, {r.updates_per_s:,.0f} updates/s, "
+                 f"setup {r.setup_seconds:.1f} s, peak RSS {r.peak_rss_gib:.2f} GiB, "
                  f"CPU {100 * r.cpu_util:.0f}%, devices {r.devices}")
               + f" ({time.perf_counter() - started:.0f} s)", flush=True)
     if args.two_node:

@@ -8,11 +8,21 @@ from benchmarks.scaling import Measured, Point, cpu_times, grid, overrides, repo
 def test_the_grid_adds_gpu_points_only_where_their_learners_fit() -> None:
     assert grid([4, 8], [1, 2], [1.0, 0.25], gpus=0) == [
         Point(4, 1), Point(4, 2), Point(8, 1), Point(8, 2)]
-    gpu_points = [p for p in grid([4, 8, 16], [1], [1.0, 0.5, 0.25], gpus=4) if p.gpu]
-    # 1 GPU each fits 4 members on 4 GPUs; 0.5 fits 8; 0.25 fits 16
-    assert gpu_points == [Point(4, 1, 1.0), Point(4, 1, 0.5), Point(8, 1, 0.5),
-                          Point(4, 1, 0.25), Point(8, 1, 0.25), Point(16, 1, 0.25)]
+    one = ["1"]
+    gpu_points = [p for p in grid([4, 8, 16], [1], [1.0, 0.5, 0.25], gpus=4, per_learner=one)
+                  if p.gpu]
+    # a member per learner: 1 GPU each fits 4 members on 4 GPUs; 0.5 fits 8; 0.25 fits 16
+    assert gpu_points == [Point(4, 1, 1.0, per_learner="1"), Point(4, 1, 0.5, per_learner="1"),
+                          Point(8, 1, 0.5, per_learner="1"), Point(4, 1, 0.25, per_learner="1"),
+                          Point(8, 1, 0.25, per_learner="1"), Point(16, 1, 0.25, per_learner="1")]
+    # auto: one learner per GPU holds the members, so every size fits at 1 GPU each
+    auto = [p for p in grid([4, 16], [1], [1.0], gpus=4) if p.gpu]
+    assert auto == [Point(4, 1, 1.0), Point(16, 1, 1.0)]
+    # a fixed group size above the population's is left out; 4 per learner on 2 GPUs fits 8
+    assert grid([2, 8], [1], [1.0], gpus=2, per_learner=["4"]) == [
+        Point(8, 1, per_learner="4"), Point(8, 1, 1.0, per_learner="4")]
     assert "resources.num_gpus_per_learner=0.25" in overrides(Point(16, 1, 0.25), 100, [])
+    assert "population.members_per_learner=4" in overrides(Point(16, 1, per_learner="4"), 1, [])
 
 
 def test_speed_up_and_efficiency_are_against_the_one_worker_point() -> None:
@@ -27,7 +37,7 @@ def test_speed_up_and_efficiency_are_against_the_one_worker_point() -> None:
     assert "1.80x" in two and two.rstrip().endswith("0.90")
     assert any("failed: exit 1" in r for r in rows)
     # the 2-node point is measured against the same point on one node
-    across = rows[rows.index("4 members, CPU learners, 2 nodes") + 1]
+    across = rows[rows.index("4 members, auto per learner, CPU learners, 2 nodes") + 1]
     assert "0.83x" in across
 
 
