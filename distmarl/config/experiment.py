@@ -135,7 +135,7 @@ class MemberGroupConfig(Section):
 class PopulationConfig(Section):
     size: int = Field(4, ge=1, description="number of population members")
     workers_per_member: int = Field(1, ge=1, description="rollout workers per member")
-    members_per_learner: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description="members whose learners share one process, their train calls answered together (members of one network shape updated as one stacked computation); the population is split into groups of at most this many, in member order. auto: see distmarl.runtime.grouping.members_per_learner")
+    members_per_learner: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description="members whose learners share one process, their train calls answered together (members of one network shape updated as one stacked computation); the population is split into groups of at most this many, in member order. auto: on a cluster with GPUs for learners, one learner per GPU holds the members; on CPU, one learner per core where each then holds 4 members or more, else one member per learner; in one process (--local), all members stack from 8 members on")
     members: list[MemberGroupConfig] | None = Field(None, description="a population of mixed algorithms of one family: groups of members, in member order ({algorithm: MATD3, count: 2}); their counts add up to size. None: every member runs the algorithm section")
     cross_algorithm: Literal["refuse", "convert"] = Field("refuse", description="a mixed population's copies: refuse (tournaments within each algorithm, a member copies only its own algorithm's) or convert (tournaments over all members; a member whose winner runs another algorithm is rebuilt for it and takes its state)")
 

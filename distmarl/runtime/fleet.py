@@ -72,9 +72,9 @@ class FleetSpec:
     league: LeagueGame | None = None
     convert: bool = False
 
-    def learner_groups(self, cluster: Mapping[str, float]) -> list[list[int]]:
+    def learner_groups(self, cluster: Mapping[str, float] | None) -> list[list[int]]:
         """The members of each learner process (``population.members_per_learner`` on
-        ``cluster``, whose GPUs count for ``auto``)."""
+        ``cluster``, whose cores and GPUs count for ``auto``; None: in one process)."""
         per = members_per_learner(self.population.members_per_learner, self.members, cluster,
                                   self.resources.num_gpus_per_learner)
         return learner_groups(self.members, per)

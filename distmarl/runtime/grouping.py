@@ -12,22 +12,35 @@ from typing import Literal
 
 from distmarl.runtime.scheduler import Call
 
-#: ``auto`` on CPU: members per learner process (see :func:`members_per_learner`)
-CPU_MEMBERS_PER_LEARNER = 1
+#: ``auto`` on a CPU cluster: a learner process per core, where each then hosts at least this
+#: many members (smaller stacked updates are slower than a loop over the members, and fewer
+#: processes than cores leave cores idle)
+MIN_HOSTED = 4
+#: ``auto`` in one process (no processes to save): members stack from this many on
+MIN_STACKED_IN_PROCESS = 8
 
 
 def members_per_learner(setting: int | Literal["auto"], members: int,
-                        cluster: Mapping[str, float], gpus_per_learner: float) -> int:
-    """How many members each learner process hosts: ``setting``, or for ``auto``, on a
-    cluster with GPUs that learners ask for, all members spread over one learner per GPU (a
-    GPU is launch-bound with one member's small networks; stacked members fill it), and on
-    CPU :data:`CPU_MEMBERS_PER_LEARNER`."""
+                        cluster: Mapping[str, float] | None, gpus_per_learner: float) -> int:
+    """How many members each learner process hosts: ``setting``, or for ``auto``:
+
+    - in one process (``cluster`` None): all of them where there are at least
+      :data:`MIN_STACKED_IN_PROCESS`, else one each;
+    - on a cluster with GPUs that learners ask for: all members spread over one learner per
+      GPU (one member's small networks leave a GPU idle between kernel launches; stacked
+      members fill it);
+    - on CPU: one learner per core where each then hosts at least :data:`MIN_HOSTED`
+      members, else one member per learner.
+    """
     if setting != "auto":
         return min(int(setting), members)
+    if cluster is None:
+        return members if members >= MIN_STACKED_IN_PROCESS else 1
     gpus = int(cluster.get("GPU", 0.0))
     if gpus >= 1 and gpus_per_learner > 0:
         return -(-members // gpus)
-    return min(CPU_MEMBERS_PER_LEARNER, members)
+    cores = max(1, int(cluster.get("CPU", 1.0)))
+    return -(-members // cores) if members // cores >= MIN_HOSTED else 1
 
 
 def learner_groups(members: int, per_learner: int) -> list[list[int]]:

@@ -47,9 +47,9 @@ class LocalFleet:
         client = LocalBuffer(self.buffer)
         self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
                          for member in range(spec.members)]
-        #: each learner group (in process, learners run on CPU)
+        #: each learner group
         self.groups = [LearnerGroup([self.learners[m] for m in ms])
-                       for ms in spec.learner_groups({})]
+                       for ms in spec.learner_groups(None)]
         self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store))
                          for w in range(spec.population.workers_per_member)]
                         for member in range(spec.members)]

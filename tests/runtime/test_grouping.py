@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from distmarl.runtime.grouping import (
-    CPU_MEMBERS_PER_LEARNER,
+    MIN_HOSTED,
+    MIN_STACKED_IN_PROCESS,
     HeldTrains,
     learner_groups,
     members_per_learner,
@@ -30,16 +31,24 @@ def test_groups_are_in_member_order_and_balanced() -> None:
         learner_groups(4, 0)
 
 
-def test_auto_puts_members_on_one_learner_per_gpu_and_measured_size_on_cpu() -> None:
+def test_auto_puts_members_on_one_learner_per_gpu_or_core_and_stacks_many_in_process() -> None:
     assert members_per_learner(3, members=16, cluster={}, gpus_per_learner=0) == 3
-    assert members_per_learner(32, members=16, cluster={}, gpus_per_learner=0) == 16
+    assert members_per_learner(32, members=16, cluster=None, gpus_per_learner=0) == 16
+    # GPUs that learners ask for: one learner per GPU
     assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=1) == 16
     assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 3}, gpus_per_learner=1) == 6
-    # GPUs learners do not ask for, or none: the CPU rule
-    cpu = min(CPU_MEMBERS_PER_LEARNER, 16)
-    assert members_per_learner("auto", 16, {"CPU": 2, "GPU": 1}, gpus_per_learner=0) == cpu
-    assert members_per_learner("auto", 16, {"CPU": 2}, gpus_per_learner=1) == cpu
-    assert members_per_learner("auto", 1, {"CPU": 2}, gpus_per_learner=0) == 1
+    # CPU (GPUs learners do not ask for count as none): a learner per core where each
+    # then holds MIN_HOSTED members or more, else one member each
+    assert members_per_learner("auto", 16, {"CPU": 2, "GPU": 1}, gpus_per_learner=0) == 8
+    assert members_per_learner("auto", 8, {"CPU": 2}, gpus_per_learner=1) == 4
+    assert members_per_learner("auto", 9, {"CPU": 2}, gpus_per_learner=0) == 5
+    assert members_per_learner("auto", 4, {"CPU": 2}, gpus_per_learner=0) == 1
+    assert members_per_learner("auto", 16, {"CPU": 16}, gpus_per_learner=0) == 1
+    assert members_per_learner("auto", MIN_HOSTED * 3, {"CPU": 3}, 0) == MIN_HOSTED
+    assert members_per_learner("auto", MIN_HOSTED * 3 - 1, {"CPU": 3}, 0) == 1
+    # in one process: all members stack from MIN_STACKED_IN_PROCESS on
+    assert members_per_learner("auto", MIN_STACKED_IN_PROCESS, None, 0) == MIN_STACKED_IN_PROCESS
+    assert members_per_learner("auto", MIN_STACKED_IN_PROCESS - 1, None, 0) == 1
 
 
 def test_held_train_calls_leave_together_once_their_process_is_free() -> None:
