@@ -40,11 +40,11 @@ ACTOR_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 0}
 
 class RayFleet(FaultKeeping):
     """The buffer actor, the host actors of the members' learners and ``workers_per_member``
-    rollout workers per member, as ``spec`` says (:class:`~distmarl.runtime.fleet.Fleet`'s verbs), sized to the
-    cluster (:func:`~distmarl.runtime.resources.plan_resources`); what faults cost
-    (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the buffer is
-    snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of fragments
-    clears the member's owed updates in ``scheduler``."""
+    rollout workers per member, as ``spec`` says (:class:`~distmarl.runtime.fleet.Fleet`'s
+    verbs), sized to the cluster (:func:`~distmarl.runtime.resources.plan_resources`); what
+    faults cost (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
+    buffer is snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of
+    fragments clears the member's owed updates in ``scheduler``."""
 
     def __init__(self, spec: FleetSpec, *, path: DataPath, state: RunState,
                  scheduler: Scheduler) -> None:

@@ -84,3 +84,14 @@ def test_a_colocated_member_shares_its_process_with_worker_0_and_no_chunk_lags(
     assert summary["learner_devices"] == ["cpu", "cpu"]
     assert summary["final_score"] is not None
     assert [m["max_policy_lag_seen"] for m in summary["members"]] == [0, 0]
+
+
+def test_learner_processes_ask_for_gpus_once_whatever_members_they_hold() -> None:
+    cfg = load_config(TINY, ["population.size=4", "resources.num_gpus_per_learner=1",
+                             "resources.num_cpus_per_learner=0.5"])
+    cluster = {"CPU": 16.0, "GPU": 1.0}
+    with pytest.raises(ValueError, match=r"num_gpus_per_learner=1.0 for 4 learners needs 4.0 "
+                                         r"GPUs; the cluster has 1"):
+        plan_resources(cfg.resources, cfg.population, cluster)
+    res = plan_resources(cfg.resources, cfg.population, cluster, learners=1)
+    assert res.host(4) == {"num_cpus": 2.0, "num_gpus": 1.0}

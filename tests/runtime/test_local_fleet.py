@@ -55,7 +55,10 @@ def repeatable(summary: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_every_example_config_trains_in_process(path: Path, tmp_path: Path) -> None:
-    cfg = shortened(path, tmp_path)
+    """Every example, shortened, with all its members on one learner: each feature (leagues,
+    mixed algorithms, multiple frequencies, prioritised n-step replay, images, masks) works
+    with members sharing a learner (one member per learner is every other test's layout)."""
+    cfg = shortened(path, tmp_path, "population.members_per_learner=64")
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"
     assert summary["env_steps"] >= cfg.training.max_steps * cfg.num_members

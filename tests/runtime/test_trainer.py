@@ -147,16 +147,19 @@ def test_distmarl_evaluate_on_the_last_checkpoint_gives_the_final_score_again(ru
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_ray_run_resumes_in_process(run: RayRun) -> None:
-    """A checkpoint is the same whichever fleet wrote it: the Ray run's goes on in process,
-    its counters, lineage and members' states carried over."""
+    """A checkpoint is the same whichever fleet and grouping wrote it: the Ray run's (a
+    learner per member) goes on in process with both members on one learner, its counters,
+    lineage and members' states carried over."""
     import shutil
 
     from distmarl.runtime.trainer import train
 
     resumed_dir = run.tmp / "resumed"
     shutil.copytree(run.tmp / "run", resumed_dir)
-    cfg = run.cfg.model_copy(update={"training": run.cfg.training.model_copy(
-        update={"max_steps": run.cfg.training.max_steps + run.cfg.evolution.evo_steps})})
+    cfg = run.cfg.model_copy(update={
+        "training": run.cfg.training.model_copy(
+            update={"max_steps": run.cfg.training.max_steps + run.cfg.evolution.evo_steps}),
+        "population": run.cfg.population.model_copy(update={"members_per_learner": 2})})
     again = train(cfg, resume=resumed_dir, show_progress=False, local=True)
     assert again["resumed_from"] and again["stop_reason"] == "max_steps"
     assert again["generations"] == run.summary["generations"] + 1

@@ -3,10 +3,10 @@
 Each member keeps its own :class:`~distmarl.runtime.actors.learner.LearnerShell` (its
 algorithm, buffer consumer, fragment reader, counters, published versions); a train call for
 several of them reads each member's batches (all members' in one buffer call) or fragments as
-its own call would, then updates
-them together (:mod:`distmarl.algorithms.groups`: the members that share their shapes as one
-stacked computation, any other alone), and finishes each member's call as its own would
-(counters, priorities for the next sample call, publishing).
+its own call would, then updates them together (:mod:`distmarl.algorithms.groups`: the
+members that share their shapes as one stacked computation, any other alone), and finishes
+each member's call as its own would (counters, priorities for the next sample call,
+publishing).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class LearnerGroup:
 
     @property
     def members(self) -> list[int]:
+        """The group's members, in order."""
         return list(self.shells)
 
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
