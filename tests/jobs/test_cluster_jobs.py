@@ -125,9 +125,9 @@ def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:
     by_class: dict[str, set[str]] = {}
     for a in actors:
         by_class.setdefault(a["class_name"], set()).add(a["node_id"])
-    assert set(by_class) == {"Coordinator", "BufferShell", "MemberShell"}
-    assert sum(1 for a in actors if a["class_name"] == "MemberShell") == 2
-    assert by_class["MemberShell"] == nodes
+    assert set(by_class) == {"Coordinator", "BufferShell", "HostShell"}
+    assert sum(1 for a in actors if a["class_name"] == "HostShell") == 2
+    assert by_class["HostShell"] == nodes
 
 
 def test_job_that_fails_on_the_cluster_reports_failed(cluster) -> None:

@@ -183,7 +183,7 @@ def test_removing_a_node_mid_run_restarts_its_actors_on_the_other(cluster, tmp_p
         before = {a["actor_id"]: a for a in helper.ask("actors") if a["state"] == "ALIVE"}
         away = {a["actor_id"]: a for a in before.values() if a["node_id"] != helper.head}
         kinds = sorted(a["class_name"] for a in away.values())
-        assert kinds == ["BufferShell", "LearnerShell", "LearnerShell", "RolloutShell",
+        assert kinds == ["BufferShell", "HostShell", "HostShell", "RolloutShell",
                          "RolloutShell"], before  # the coordinator stays with its driver
         time.sleep(KILL_AFTER_S)
         trainer.wait_for_steps(KILL_AT, timeout_s=60)  # learning, snapshots taken
