@@ -81,25 +81,30 @@ class _Bound:
         return self.dispatch.remote(self.member, self.method, *args, **kwargs)
 
 
-class LearnerView:
+class _View:
+    """A host actor as one of its members in one role: ``view.<method>.remote(...)`` calls
+    the host's ``ROLE`` dispatcher for ``member``; only the role's ``METHODS`` exist."""
+
+    ROLE: str
+    NOUN: str
+    METHODS: frozenset[str]
+
+    def __init__(self, host: Any, member: int) -> None:
+        self.host, self.member = host, member
+
+    def __getattr__(self, name: str) -> _Bound:
+        if name not in self.METHODS:
+            raise AttributeError(f"{self.NOUN} has no method {name!r}")
+        return _Bound(getattr(self.host, self.ROLE), self.member, name)
+
+
+class LearnerView(_View):
     """A host actor as ``member``'s learner: ``view.train.remote(n)`` and the like."""
 
-    def __init__(self, host: Any, member: int) -> None:
-        self.host, self.member = host, member
-
-    def __getattr__(self, name: str) -> _Bound:
-        if name not in LEARNER_METHODS:
-            raise AttributeError(f"a learner has no method {name!r}")
-        return _Bound(self.host.learner, self.member, name)
+    ROLE, NOUN, METHODS = "learner", "a learner", LEARNER_METHODS
 
 
-class WorkerView:
+class WorkerView(_View):
     """A host actor as ``member``'s colocated worker 0: ``view.collect.remote(...)``."""
 
-    def __init__(self, host: Any, member: int) -> None:
-        self.host, self.member = host, member
-
-    def __getattr__(self, name: str) -> _Bound:
-        if name not in WORKER_METHODS:
-            raise AttributeError(f"a rollout worker has no method {name!r}")
-        return _Bound(self.host.worker, self.member, name)
+    ROLE, NOUN, METHODS = "worker", "a rollout worker", WORKER_METHODS
