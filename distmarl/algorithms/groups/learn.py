@@ -2,10 +2,11 @@
 
 A learner hosting several members asks :func:`plan_stacks` which of them can be updated as
 one stacked computation now (the same algorithm, device and network shapes; for PPO also the
-same epochs and minibatch size; and, to stack, fragments of one length or batches of one
-count), and :func:`learn_replay` / :func:`learn_fragments` update every member: each stack of two or more members as one computation, a member alone by its own
-update. Plans are made afresh for every call, so a member whose architecture was mutated simply
-stacks with the members of its new shape (or alone) from its next update on.
+same epochs and minibatch size), and :func:`learn_replay` / :func:`learn_fragments` update
+every member: each stack of two or more members as one computation (split further by how many
+batches each member has, or by its fragments' length), a member alone by its own update. Plans
+are made afresh for every call, so a member whose architecture was mutated simply stacks with
+the members of its new shape (or alone) from its next update on.
 """
 
 from __future__ import annotations
