@@ -47,9 +47,10 @@ class LocalFleet:
         client = LocalBuffer(self.buffer)
         self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
                          for member in range(spec.members)]
-        #: each learner group
-        self.groups = [LearnerGroup([self.learners[m] for m in ms])
-                       for ms in spec.learner_groups(None)]
+        groups = spec.learner_groups(None)
+        #: each learner group, and where a turn's train calls wait to run as one call each
+        self.groups = [LearnerGroup([self.learners[m] for m in ms]) for ms in groups]
+        self.trains = HeldTrains(groups)
         self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store))
                          for w in range(spec.population.workers_per_member)]
                         for member in range(spec.members)]
@@ -67,11 +68,10 @@ class LocalFleet:
     def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
         """Run the turn's calls now, the train calls first (each learner group's as one),
         then the collect calls in order; the results wait for :meth:`finished`."""
-        held = HeldTrains([g.members for g in self.groups])
         for call, _ in calls:
             if call.kind == "train":
-                held.hold(call)
-        for g, trains in held.release():
+                self.trains.hold(call)
+        for g, trains in self.trains.release():
             results = self.groups[g].train_many({c.member: c.updates for c in trains})
             self.done.extend((c, results[c.member]) for c in trains)
         for call, plan in calls:

@@ -31,11 +31,6 @@ class LearnerGroup:
             raise ValueError("a learner group holds members of one family (on- or off-policy)")
         self.on_policy = families.pop()
 
-    @property
-    def members(self) -> list[int]:
-        """The group's members, in order."""
-        return list(self.shells)
-
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         """``requests[member]`` updates of each requested member, as its own ``train`` would
         do them; each member's result reports an equal share of the call's time."""
