@@ -427,3 +427,16 @@ def test_a_mixed_population_takes_its_family_s_replay_defaults() -> None:
     assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == (3, True)
     with pytest.raises(ConfigError, match=r"buffer\.n_step 3: IPPO members learn from whole"):
         config_from_dict({"algorithm": {"name": "IPPO"}, "buffer": {"n_step": 3}})
+
+
+@pytest.mark.parametrize("value,why", [("0", "greater than or equal to 1 (got 0)"),
+                                        ("many", "unable to parse string as an integer (got "
+                                                 "'many')")])
+def test_members_per_learner_is_a_positive_number_or_auto(value: str, why: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(CONFIGS / "tiny.yaml", [f"population.members_per_learner={value}"])
+    assert "population.members_per_learner.constrained-int: Input should be" in str(err.value)
+    assert why in str(err.value) and "should be 'auto'" in str(err.value)
+    for ok, want in (("auto", "auto"), ("3", 3)):
+        cfg = load_config(CONFIGS / "tiny.yaml", [f"population.members_per_learner={ok}"])
+        assert cfg.population.members_per_learner == want
