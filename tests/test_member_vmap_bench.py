@@ -1,6 +1,7 @@
 """The batched-members benchmark compares like with like: its vmapped update is the loop's."""
 
 import pytest
+import torch
 
 from benchmarks import member_vmap
 
@@ -27,3 +28,8 @@ def test_measure_reports_both_rates() -> None:
     assert row["members"] == 2 and row["batch"] == 8
     assert row["loop_steps_s"] > 0 and row["vmap_steps_s"] > 0
     assert row["ratio"] == pytest.approx(row["vmap_steps_s"] / row["loop_steps_s"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA graph needs a GPU")
+def test_graph_update_equals_vmap_update() -> None:
+    assert member_vmap.same_graph_update(n=3, batch=16, steps=4) < 1e-5

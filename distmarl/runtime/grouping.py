@@ -26,9 +26,10 @@ def members_per_learner(setting: int | Literal["auto"], members: int,
 
     - in one process (``cluster`` None): all of them where there are at least
       :data:`MIN_STACKED_IN_PROCESS`, else one each;
-    - on a cluster with GPUs that learners ask for: all members spread over one learner per
-      GPU (one member's small networks leave a GPU idle between kernel launches; stacked
-      members fill it);
+    - on a cluster with GPUs that learners ask for: as many learners as the GPUs take at
+      ``gpus_per_learner`` each, the members spread over them (a stacked update is bound by
+      the host's Python and kernel launches, not by the GPU, so learner processes sharing a
+      GPU side by side get more done than one process holding them all);
     - on CPU: one learner per core where each then hosts at least :data:`MIN_HOSTED`
       members, else one member per learner.
     """
@@ -36,9 +37,10 @@ def members_per_learner(setting: int | Literal["auto"], members: int,
         return min(int(setting), members)
     if cluster is None:
         return members if members >= MIN_STACKED_IN_PROCESS else 1
-    gpus = int(cluster.get("GPU", 0.0))
+    gpus = float(cluster.get("GPU", 0.0))
     if gpus >= 1 and gpus_per_learner > 0:
-        return -(-members // gpus)
+        learners = max(1, min(members, int(gpus / gpus_per_learner + 1e-9)))
+        return -(-members // learners)
     cores = max(1, int(cluster.get("CPU", 1.0)))
     return -(-members // cores) if members // cores >= MIN_HOSTED else 1
 

@@ -34,9 +34,12 @@ def test_groups_are_in_member_order_and_balanced() -> None:
 def test_auto_puts_members_on_one_learner_per_gpu_or_core_and_stacks_many_in_process() -> None:
     assert members_per_learner(3, members=16, cluster={}, gpus_per_learner=0) == 3
     assert members_per_learner(32, members=16, cluster=None, gpus_per_learner=0) == 16
-    # GPUs that learners ask for: one learner per GPU
+    # GPUs that learners ask for: as many learners as the GPUs take at their fraction each
     assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=1) == 16
     assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 3}, gpus_per_learner=1) == 6
+    assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=0.25) == 4
+    assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=1 / 16) == 1
+    assert members_per_learner("auto", 4, {"CPU": 16, "GPU": 2}, gpus_per_learner=0.1) == 1
     # CPU (GPUs learners do not ask for count as none): a learner per core where each
     # then holds MIN_HOSTED members or more, else one member each
     assert members_per_learner("auto", 16, {"CPU": 2, "GPU": 1}, gpus_per_learner=0) == 8
