@@ -6,7 +6,7 @@ updates per train call, for ``--seconds`` of back-to-back calls:
 
 * ``stacked``: one process, the ``N`` members as one
   :class:`~distmarl.algorithms.groups.StackedOffPolicy` on ``--device`` (what a learner hosting
-  the group does);
+  the group does), its step run as ``--mode`` says (``graph``: captured as a CUDA graph);
 * ``apart``: ``N`` processes, one member each, all on ``--device`` (``N`` one-member learners
   sharing that GPU), started together behind a barrier;
 * ``apart-cpu``: ``N`` processes, one member and one torch thread each (``N`` CPU learners on
@@ -16,7 +16,8 @@ Prints updates/s over all members for each, and the stacked rate's ratio to the 
 of the processes are their updates over the span from the first start to the last finish.
 
     python -m benchmarks.shared_device [--members 16] [--batch 1024] [--updates 32]
-        [--seconds 10] [--device cuda] [--ways stacked apart apart-cpu] [--json out.json]
+        [--seconds 10] [--device cuda] [--mode eager|static|graph]
+        [--ways stacked apart apart-cpu] [--json out.json]
 """
 
 from __future__ import annotations
@@ -70,12 +71,13 @@ def _timed(call: Callable[[], object], seconds: float, device: str,
     return count, start, time.time()
 
 
-def stacked(n: int, batch: int, updates: int, seconds: float, device: str) -> float:
-    """Updates/s of ``n`` members stacked in this process."""
+def stacked(n: int, batch: int, updates: int, seconds: float, device: str,
+            mode: str = "eager") -> float:
+    """Updates/s of ``n`` members stacked in this process, the step run in ``mode``."""
     from distmarl.algorithms.groups import StackedOffPolicy
 
     members, data = _members_and_data(range(n), batch, updates, device)
-    group = StackedOffPolicy(members)
+    group = StackedOffPolicy(members, mode=mode)  # type: ignore[arg-type]
     count, start, end = _timed(lambda: group.learn_batches(data), seconds, device)
     return n * updates * count / (end - start)
 
@@ -112,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the stacked way")
+    ap.add_argument("--mode", choices=("eager", "static", "graph"), default="eager",
+                    help="how the stacked way runs its step")
     ap.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -122,10 +126,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     rates: dict[str, float] = {}
     for way in args.ways:
         if way == "stacked":
-            rates[way] = stacked(*shape, args.device)
+            rates[way] = stacked(*shape, args.device, args.mode)
         else:
             rates[way] = apart(*shape, "cpu" if way == "apart-cpu" else args.device)
-        print(f"{args.members} members, batch {args.batch}, {way} "
+        label = f"{way}, {args.mode}" if way == "stacked" else way
+        print(f"{args.members} members, batch {args.batch}, {label} "
               f"({'CPU' if way == 'apart-cpu' else where}): {rates[way]:,.0f} updates/s",
               flush=True)
     if "stacked" in rates:
@@ -134,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         args.json.write_text(json.dumps({"device": where, "members": args.members,
                                          "batch": args.batch, "updates": args.updates,
-                                         "threads": args.threads, "rates": rates}, indent=1))
+                                         "threads": args.threads, "mode": args.mode,
+                                         "rates": rates}, indent=1))
 
 
 if __name__ == "__main__":

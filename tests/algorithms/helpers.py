@@ -21,8 +21,9 @@ NET = {"latent_dim": 16, "encoder_config": {"hidden_size": [32]}, "head_config":
 ALGOS = {"MADDPG": MADDPG, "MATD3": MATD3}
 
 
-def make(algo: str = "MADDPG", actions: str = "box", seed: int = 0, **hp) -> OffPolicyMultiAgent:
-    return ALGOS[algo](OBS, ACTION_SETS[actions], NET, hp=hp or None, seed=seed)
+def make(algo: str = "MADDPG", actions: str = "box", seed: int = 0, device: str = "cpu",
+         **hp) -> OffPolicyMultiAgent:
+    return ALGOS[algo](OBS, ACTION_SETS[actions], NET, hp=hp or None, seed=seed, device=device)
 
 
 def observations(num_envs: int, seed: int = 0) -> dict[str, np.ndarray]:

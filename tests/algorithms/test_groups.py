@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from distmarl.algorithms import MADDPG
 from distmarl.algorithms.groups import (
     StackedOffPolicy,
     StackedOnPolicy,
@@ -18,7 +19,7 @@ from distmarl.algorithms.groups import (
     stackable_on_policy,
 )
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
-from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
+from tests.algorithms.helpers import ACTION_SETS, AGENTS, NET, batch, make, params
 
 #: three members' hyperparameters, each different (a clip of 0: none; an actor_reg of 0: none)
 HP = [dict(lr_actor=1e-3, lr_critic=2e-3, gamma=0.95, tau=0.01, max_grad_norm=0.5,
@@ -69,17 +70,20 @@ def worst(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
+@pytest.mark.parametrize("mode", ["eager", "static"])
 @pytest.mark.parametrize("algo,actions,weighted", [
     ("MADDPG", "box", False), ("MADDPG", "discrete", True), ("MATD3", "box", True),
     ("MATD3", "mixed", False)])
-def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted: bool) -> None:
+def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted: bool,
+                                              mode: str) -> None:
     """Three members with their own hyperparameters, batches (inactive rows, terminations,
     3-step rows), importance weights and random draws: after 100 stacked updates each one's
     parameters, targets, Adam state, counters and random stream are what its own 100 updates
-    give, and so were each update's metrics and priorities."""
+    give, and so were each update's metrics and priorities. ``static`` runs the step a CUDA
+    graph captures (no decision on the host) eagerly."""
     stacked_members = members(algo, actions)
     own = [m.clone() for m in stacked_members]
-    group = StackedOffPolicy(stacked_members)
+    group = StackedOffPolicy(stacked_members, mode=mode)  # type: ignore[arg-type]
     seed = 0
     for _ in range(CALLS):
         batches = [[rows(actions, seed := seed + 1) for _ in range(UPDATES)] for _ in own]
@@ -106,6 +110,57 @@ def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted:
         # the same random streams consumed: the next draws agree
         assert torch.equal(torch.rand(4, generator=s._torch_gen),
                            torch.rand(4, generator=m._torch_gen))
+
+
+def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
+    """MATD3 members whose actor updates are all due every other step, with a Gumbel-drawing
+    agent: on the steps where none is due the static step still runs the actors' part (zeros
+    where the draws would be) and changes nothing of it; each member ends as its own."""
+    stacked_members = [make("MATD3", "mixed", seed=k, **HP[k], policy_freq=2,
+                            policy_noise=0.1) for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+    batches = [[rows("mixed", 100 * k + u) for u in range(6)] for k in range(3)]
+    results = StackedOffPolicy(stacked_members, mode="static").learn_batches(batches)
+    for k, m in enumerate(own):
+        metrics, _ = m.learn_batches(batches[k])
+        assert [sorted(x) for x in results[k][0]] == [sorted(x) for x in metrics]
+        due = [any(n.startswith("loss/actor") for n in x) for x in results[k][0]]
+        assert due == [True, False] * 3  # steps 1, 3 and 5: no member due
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+        assert worst(params(stacked_members[k], "target"), params(m, "target")) < 1e-5
+        assert worst(adam_state(stacked_members[k]), adam_state(m)) < 1e-5
+        assert torch.equal(torch.rand(4, generator=stacked_members[k]._torch_gen),
+                           torch.rand(4, generator=m._torch_gen))
+
+
+def test_a_graph_needs_cuda_and_modes_are_named() -> None:
+    pair = [make("MADDPG", "box", seed=k) for k in range(2)]
+    with pytest.raises(ValueError, match="mode 'fast': one of eager, static, graph"):
+        StackedOffPolicy(pair, mode="fast")  # type: ignore[arg-type]
+    if not torch.cuda.is_available():
+        batches = [[batch(ACTION_SETS["box"], size=8, seed=k)] for k in range(2)]
+        with pytest.raises(ValueError, match="CUDA graph needs a CUDA device, not cpu"):
+            StackedOffPolicy(pair, mode="graph").learn_batches(batches)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA graph needs a GPU")
+@pytest.mark.parametrize("algo,actions", [("MADDPG", "discrete"), ("MATD3", "mixed")])
+def test_a_captured_stacked_update_is_each_members_own(algo: str, actions: str) -> None:
+    extra = MATD3_HP if algo == "MATD3" else [{}] * 3
+    stacked_members = [make(algo, actions, seed=k, device="cuda", **HP[k], **extra[k])
+                       for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+    batches = [[rows(actions, 100 * k + u) for u in range(8)] for k in range(3)]
+    weights = [[torch.rand(ROWS, generator=torch.Generator().manual_seed(u)) for u in range(8)]
+               for _ in range(3)]
+    results = StackedOffPolicy(stacked_members, mode="graph").learn_batches(batches, weights)
+    for k, m in enumerate(own):
+        metrics, priorities = m.learn_batches(batches[k], weights[k])
+        for x, y in zip(results[k][0], metrics, strict=True):
+            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+        np.testing.assert_allclose(results[k][1], priorities, rtol=1e-4, atol=1e-5)
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+        assert worst(adam_state(stacked_members[k]), adam_state(m)) < 1e-5
 
 
 def test_members_of_different_shapes_or_algorithms_are_refused() -> None:
@@ -140,6 +195,40 @@ def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -
         assert worst(params(stacked_members[k]), params(m)) < 1e-5
         assert torch.equal(torch.rand(4, generator=stacked_members[k]._torch_gen),
                            torch.rand(4, generator=m._torch_gen))
+
+
+def test_masked_members_of_different_batch_sizes_update_as_their_own() -> None:
+    """Dict observations with action masks (PettingZoo's form), Discrete actions, batches of
+    different sizes: joined, cleaned at once and split, each member's update is its own."""
+    from gymnasium import spaces
+
+    obs = {a: spaces.Dict({"observation": spaces.Box(-1.0, 1.0, (4,), np.float32),
+                           "action_mask": spaces.Box(0, 1, (n,), np.int8)})
+           for a, n in (("speaker_0", 3), ("listener_0", 5))}
+    act = ACTION_SETS["discrete"]
+    stacked_members = [MADDPG(obs, act, NET, hp=HP[k], seed=k) for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+
+    def masked(rows: int, seed: int) -> dict[str, Any]:
+        g = np.random.default_rng(seed)
+        b = batch(act, size=rows, seed=seed)
+        for field in ("obs", "next_obs"):
+            for a, space in obs.items():
+                n = space["action_mask"].shape[0]
+                mask = (g.random((rows, n)) > 0.4).astype(np.int8)
+                mask[np.arange(rows), g.integers(0, n, rows)] = 1  # one legal action at least
+                b[field][a] = {"observation": g.standard_normal((rows, 4)).astype(np.float32),
+                               "action_mask": mask}
+        return b
+
+    sizes = [12, 7, 12]
+    batches = [[masked(n, 10 * k + u) for u in range(5)] for k, n in enumerate(sizes)]
+    results = StackedOffPolicy(stacked_members).learn_batches(batches)
+    for k, m in enumerate(own):
+        metrics, _ = m.learn_batches(batches[k])
+        for x, y in zip(results[k][0], metrics, strict=True):
+            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5
 
 
 # ---------------------------------------------------------------------------------- on-policy

@@ -118,6 +118,8 @@ class ActionCodec(ABC):
     dim: int
     #: whether exploration adds a noise process (Box) or samples the policy (Discrete)
     uses_noise: bool
+    #: whether :meth:`noise` draws (Discrete's Gumbel samples) or returns None (Box)
+    draws: bool
 
     @abstractmethod
     def act(self, out: torch.Tensor, explore: bool, noise: np.ndarray | None,
@@ -162,6 +164,7 @@ class BoxCodec(ActionCodec):
     (as AgileRL adds it), then clipped to the bounds."""
 
     uses_noise = True
+    draws = False
 
     def __init__(self, space: spaces.Box, device: torch.device) -> None:
         bounds = box_bounds(space, device)
@@ -210,6 +213,7 @@ class DiscreteCodec(ActionCodec):
     softmax puts no weight on them."""
 
     uses_noise = False
+    draws = True
 
     def __init__(self, space: spaces.Discrete, device: torch.device) -> None:
         self.dim = int(space.n)

@@ -46,12 +46,15 @@ class StackedAdam:
     @torch.no_grad()
     def step(self, params: Params, grads: Params, lr: torch.Tensor,
              due: torch.Tensor | None = None) -> None:
-        """One Adam step of every member in place; ``lr`` ``(K,)``; ``due`` ``(K,)`` bool:
-        the members that step (the others keep their parameters and state; None: all)."""
+        """One Adam step of every member in place (parameters, moments and step counts keep
+        their storage, so a captured CUDA graph of the step stays valid); ``lr`` ``(K,)``;
+        ``due`` ``(K,)`` bool: the members that step (the others keep their parameters and
+        state; None: all)."""
         for name, p in params.items():
             g = grads[name]
             shape = (-1,) + (1,) * (p.dim() - 1)
-            steps = self.steps[name] + (1.0 if due is None else due.float())
+            steps = self.steps[name]
+            steps.add_(1.0 if due is None else due.to(steps.dtype))
             m = self.m[name].lerp(g, 1 - self.beta1)
             v = self.v[name] * self.beta2 + (1 - self.beta2) * g * g
             # bias corrections in double, as torch's Adam computes them: in float32,
@@ -62,13 +65,13 @@ class StackedAdam:
             update = step_size * m / (v.sqrt() / c2 + self.eps)
             if due is None:
                 p.sub_(update)
-                self.m[name], self.v[name] = m, v
+                self.m[name].copy_(m)
+                self.v[name].copy_(v)
             else:
                 keep = due.view(shape)
                 p.copy_(torch.where(keep, p - update, p))
-                self.m[name] = torch.where(keep, m, self.m[name])
-                self.v[name] = torch.where(keep, v, self.v[name])
-            self.steps[name] = steps
+                self.m[name].copy_(torch.where(keep, m, self.m[name]))
+                self.v[name].copy_(torch.where(keep, v, self.v[name]))
 
     def scatter(self, optims: Sequence[torch.optim.Adam],
                 params: Sequence[Mapping[str, torch.Tensor]]) -> None:

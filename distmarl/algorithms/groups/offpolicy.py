@@ -15,6 +15,13 @@ order its own update would draw them.
 Members whose batch sizes differ (``batch_size`` evolves) are stacked all the same: each batch
 is padded to the largest with inactive rows, which the masked losses never count.
 
+Each update is prepared on the host (the stacked batch, hyperparameters, each member's random
+draws and whether its actor update is due) and then run as one step over tensors alone
+(:meth:`StackedOffPolicy._step_all`), which ``mode`` runs: ``eager`` as it is, skipping the
+actors' part when no member's actor update is due; ``static`` the same computation a CUDA
+graph would capture (the actors' part always, masked per member), run eagerly; ``graph``
+(CUDA) captured once per call and replayed (:mod:`~distmarl.algorithms.groups.capture`).
+
 Shapes: ``K`` members, ``B`` rows per batch (the largest of the call's), per agent observations
 ``(K, B, obs_dim)``, actions ``(K, B, act_dim)``, scalars ``(K, B, 1)``.
 """
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -32,11 +39,13 @@ from torch.func import functional_call, grad, vmap
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.observations import joint_tensor
-from distmarl.algorithms.common.space_tensors import BoxCodec
+from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
 from distmarl.algorithms.groups.adam import Params, StackedAdam
+from distmarl.algorithms.groups.capture import EagerStep, GraphStep, StepRunner
 from distmarl.algorithms.groups.trees import present, stack_params, stack_tree
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.types import OFF_POLICY_FIELDS
 
 #: each member's hyperparameters the update reads, as ``(K,)`` tensors
 UPDATE_HP = ("gamma", "tau", "lr_actor", "lr_critic", "max_grad_norm", "actor_reg")
@@ -44,6 +53,7 @@ UPDATE_HP = ("gamma", "tau", "lr_actor", "lr_critic", "max_grad_norm", "actor_re
 CLIP_EPS = 1e-6
 
 Tree = dict[str, Any]
+Mode = Literal["eager", "static", "graph"]
 
 
 def stackable(members: Sequence[OffPolicyMultiAgent]) -> str | None:
@@ -74,10 +84,13 @@ class StackedOffPolicy:
     """One stacked update of ``members`` (MADDPG or MATD3, see :func:`stackable`); their own
     objects hold the result after each :meth:`learn_batches` call."""
 
-    def __init__(self, members: Sequence[OffPolicyMultiAgent]) -> None:
+    def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode = "eager") -> None:
         problem = stackable(members)
         if problem is not None:
             raise ValueError(f"these members cannot be stacked: {problem}")
+        if mode not in ("eager", "static", "graph"):
+            raise ValueError(f"mode {mode!r}: one of eager, static, graph")
+        self.mode = mode
         self.members = list(members)
         self.ref = self.members[0]
         self.agents = list(self.ref.agents)
@@ -105,18 +118,30 @@ class StackedOffPolicy:
             raise ValueError(f"one list of batches per member ({len(self.members)}), all of one "
                              f"length; got lengths {[len(b) for b in batches]}")
         state = self._gather()
+        runner = self._runner()
+        hp = self._hp()
         metrics: list[list[dict[str, torch.Tensor]]] = [[] for _ in self.members]
         priorities: list[list[torch.Tensor]] = [[] for _ in self.members]
         for u in range(counts.pop()):
-            w = None if weights is None else [ws[u] for ws in weights]
-            step_metrics, prio = self._update(state, [b[u] for b in batches], w)
+            inputs, sizes, due = self._inputs([b[u] for b in batches], hp,
+                                              None if weights is None else [ws[u] for ws in weights])
+            out = runner(state, inputs)
             for k in range(len(self.members)):
-                metrics[k].append(step_metrics[k])
-                if prio is not None:
-                    priorities[k].append(prio[k])
+                metrics[k].append({f"loss/{n}": v[k] for n, v in out["critic"].items()})
+                if due[k]:
+                    metrics[k][-1].update({f"loss/{n}": v[k] for n, v in out["actor"].items()})
+                if "priorities" in out:
+                    priorities[k].append(out["priorities"][k, :sizes[k]].reshape(-1))
         self._scatter(state)
         return [(to_floats(ms), torch.cat(ps).cpu().numpy() if ps else None)
                 for ms, ps in zip(metrics, priorities, strict=True)]
+
+    def _runner(self) -> StepRunner:
+        if self.mode == "graph":
+            return GraphStep(lambda state, x: self._step_all(state, x, skip_idle=False),
+                             self.device)
+        skip = self.mode == "eager"
+        return EagerStep(lambda state, x: self._step_all(state, x, skip_idle=skip))
 
     # -- gather and scatter ----------------------------------------------------------------
 
@@ -146,56 +171,67 @@ class StackedOffPolicy:
 
     # -- one update of every member --------------------------------------------------------
 
-    def _update(self, state: Tree, batches: Sequence[Batch],
+    def _inputs(self, batches: Sequence[Batch], hp: dict[str, torch.Tensor],
                 weights: Sequence[torch.Tensor] | None
-                ) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor] | None]:
+                ) -> tuple[Tree, list[int], list[bool]]:
+        """One update's inputs, prepared on the host: the stacked batch (with the importance
+        weights), ``hp``, each member's random draws in its own update's order and the mask of
+        members whose actor update is due; each member's own rows and its due flag. Counts the
+        update in each member's ``learn_steps``."""
         b, sizes = self._stacked_batch(batches)
         rows = max(sizes)
         if weights is not None:
             b["weights"] = torch.stack([_pad(x.reshape(-1, 1).to(self.device), rows)
                                         for x in weights])
-        hp = self._hp()
-        due = torch.tensor([self._actor_due(m) for m in self.members], device=self.device)
-        target_noise = self._draws(sizes, self._target_noise)
-        policy_noise = self._draws(sizes, self._policy_noise, due)
+        due = [self._actor_due(m) for m in self.members]
+        inputs = {"batch": b, "hp": hp,
+                  "due": torch.tensor(due, device=self.device),
+                  "target_noise": self._draws(sizes, self._target_noise),
+                  "policy_noise": self._draws(sizes, self._policy_noise, due,
+                                              every_member=self.mode != "eager")}
+        for m in self.members:
+            m.learn_steps += 1
+        return inputs, sizes, due
 
+    def _step_all(self, state: Tree, x: Tree, skip_idle: bool) -> Tree:
+        """One update of every member from its prepared inputs ``x``, tensors alone (a CUDA
+        graph can capture it): the critics, then the due members' actors and targets. The
+        critics' and actors' losses ``(K,)`` per network and, with importance weights, each
+        row's priority ``(K, B)``. ``skip_idle``: leave out the actors' part when no member is
+        due (a decision on the host)."""
+        b, hp, due = x["batch"], x["hp"], x["due"]
         grads, (losses, td_sum) = self._critic_grads(
             {n: state["online"][n] for n in self.critics},
-            {n: state["target"][n] for n in self.templates}, b, hp, target_noise)
+            {n: state["target"][n] for n in self.templates}, b, hp, x["target_noise"])
         self._step(state, self.critics, grads, hp["lr_critic"], hp["max_grad_norm"], None)
-        if bool(due.any()):
+        out: Tree = {"critic": {n: v.detach() for n, v in losses.items()}, "actor": {}}
+        if not skip_idle or bool(due.any()):
             actor_grads, actor_losses = self._actor_grads(
                 {n: state["online"][n] for n in self.actors},
-                {n: state["online"][n] for n in self.critics}, b, hp, policy_noise)
+                {n: state["online"][n] for n in self.critics}, b, hp, x["policy_noise"])
             self._step(state, self.actors, actor_grads, hp["lr_actor"], hp["max_grad_norm"],
                        due)
             self._soft_update(state, hp["tau"], due)
-        for m in self.members:
-            m.learn_steps += 1
-        metrics = [{f"loss/{n}": v[k].detach() for n, v in losses.items()}
-                   for k in range(len(self.members))]
-        if bool(due.any()):
-            for k in range(len(self.members)):
-                if bool(due[k]):
-                    metrics[k].update({f"loss/{n}": v[k].detach()
-                                       for n, v in actor_losses.items()})
-        if weights is None:
-            return metrics, None
-        critics = torch.cat([b["active"][a] for a in self.agents], dim=-1).sum(-1, keepdim=True)
-        priorities = td_sum / (critics * len(self.roles)).clamp_min(1.0)
-        return metrics, [priorities[k, :n].reshape(-1) for k, n in enumerate(sizes)]
+            out["actor"] = {n: v.detach() for n, v in actor_losses.items()}
+        if "weights" in b:
+            critics = torch.cat([b["active"][a] for a in self.agents],
+                                dim=-1).sum(-1, keepdim=True)
+            out["priorities"] = td_sum / (critics * len(self.roles)).clamp_min(1.0)
+        return out
 
     def _stacked_batch(self, batches: Sequence[Batch]) -> tuple[Tree, list[int]]:
-        """Each member's batch cleaned (:func:`clean_batch`), padded to the largest with
-        inactive rows (zeros; every action legal) and stacked, field by field; and each
-        member's own number of rows."""
-        clean = [clean_batch(x, self.ref.readers, self.ref.codecs, self.device)
-                 for x in batches]
-        sizes = [len(c.active[self.agents[0]]) for c in clean]
+        """The members' batches joined row-wise and cleaned at once (:func:`clean_batch`'s
+        rules act row by row, so this is each batch cleaned alone, with one launch per field
+        rather than one per member), then stacked field by field: a reshape where every batch
+        has the same rows, else each padded to the largest with inactive rows (zeros; every
+        action legal). Each member's own number of rows."""
+        for x in batches:
+            require_batch_keys(x, OFF_POLICY_FIELDS, self.agents)
+        sizes = [len(x["active"][self.agents[0]]) for x in batches]
+        clean = clean_batch(_joined(batches), self.ref.readers, self.ref.codecs, self.device)
         fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
                   "mask", "next_mask")
-        stacked = {f: stack_tree([_pad_tree(getattr(c, f), max(sizes)) for c in clean])
-                   for f in fields}
+        stacked = {f: _split_tree(getattr(clean, f), sizes) for f in fields}
         return present(stacked), sizes
 
     def _hp(self) -> dict[str, torch.Tensor]:
@@ -210,18 +246,26 @@ class StackedOffPolicy:
     # -- random draws, each member from its own generator -----------------------------------
 
     def _draws(self, sizes: Sequence[int], draw: Callable[[OffPolicyMultiAgent, str, int], Any],
-               due: torch.Tensor | None = None) -> Tree:
+               due: Sequence[bool] | None = None, every_member: bool = False) -> Tree:
         """``draw(member, agent, rows)`` for every member (agents in order, as the member's
         own update draws, for its own ``sizes[k]`` rows, padded) stacked per agent; members
-        not ``due`` draw nothing (zeros)."""
+        not ``due`` draw nothing (zeros). ``every_member``: a draw stays in the tree even when
+        no member is due (zeros for all), so that every update's inputs have one shape."""
         per_member: list[dict[str, Any]] = []
         for k, m in enumerate(self.members):
-            if due is not None and not bool(due[k]):
+            if due is not None and not due[k]:
                 per_member.append({})
                 continue
             per_member.append({a: _pad_tree(draw(m, a, sizes[k]), max(sizes))
                                for a in self.agents})
-        return present({a: stack_tree([d.get(a) for d in per_member]) for a in self.agents})
+        out = present({a: stack_tree([d.get(a) for d in per_member]) for a in self.agents})
+        if every_member:  # no member due: zeros where the draws would be
+            for a in self.agents:
+                codec = self.ref.codecs[a]
+                if a not in out and codec.draws:
+                    out[a] = torch.zeros(len(self.members), max(sizes), codec.dim,
+                                         device=self.device)
+        return out
 
     def _target_noise(self, m: OffPolicyMultiAgent, agent: str, rows: int) -> Any:
         """The target action's draws: the codec's, then MATD3's smoothing noise (Box)."""
@@ -330,6 +374,29 @@ def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:
     fill = torch.ones if x.dtype == torch.bool else torch.zeros
     return torch.cat([x, fill((rows - x.shape[0], *x.shape[1:]), dtype=x.dtype,
                               device=x.device)])
+
+
+def _joined(batches: Sequence[Any]) -> Any:
+    """Like trees of arrays or tensors joined leaf by leaf along their rows."""
+    first = batches[0]
+    if isinstance(first, Mapping):
+        return {k: _joined([b[k] for b in batches]) for k in first}
+    if all(isinstance(b, np.ndarray) for b in batches):
+        return np.concatenate(batches)
+    return torch.cat([torch.as_tensor(b) for b in batches])
+
+
+def _split_tree(tree: Any, sizes: Sequence[int]) -> Any:
+    """A tree of ``(sum(sizes), ...)`` tensors as ``(K, max(sizes), ...)``: member ``k``'s
+    rows padded (:func:`_pad`) and stacked, or only reshaped where all sizes are one."""
+    if tree is None:
+        return None
+    if isinstance(tree, Mapping):
+        return {k: _split_tree(v, sizes) for k, v in tree.items()}
+    if len(set(sizes)) == 1:
+        return tree.reshape(len(sizes), sizes[0], *tree.shape[1:])
+    rows = max(sizes)
+    return torch.stack([_pad(part, rows) for part in torch.split(tree, list(sizes))])
 
 
 def _pad_tree(tree: Any, rows: int) -> Any:
