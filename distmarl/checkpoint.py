@@ -56,6 +56,10 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+#: the replay buffer's file in a checkpoint directory
+BUFFER_FILE = "buffer.arrow"
+
+
 def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[dict[str, Any]],
                     buffer_state: dict[str, Any] | None = None, keep_last: int = 3,
                     snapshots: dict[str, dict[str, Any]] | None = None) -> Path:
@@ -70,7 +74,7 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
     for i, state in enumerate(members):
         torch.save(state, tmp / f"member-{i}.pt")
     if buffer_state is not None:
-        write_state(buffer_state, tmp / "buffer.arrow")
+        write_state(buffer_state, tmp / BUFFER_FILE)
     for sid, weights in (snapshots or {}).items():
         torch.save(_tensors(weights), tmp / f"{_snapshot_file(sid)}.pt")
     files = {p.name: {"sha256": _sha256(p), "bytes": p.stat().st_size}
@@ -203,8 +207,8 @@ def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
     members = [torch.load(path / f"member-{i}.pt", weights_only=True, map_location="cpu")
                for i in range(manifest["members"])]
     buffer_state = None
-    if with_buffer and (path / "buffer.arrow").exists():
-        buffer_state = read_state(path / "buffer.arrow")
+    if with_buffer and (path / BUFFER_FILE).exists():
+        buffer_state = read_state(path / BUFFER_FILE)
     snapshots = {f"snapshot/{p.stem.removeprefix('snapshot-')}":
                  _arrays(torch.load(p, weights_only=True, map_location="cpu"))
                  for p in sorted(path.glob("snapshot-*.pt"))}

@@ -70,3 +70,18 @@ def test_train_says_how_each_groups_images_are_read(capsys: pytest.CaptureFixtur
     assert ("distmarl: agent group 'player': image (6, 7, 2) read as channels last (6x7, 2 "
             "channels)") in err
     assert err.count("read as") == 1
+
+
+def test_python_dash_m_distmarl_runs_the_command(tmp_path) -> None:
+    """``python -m distmarl`` is the ``distmarl`` command: its help, and its errors' exit
+    status."""
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-m", "distmarl", "--help"], capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0 and "train" in ok.stdout and "buffer-info" in ok.stdout
+    missing = subprocess.run([sys.executable, "-m", "distmarl", "buffer-info",
+                              str(tmp_path / "nothing.arrow")], capture_output=True, text=True,
+                             timeout=120)
+    assert missing.returncode != 0 and "nothing.arrow" in missing.stderr + missing.stdout

@@ -68,6 +68,9 @@ class Game(Protocol):
     def plots(self, out: Path, fitness_history: Sequence[Sequence[float]]) -> list[Path]:
         """The game's plots written under ``out`` (the fitness plot first)."""
 
+    def tables(self) -> dict[str, dict[str, list[Any]]]:
+        """Tables for the tracking run at the end: artifact file -> column -> values."""
+
     def state_dict(self) -> dict[str, Any]:
         """Plain state for a checkpoint's meta (merged into it)."""
 
@@ -124,6 +127,9 @@ class Cooperative:
         return {}
 
     def metrics(self) -> dict[str, float]:
+        return {}
+
+    def tables(self) -> dict[str, dict[str, list[Any]]]:
         return {}
 
     def plots(self, out: Path, fitness_history: Sequence[Sequence[float]]) -> list[Path]:

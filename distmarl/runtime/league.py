@@ -230,16 +230,36 @@ class LeagueRun:
                              self.reference_ratings()),
                 self.plot_win_rates(out / "win_rates.png")]
 
-    def plot_win_rates(self, path: Path, newest_snapshots: int = 4) -> Path:
+    def plot_win_rates(self, path: Path) -> Path:
         """The win-rate matrix of the current members, the newest snapshots and the
         references (row player's score rate against the column player, draws half)."""
+        from distmarl.tracking.plots import plot_win_rates
+
+        players = self._matrix_players()
+        return plot_win_rates(players, self.league.record.matrix(players), path)
+
+    def tables(self) -> dict[str, dict[str, list[Any]]]:
+        """``league/ratings.json``: every player's rating (ordinal) and OpenSkill ``mu`` /
+        ``sigma``; ``league/win_rates.json``: the win-rate matrix of :meth:`plot_win_rates`,
+        a row per player, a column per opponent."""
+        lg = self.league
+        players = sorted(lg.ratings.table)
+        ratings: dict[str, list[Any]] = {
+            "player": players, "rating": [lg.ratings.ordinal(p) for p in players],
+            "mu": [lg.ratings.table[p][0] for p in players],
+            "sigma": [lg.ratings.table[p][1] for p in players]}
+        rows = self._matrix_players()
+        matrix = lg.record.matrix(rows)
+        win_rates: dict[str, list[Any]] = {"player": rows}
+        win_rates |= {col: [float(x) for x in matrix[:, j]] for j, col in enumerate(rows)}
+        return {"league/ratings.json": ratings, "league/win_rates.json": win_rates}
+
+    def _matrix_players(self, newest_snapshots: int = 4) -> list[str]:
+        """The current members, the newest snapshots and the references."""
         lg = self.league
         members = [member_id(i) for i in range(len(lg.side_of_member))]
         refs = sorted(p for p in lg.ratings.table if p.startswith("ref/"))
-        players = members + lg.pool.ids()[-newest_snapshots:] + refs
-        from distmarl.tracking.plots import plot_win_rates
-
-        return plot_win_rates(players, lg.record.matrix(players), path)
+        return members + lg.pool.ids()[-newest_snapshots:] + refs
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from distmarl.algorithms import Algorithm
-from distmarl.checkpoint import load_checkpoint, save_checkpoint
+from distmarl.checkpoint import BUFFER_FILE, load_checkpoint, save_checkpoint
 from distmarl.config import TrackingConfig, flatten_dict
 from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations
@@ -30,6 +30,8 @@ from distmarl.version import __version__
 
 log = logging.getLogger(__name__)
 
+#: the parent run's tag holding the run directory's absolute path
+RUN_DIR_TAG = "distmarl.run_dir"
 #: tries to create the MLflow runs before a run goes on untracked, and the pause between them
 TRACKING_START_ATTEMPTS = 3
 TRACKING_RETRY_S = 2.0
@@ -45,15 +47,14 @@ def interval(value: int | str, max_steps: int, parts: int) -> int:
 def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
                  resume: dict[str, Any] | None = None) -> Tracker:
     """MLflow tracking into experiment ``tracking.experiment_name`` (default: ``name``, the
-    config's), a parent run named ``<time>-<name>`` (``resume``: an earlier tracker's
+    config's), a parent run named as the run directory (``resume``: an earlier tracker's
     ``run_ids()``, whose runs go on); a no-op tracker when tracking is off."""
     if not tracking.mlflow:
         return NullTracker()
     from distmarl.tracking.mlflow import MlflowTracker, resolve_tracking_uri
 
     uri = resolve_tracking_uri(run_dir, tracking.mlflow_uri)
-    run_name = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
-    return MlflowTracker(uri, tracking.experiment_name or name, run_name,
+    return MlflowTracker(uri, tracking.experiment_name or name, run_dir.name,
                          artifact_dir=run_dir / "mlartifacts", resume=resume)
 
 
@@ -102,7 +103,6 @@ class Recorder:
         self.ckpt_every = interval(tracking.checkpoint_interval, max_steps, 10)
         self.next_write: int | None = None
         self.next_ckpt: int | None = None
-        self.hp_logged: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ start
     def restore(self, path: str) -> None:
@@ -126,7 +126,7 @@ class Recorder:
     def start(self) -> None:
         """Open the tracking runs (retried; tracking goes off rather than stop the run), write
         the config, and set the metric and checkpoint cadence from the current step."""
-        tags = dict(self.tags)
+        tags = {**self.tags, RUN_DIR_TAG: str(self.run_dir.resolve())}
         commit = _git_commit()
         if commit:
             tags["git.commit"] = commit
@@ -150,7 +150,6 @@ class Recorder:
         step = self.state.member_step()
         self.next_write = step + self.write_every if self.write_every else None
         self.next_ckpt = step + self.ckpt_every if self.ckpt_every else None
-        self.hp_logged = [dict(m.hp) for m in self.state.members]
 
     # ------------------------------------------------------------------ every turn
     def maybe_write(self) -> None:
@@ -165,8 +164,9 @@ class Recorder:
             self.next_ckpt = step + self.ckpt_every
 
     def metrics(self) -> dict[str, float]:
-        """``population/...`` keys for the parent run, ``member/<i>/...`` for member ``i``'s;
-        a member's hyperparameters after each change (a mutation or a copy)."""
+        """``population/...`` keys for the parent run, ``member/<i>/...`` for member ``i``'s,
+        its hyperparameters (``hp/...``) at every write, so that every member has a curve of
+        each whether or not it ever mutated."""
         state = self.state
         out: dict[str, float] = {
             "population/env_steps": state.total_env_steps,
@@ -197,10 +197,8 @@ class Recorder:
             if score is not None:
                 out[p + "episode_score"] = score
             out |= {p + k: v for k, v in m.metrics.items()}
-            if m.hp != self.hp_logged[i]:
-                out |= {p + f"hp/{k}": float(v) for k, v in m.hp.items()
-                        if isinstance(v, int | float)}
-                self.hp_logged[i] = dict(m.hp)
+            out |= {p + f"hp/{k}": float(v) for k, v in m.hp.items()
+                    if isinstance(v, int | float) and not isinstance(v, bool)}
         return out
 
     def checkpoint(self) -> Path:
@@ -247,8 +245,12 @@ class Recorder:
                  plot_family_tree(lineage, out / "family_tree.png"), *more]
         for f in files:
             self.tracker.log_artifact(f)
+        for artifact_file, columns in self.generations.game.tables().items():
+            self.tracker.log_table(columns, artifact_file)
         if self.last_checkpoint:
-            self.tracker.log_artifact(Path(self.last_checkpoint), "checkpoint")
+            for f in sorted(Path(self.last_checkpoint).iterdir()):
+                if f.name != BUFFER_FILE or self.tracking.log_buffer:
+                    self.tracker.log_artifact(f, "checkpoint")
 
     def log_elite_model(self) -> str | None:
         """The elite (the final evaluation's, else the best by latest fitness) as a model of

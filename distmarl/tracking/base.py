@@ -30,6 +30,11 @@ class Tracker(Protocol):
     def log_artifact(self, path: Path, artifact_path: str | None = None,
                      member: int | None = None) -> None: ...
 
+    def log_table(self, columns: Mapping[str, list[Any]], artifact_file: str) -> None:
+        """Log a table (column name -> values, every column as long) to the parent run as
+        an MLflow table (a JSON artifact ``artifact_file`` the UI shows as a table)."""
+        ...
+
     def log_model(self, model: Any, name: str, pip_requirements: list[str],
                   tags: Mapping[str, str]) -> str | None:
         """Log ``model`` (a ``torch.nn.Module``) to the parent run; its URI, or None."""
@@ -58,6 +63,9 @@ class NullTracker:
 
     def log_artifact(self, path: Path, artifact_path: str | None = None,
                      member: int | None = None) -> None:
+        pass
+
+    def log_table(self, columns: Mapping[str, list[Any]], artifact_file: str) -> None:
         pass
 
     def log_model(self, model: Any, name: str, pip_requirements: list[str],

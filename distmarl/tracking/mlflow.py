@@ -79,6 +79,7 @@ class MlflowTracker:
         self._params_logged: set[str] = {r for r in (self.parent_id, *self.member_ids) if r}
         self._metrics: deque[tuple[str, str, float, int, int]] = deque()
         self._artifacts: deque[tuple[str, str, str | None]] = deque()
+        self._tables: deque[tuple[str, dict[str, list[Any]], str]] = deque()
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._warned = False
@@ -164,6 +165,11 @@ class MlflowTracker:
         with self._lock:
             self._artifacts.append((self.run_for(member), str(path), artifact_path))
 
+    def log_table(self, columns: Mapping[str, list[Any]], artifact_file: str) -> None:
+        with self._lock:
+            self._tables.append((self.run_for(None), {k: list(v) for k, v in columns.items()},
+                                 artifact_file))
+
     def flush(self) -> bool:
         """Write everything queued; True when the queue is empty afterwards. One flush at a
         time (the background thread and an explicit call may race)."""
@@ -192,7 +198,7 @@ class MlflowTracker:
         while True:
             with self._lock:
                 if not self._artifacts:
-                    return True
+                    break
                 run_id, path, artifact_path = self._artifacts[0]
             try:
                 if Path(path).is_dir():
@@ -204,6 +210,21 @@ class MlflowTracker:
                 return False
             with self._lock:
                 self._artifacts.popleft()
+        return self._flush_tables()
+
+    def _flush_tables(self) -> bool:
+        while True:
+            with self._lock:
+                if not self._tables:
+                    return True
+                run_id, columns, artifact_file = self._tables[0]
+            try:
+                self.client.log_table(run_id, columns, artifact_file)
+            except Exception as err:
+                self._failed(err)
+                return False
+            with self._lock:
+                self._tables.popleft()
 
     def log_model(self, model: Any, name: str, pip_requirements: list[str],
                   tags: Mapping[str, str]) -> str | None:
@@ -255,7 +276,7 @@ class MlflowTracker:
 
     def pending(self) -> int:
         with self._lock:
-            return len(self._metrics) + len(self._artifacts)
+            return len(self._metrics) + len(self._artifacts) + len(self._tables)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):

@@ -41,6 +41,29 @@ def test_ratings_are_namespaced_metrics_and_the_plot_covers_every_player(tmp_pat
     assert run.elites([1.0, 3.0]) == {"player_0": 1} and run.elites([2.0, 2.0]) == {"player_0": 0}
 
 
+def test_the_league_tables_hold_every_rating_and_the_win_rate_matrix() -> None:
+    cfg = load_config(C4, ["population.size=2", "league={symmetric: true}"])
+    setup = league_setup(cfg, env_spaces(cfg.env))
+    assert setup is not None
+    run = LeagueRun(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
+                    fleet=STORE_ONLY)
+    run.record_evaluation([[("member/0", "ref/random", 1.0)] * 3, [("member/1", "member/0", 0.0)]])
+    tables = run.tables()
+    ratings = tables["league/ratings.json"]
+    assert ratings["player"] == ["member/0", "member/1", "ref/random"]
+    m = run.metrics()
+    assert ratings["rating"][:2] == [m["member/0/rating"], m["member/1/rating"]]
+    assert len(ratings["mu"]) == len(ratings["sigma"]) == 3
+    rates = tables["league/win_rates.json"]
+    assert rates["player"] == ["member/0", "member/1", "ref/random"]
+    row = {p: i for i, p in enumerate(rates["player"])}
+    record = run.league.record  # a row per player, a column per opponent
+    for a in rates["player"]:
+        for b in rates["player"]:
+            assert rates[b][row[a]] == (0.5 if a == b else record.win_rate(a, b))
+    assert rates["ref/random"][row["member/0"]] > 0.5 > rates["member/0"][row["member/1"]]
+
+
 def test_the_progress_line_shows_each_sides_best_rating_in_a_league() -> None:
     from distmarl.runtime.trainer import progress_line
 

@@ -39,8 +39,9 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
     assert league["ratings"]["ref/random"] == pytest.approx(0.0)  # the anchor never moves
     # resume: the league's ratings, record and snapshots (with their weights) come back
     again = train(load_config(C4, [*sets, "training.max_steps=512",
-                                   "evolution.final_episodes=6"]),
+                                   "evolution.final_episodes=6", "tracking.mlflow=true"]),
                   resume=str(tmp_path / "run"), show_progress=False, local=True)
+    check_league_tables(again)
     assert again["generations"] == 4 and again["resumed_from"]
     assert again["league"]["rated_games"] == league["rated_games"] + 3 * 4 * 4
     check_final_games(again)
@@ -48,6 +49,25 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
     # 3-5 before the resume (the newest 4 held), none after the resumed run's one generation
     assert again["league"]["snapshots"] == league["snapshots"]
     assert set(again["league"]["ratings"]) == set(league["ratings"])
+
+
+def check_league_tables(summary: dict) -> None:
+    """The parent MLflow run holds the league's ratings and win-rate matrix as tables."""
+    import os
+
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    try:
+        client = MlflowClient(summary["mlflow"]["uri"])
+        parent = summary["mlflow"]["parent"]
+        files = {a.path for a in client.list_artifacts(parent, "league")}
+        assert {"league/ratings.json", "league/win_rates.json"} <= files
+        logged = client.get_run(parent).data.tags["mlflow.loggedArtifacts"]
+        assert '"league/win_rates.json"' in logged and '"table"' in logged
+    finally:  # the elite model's logging set a process-wide tracking URI: later runs' own
+        mlflow.set_tracking_uri(None)  # type: ignore[arg-type]
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
 
 
 def check_final_games(summary: dict) -> None:

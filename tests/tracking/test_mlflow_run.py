@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -92,7 +91,8 @@ def run_tiny(tmp: Path, sets: list[str]) -> dict:
     return train(cfg, run_dir=tmp / "run", show_progress=False, local=True)
 
 
-def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
+def check_tracked_run(uri: str, summary: dict, population: int = 2, buffer: bool = False
+                      ) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(uri)
@@ -102,7 +102,9 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
     assert len(runs) == 1 + population
     parent = client.get_run(ids["parent"])
     assert parent.info.status == "FINISHED"
-    assert re.fullmatch(r"\d{8}-\d{6}-tiny", parent.info.run_name), parent.info.run_name
+    run_dir = Path(summary["run_dir"])  # the parent run is named as its folder, which it names
+    assert parent.info.run_name == run_dir.name
+    assert parent.data.tags["distmarl.run_dir"] == str(run_dir.resolve())
     assert parent.data.params["population.size"] == str(population)
     assert parent.data.params["algorithm.name"] == "MADDPG"
     assert parent.data.tags["algorithm"] == "MADDPG" and "distmarl.version" in parent.data.tags
@@ -124,8 +126,15 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2) -> None:
         assert client.get_metric_history(run_id, "loss/critic/speaker_0")
         [score] = client.get_metric_history(run_id, "final_score")
         assert score.value == pytest.approx(summary["final_scores"][member])
+        # every member's hyperparameters at every write, mutated or not
+        lr = client.get_metric_history(run_id, "hp/lr_actor")
+        assert len(lr) == len(steps) and lr[-1].value == summary["members"][member]["hp"]["lr_actor"]
     names = {a.path for a in client.list_artifacts(ids["parent"])}
     assert {"config.yaml", "lineage.json", "fitness.png", "family_tree.png", "checkpoint"} <= names
+    # the last checkpoint, its replay buffer only with tracking.log_buffer (off by default)
+    checkpoint = {Path(a.path).name for a in client.list_artifacts(ids["parent"], "checkpoint")}
+    assert {"meta.json", "manifest.json", "member-0.pt"} <= checkpoint
+    assert ("buffer.arrow" in checkpoint) == buffer
     lineage = json.loads(Path(client.download_artifacts(ids["parent"], "lineage.json")).read_text())
     assert len(lineage["individuals"]) >= population
 
@@ -153,11 +162,12 @@ def check_elite_model_acts(summary: dict, uri: str) -> None:
 
 def test_default_local_store(tmp_path: Path) -> None:
     """Without a tracking URI the run tracks into a SQLite store in its run directory: runs,
-    params, metrics, artifacts and an elite model that acts."""
-    summary = run_tiny(tmp_path, [])
+    params, metrics, artifacts (the replay buffer too, asked for) and an elite model that
+    acts."""
+    summary = run_tiny(tmp_path, ["tracking.log_buffer=true"])
     uri = summary["mlflow"]["uri"]
     assert uri.startswith("sqlite:///") and str(tmp_path / "run") in uri
-    check_tracked_run(uri, summary)
+    check_tracked_run(uri, summary, buffer=True)
     check_elite_model_acts(summary, uri)
 
 

@@ -1,6 +1,7 @@
 """Where a run lands in MLflow: the experiment is the config's ``name`` (or
-``tracking.experiment_name``), each training run a parent run named ``<time>-<name>`` in it,
-its members child runs; two runs of one config sit side by side. A real sqlite store."""
+``tracking.experiment_name``), each training run a parent run in it named as its run directory
+(``<time>-<name>``), its members child runs; two runs of one config sit side by side. A real
+sqlite store."""
 
 from __future__ import annotations
 
@@ -9,17 +10,19 @@ from pathlib import Path
 
 from distmarl.config import load_config
 from distmarl.runtime.recorder import make_tracker
+from distmarl.runtime.trainer import new_run_dir
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 
 
 def start_run(tmp_path: Path, *sets: str) -> dict:
     cfg = load_config(TINY, [f"tracking.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}", *sets])
-    tracker = make_tracker(cfg.tracking, cfg.name, tmp_path / "run")
+    run_dir = new_run_dir(tmp_path / "runs", cfg.name)
+    tracker = make_tracker(cfg.tracking, cfg.name, run_dir)
     ids = tracker.start({"name": cfg.name}, {"algorithm": cfg.algorithm.name},
                         [{"lr": 0.1}, {"lr": 0.2}])
     tracker.finish()
-    return ids
+    return {**ids, "run_dir": run_dir}
 
 
 def test_experiment_is_the_config_name_and_each_run_a_parent(tmp_path: Path) -> None:
@@ -34,7 +37,8 @@ def test_experiment_is_the_config_name_and_each_run_a_parent(tmp_path: Path) -> 
     assert len(runs) == 6  # two parents, two members each, in one experiment
     for ids in (first, second):
         parent = client.get_run(ids["parent"])
-        assert re.fullmatch(r"\d{8}-\d{6}-speaker_listener_maddpg", parent.info.run_name)
+        assert re.fullmatch(r"\d{8}-\d{6}-speaker_listener_maddpg(-2)?", parent.info.run_name)
+        assert parent.info.run_name == ids["run_dir"].name  # -2: the same second's second
         for member, run_id in enumerate(ids["members"]):
             child = client.get_run(run_id)
             assert child.data.tags["mlflow.parentRunId"] == ids["parent"]
@@ -50,6 +54,7 @@ def test_experiment_name_overrides(tmp_path: Path) -> None:
     assert ids["experiment"] == "shared" and client.get_experiment_by_name("spread") is None
     parent = client.get_run(ids["parent"])
     assert parent.info.experiment_id == client.get_experiment_by_name("shared").experiment_id
+    assert parent.info.run_name == ids["run_dir"].name
     assert re.fullmatch(r"\d{8}-\d{6}-spread", parent.info.run_name)
 
 
@@ -58,3 +63,24 @@ def test_tracking_off_is_a_null_tracker(tmp_path: Path) -> None:
     tracker = make_tracker(cfg.tracking, cfg.name, tmp_path / "run")
     assert tracker.run_ids() == {} and tracker.log_model(None, "m", [], {}) is None
     assert not (tmp_path / "run").exists()
+
+
+def test_a_table_reaches_the_parent_run_as_an_mlflow_table(tmp_path: Path) -> None:
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    cfg = load_config(TINY, [f"tracking.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}"])
+    tracker = make_tracker(cfg.tracking, cfg.name, new_run_dir(tmp_path / "runs", cfg.name))
+    ids = tracker.start({"name": cfg.name}, {}, [{"lr": 0.1}])
+    tracker.log_table({"player": ["member/0", "ref/random"], "rating": [3.5, 0.0]},
+                      "league/ratings.json")
+    assert tracker.flush()
+    tracker.finish()
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    table = json.loads(Path(client.download_artifacts(ids["parent"],
+                                                      "league/ratings.json")).read_text())
+    assert table["columns"] == ["player", "rating"]
+    assert table["data"] == [["member/0", 3.5], ["ref/random", 0.0]]
+    logged = json.loads(client.get_run(ids["parent"]).data.tags["mlflow.loggedArtifacts"])
+    assert {"path": "league/ratings.json", "type": "table"} in logged
