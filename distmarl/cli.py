@@ -1,4 +1,5 @@
-"""``distmarl`` command line: train, evaluate, submit, jobs, config show, buffer-info."""
+"""``distmarl`` command line: train, evaluate, export, submit, jobs, config show,
+buffer-info."""
 
 from __future__ import annotations
 
@@ -120,6 +121,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     result = evaluate_saved(_existing(args.checkpoint, "checkpoint"), args.episodes,
                             member=args.member, seed=args.seed)
     print(json.dumps(result, indent=1))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from distmarl.collect.evaluation import load_member
+    from distmarl.export import export_policy
+
+    _, algo, index, where = load_member(_existing(args.checkpoint, "checkpoint"), args.member)
+    out = export_policy(algo, Path(args.out), args.format)
+    print(json.dumps({"checkpoint": where, "member": index, "format": args.format,
+                      "out": str(out), "agents": list(algo.agents)}, indent=1))
     return 0
 
 
@@ -265,6 +277,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int,
                     help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
+
+    from distmarl.export.files import FORMATS
+
+    ex = sub.add_parser("export", help="write a saved member's greedy policy as TorchScript "
+                                       "or ONNX files that run without distmarl")
+    ex.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
+    ex.add_argument("out", help="folder to write (policy.json and a file per agent)")
+    ex.add_argument("--format", choices=FORMATS, default="torchscript",
+                    help="torchscript (runs with torch alone) or onnx (with onnxruntime alone; "
+                         "writing it needs the export extra)")
+    ex.add_argument("--member", type=int,
+                    help="member index (default: the run's elite, else the best by fitness)")
+    ex.set_defaults(func=_export)
 
     _add_submit_parsers(sub)
     return parser

@@ -112,6 +112,12 @@ class Algorithm(ABC):
         convention, or as ``action_mask[agent]`` ``(num_envs, n)``, which wins). NaN
         observations count as zeros."""
 
+    @abstractmethod
+    def acting_network(self, agent: str) -> torch.nn.Module:
+        """The network ``agent`` acts with: its network input ``(B, ...)`` -> the output its
+        greedy action is read from (Box: ``mid + half * tanh(out)``; Discrete: the arg-max of
+        the legal logits), what :mod:`distmarl.export` writes out."""
+
     def act_with_info(self, obs: AgentObs, explore: bool = True,
                       action_mask: Mapping[str, Any] | None = None,
                       state: np.ndarray | None = None

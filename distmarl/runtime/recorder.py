@@ -265,12 +265,13 @@ class Recorder:
             state = self.fleet.learner_state(elite)
             algo = self.new_policy(state["algo"]["algorithm"])
             algo.load_state_dict(state["algo"])
+            model = PolicyModel(algo)
         except Exception as err:
             log.warning("could not log the elite model to MLflow: %s", err)
             return None
         self.elite_model_uri = self.tracker.log_model(
-            PolicyModel(algo), "elite_policy", [f"distmarl=={__version__}", "numpy",
-                                                f"torch=={_torch_version()}"],
+            model, "elite_policy", [f"distmarl=={__version__}", "numpy",
+                                    f"torch=={_torch_version()}"],
             {"distmarl.elite_member": str(elite)})
         return self.elite_model_uri
 

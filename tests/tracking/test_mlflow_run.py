@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from distmarl.config import load_config
 
@@ -147,6 +148,11 @@ def check_elite_model_acts(summary: dict, uri: str) -> None:
     mlflow.set_tracking_uri(uri)
     assert summary["elite_model_uri"]
     model = mlflow.pytorch.load_model(summary["elite_model_uri"])
+    # a real module: its parameters registered, movable, each agent's policy traceable
+    assert sum(p.numel() for p in model.parameters()) > 0 and model.to("cpu") is model
+    listener = torch.jit.trace(model.actor("listener_0"), torch.zeros(2, 11))
+    x = torch.randn(5, 11)
+    assert torch.equal(listener(x), model.actor("listener_0")(x))
     venv = make_vector_env("mpe2:simple_speaker_listener_v4", 2, mode="sync", seed=0,
                            continuous_actions=True, max_cycles=25)
     obs, _ = venv.reset(seed=0)

@@ -93,6 +93,9 @@ class OffPolicyMultiAgent(Algorithm):
         """The online actor of ``agent``."""
         return self.nets.online[f"actor/{agent}"]
 
+    def acting_network(self, agent: str) -> EvolvableNetwork:
+        return self.actor(agent)
+
     @torch.no_grad()
     def act(self, obs: AgentObs, explore: bool = True,
             action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:

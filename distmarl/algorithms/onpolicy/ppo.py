@@ -158,6 +158,9 @@ class OnPolicyMultiAgent(Algorithm):
         """The policy network shared by ``group``'s agents."""
         return self.nets.online[f"policy/{group}"]
 
+    def acting_network(self, agent: str) -> EvolvableNetwork:
+        return self.policy_net(self.group_of[agent])
+
     def value_net(self, group: str) -> EvolvableNetwork:
         """The value network shared by ``group``'s agents."""
         return self.nets.online[f"value/{group}"]
