@@ -1,4 +1,4 @@
-"""``distmarl`` command line: train, evaluate, export, submit, jobs, config show,
+"""``distmarl`` command line: train, evaluate, play, export, submit, jobs, config show,
 buffer-info."""
 
 from __future__ import annotations
@@ -121,6 +121,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     result = evaluate_saved(_existing(args.checkpoint, "checkpoint"), args.episodes,
                             member=args.member, seed=args.seed)
     print(json.dumps(result, indent=1))
+    return 0
+
+
+def _play(args: argparse.Namespace) -> int:
+    from distmarl.collect.evaluation import load_member
+    from distmarl.collect.play import VIDEO_SUFFIXES, play, write_video
+
+    if args.video and Path(args.video).suffix not in VIDEO_SUFFIXES:
+        raise ValueError(f"--video {args.video}: name a .gif or .mp4 file")
+    if args.episodes < 1:
+        raise ValueError(f"--episodes {args.episodes}: play at least 1")
+    cfg, algo, index, where = load_member(_existing(args.checkpoint, "checkpoint"), args.member)
+    played = play(cfg, algo, args.episodes, args.seed, "human" if args.human else "rgb_array")
+    video = str(write_video(played.frames, Path(args.video), args.fps)) if args.video else None
+    print(json.dumps({"checkpoint": where, "member": index, "returns": played.returns,
+                      "steps": played.steps, "video": video}, indent=1))
     return 0
 
 
@@ -277,6 +293,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int,
                     help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
+
+    pl = sub.add_parser("play", help="watch a saved member play its greedy episodes (a "
+                                     "window, or a .gif / .mp4)")
+    pl.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
+    pl.add_argument("--member", type=int,
+                    help="member index (default: the run's elite, else the best by fitness)")
+    pl.add_argument("--episodes", type=int, default=1, help="episodes (default: 1)")
+    pl.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: 0)")
+    pl.add_argument("--video", metavar="PATH", help="write the frames to PATH (.gif, or .mp4 "
+                                                    "with the video extra)")
+    pl.add_argument("--fps", type=int, default=15, help="frames per second of the video")
+    pl.add_argument("--human", action="store_true", help="draw in a window (the env's human "
+                                                         "render mode) instead")
+    pl.set_defaults(func=_play)
 
     from distmarl.export.files import FORMATS
 

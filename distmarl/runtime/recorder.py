@@ -273,7 +273,29 @@ class Recorder:
             model, "elite_policy", [f"distmarl=={__version__}", "numpy",
                                     f"torch=={_torch_version()}"],
             {"distmarl.elite_member": str(elite)})
+        if self.tracking.videos:
+            self.log_elite_video(algo)
         return self.elite_model_uri
+
+    def log_elite_video(self, algo: Algorithm) -> Path | None:
+        """A GIF of ``algo`` (the elite) playing one greedy episode, the final evaluation's
+        first, as ``videos/elite.gif`` in the run folder and the parent run; None (and no
+        file) where the env renders no frames. Best effort, as the model."""
+        from distmarl.collect.play import play, renders_frames, write_video
+        from distmarl.config.stored import stored_config
+
+        try:
+            cfg = stored_config(self.config)
+            if not renders_frames(cfg):
+                return None
+            played = play(cfg, algo, episodes=1, seed=cfg.evolution.final_seed)
+            path = write_video(played.frames, self.run_dir / "videos" / "elite.gif")
+        except Exception as err:
+            log.warning("could not record the elite's video: %s", err)
+            return None
+        self.tracker.log_artifact(path, "videos")
+        self.tracker.flush()
+        return path
 
     def _elite(self) -> int:
         if self.state.final is not None:

@@ -136,6 +136,12 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2, buffer: bool
     checkpoint = {Path(a.path).name for a in client.list_artifacts(ids["parent"], "checkpoint")}
     assert {"meta.json", "manifest.json", "member-0.pt"} <= checkpoint
     assert ("buffer.arrow" in checkpoint) == buffer
+    # the elite playing the final evaluation's first episode: a frame per step and the reset
+    import imageio
+
+    gif = Path(client.download_artifacts(ids["parent"], "videos/elite.gif"))
+    assert len(imageio.mimread(gif)) == 26
+    assert (Path(summary["run_dir"]) / "videos" / "elite.gif").is_file()
     lineage = json.loads(Path(client.download_artifacts(ids["parent"], "lineage.json")).read_text())
     assert len(lineage["individuals"]) >= population
 
