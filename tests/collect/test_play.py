@@ -9,7 +9,6 @@ from pathlib import Path
 
 import imageio
 import numpy as np
-import pytest
 
 from distmarl.cli import main
 
