@@ -1,5 +1,5 @@
-"""``distmarl`` command line: train, evaluate, play, export, submit, jobs, config show,
-buffer-info."""
+"""``distmarl`` command line: train, evaluate, play, export, check-env, submit, jobs, config
+show, buffer-info."""
 
 from __future__ import annotations
 
@@ -122,6 +122,22 @@ def _evaluate(args: argparse.Namespace) -> int:
                             member=args.member, seed=args.seed)
     print(json.dumps(result, indent=1))
     return 0
+
+
+def _check_env(args: argparse.Namespace) -> int:
+    import yaml
+
+    from distmarl.envs.check import check_env
+
+    kwargs: dict[str, Any] = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: write KEY=VALUE (an env keyword argument)")
+        kwargs[key] = yaml.safe_load(value)
+    result = check_env(args.spec, kwargs)
+    print(result.text())
+    return 0 if result.passed else 1
 
 
 def _play(args: argparse.Namespace) -> int:
@@ -293,6 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int,
                     help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
+
+    ce = sub.add_parser("check-env", help="check an env for training: PettingZoo's API test, "
+                                          "spaces, masks, state, render modes, which "
+                                          "algorithms fit")
+    ce.add_argument("spec", help="env.spec: module:attribute (or a PettingZoo name)")
+    ce.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="an env keyword argument (YAML value), as env.kwargs")
+    ce.set_defaults(func=_check_env)
 
     pl = sub.add_parser("play", help="watch a saved member play its greedy episodes (a "
                                      "window, or a .gif / .mp4)")
