@@ -108,6 +108,20 @@ def league_result(summary: dict[str, Any]) -> str:
     return f"final games ({summary['final_episodes']} each): " + "; ".join(parts)
 
 
+def _config_schema(args: argparse.Namespace) -> int:
+    from distmarl.config.reference import json_schema
+
+    print(json.dumps(json_schema(), indent=1))
+    return 0
+
+
+def _config_reference(args: argparse.Namespace) -> int:
+    from distmarl.config.reference import markdown
+
+    print(markdown(), end="")
+    return 0
+
+
 def _config_show(args: argparse.Namespace) -> int:
     from distmarl.config import load_config
 
@@ -127,7 +141,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _check_env(args: argparse.Namespace) -> int:
     import yaml
 
-    from distmarl.envs.check import check_env
+    from distmarl.collect.env_check import check_env
 
     kwargs: dict[str, Any] = {}
     for item in args.set or []:
@@ -299,6 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("config")
     show.add_argument("--set", action="append", metavar="KEY=VALUE")
     show.set_defaults(func=_config_show)
+    cfg_sub.add_parser("schema", help="print the config's JSON Schema (for editors)"
+                       ).set_defaults(func=_config_schema)
+    cfg_sub.add_parser("reference", help="print every key with its type, default and "
+                                         "description (docs/config.md)"
+                       ).set_defaults(func=_config_reference)
 
     ev = sub.add_parser("evaluate", help="score a saved member")
     ev.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")

@@ -14,7 +14,7 @@ import pytest
 from gymnasium import spaces
 
 from distmarl.cli import main
-from distmarl.envs.check import check_env
+from distmarl.collect.env_check import check_env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "your_env"
