@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from distmarl.factory import preflight
 from distmarl.league.setup import league_setup
 from distmarl.runtime.cluster import init_ray
 from distmarl.runtime.coordinator import Coordinator, CoordinatorActor
+from distmarl.runtime.progress import ProgressDisplay
 from distmarl.runtime.resume import agent_spaces, check_resume
 from distmarl.runtime.stopping import StopSignals, own_process_group, stop_reason
 
@@ -47,22 +47,6 @@ def new_run_dir(directory: str | Path, name: str) -> Path:
         return path
     raise FileExistsError(f"{parent}: {RUN_DIR_TRIES} run directories named {base}[-N] "
                           f"exist already")
-
-
-def progress_line(p: dict[str, Any], width: int = 24) -> str:
-    """The progress bar's line from :func:`~distmarl.runtime.coordinator.progress`."""
-    done = p["env_steps"] / max(1, p["max_env_steps"])
-    filled = int(width * min(1.0, done))
-    best = "n/a" if p["best_fitness"] is None else f"{p['best_fitness']:.1f}"
-    ratings = p.get("best_rating")
-    if ratings:  # a league: each side's best rating
-        sides = "  ".join(f"{side} {r:.1f}" for side, r in ratings.items())
-        best = f"rating {best}" if len(ratings) == 1 else f"rating {sides}"
-    else:
-        best = f"best {best:>7}"
-    return (f"\r[{'#' * filled}{'.' * (width - filled)}] {100 * done:5.1f}% "
-            f"{p['env_steps']:>9,} env steps  {p['env_steps_per_s']:7,.0f}/s  "
-            f"gen {p['generation']:>3}  {best}")
 
 
 def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Path | None = None,
@@ -220,8 +204,10 @@ def _follow(ended: Callable[[float], bool], stop: Callable[[str], Any],
             signals: StopSignals) -> None:
     """Wait until the run has ``ended`` (asked with a timeout); a stop signal meanwhile asks it
     to ``stop`` (once, with the signal's reason); with ``show_progress`` the progress line
-    (``progress()``: None when it could not be read) is redrawn every second."""
+    (``progress()``: None when it could not be read) is redrawn every second
+    (:class:`~distmarl.runtime.progress.ProgressDisplay`)."""
     asked, shown = False, 0.0
+    display = ProgressDisplay()
     try:
         while not ended(WAIT_S):
             if signals.received is not None and not asked:
@@ -231,7 +217,8 @@ def _follow(ended: Callable[[float], bool], stop: Callable[[str], Any],
                 shown = time.monotonic()
                 p = progress()
                 if p is not None:
-                    print(progress_line(p), end="", file=sys.stderr, flush=True)
+                    display.show(p)
+        if show_progress and (p := progress()) is not None:
+            display.show(p)  # where the run ended
     finally:
-        if show_progress:
-            print(file=sys.stderr)
+        display.close()

@@ -64,15 +64,15 @@ def test_the_league_tables_hold_every_rating_and_the_win_rate_matrix() -> None:
     assert rates["ref/random"][row["member/0"]] > 0.5 > rates["member/0"][row["member/1"]]
 
 
-def test_the_progress_line_shows_each_sides_best_rating_in_a_league() -> None:
-    from distmarl.runtime.trainer import progress_line
+def test_the_progress_text_shows_each_sides_best_rating_in_a_league() -> None:
+    from distmarl.runtime.progress import progress_text
 
     p = {"env_steps": 50, "max_env_steps": 100, "env_steps_per_s": 10.0, "generation": 2,
          "best_fitness": 3.0}
-    assert progress_line(p).endswith("gen   2  best     3.0")
-    assert progress_line({**p, "best_rating": {"player_0": 3.0}}).endswith("rating 3.0")
-    two = progress_line({**p, "best_rating": {"predators": 3.0, "prey": -1.25}})
-    assert two.endswith("gen   2  rating predators 3.0  prey -1.2")
+    assert progress_text(p) == "gen 2  best 3.0"
+    assert progress_text({**p, "best_rating": {"player_0": 3.0}}) == "gen 2  rating 3.0"
+    two = progress_text({**p, "best_rating": {"predators": 3.0, "prey": -1.25}})
+    assert two == "gen 2  rating predators 3.0  prey -1.2"
 
 
 def test_the_rating_plot_draws_the_references(tmp_path) -> None:
