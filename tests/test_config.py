@@ -440,3 +440,23 @@ def test_members_per_learner_is_a_positive_number_or_auto(value: str, why: str) 
     for ok, want in (("auto", "auto"), ("3", 3)):
         cfg = load_config(CONFIGS / "tiny.yaml", [f"population.members_per_learner={ok}"])
         assert cfg.population.members_per_learner == want
+
+
+def test_agilerl_spellings_are_told_what_distmarl_calls_them() -> None:
+    """AgileRL's single ``lr`` for MADDPG / MATD3 is refused naming the two learning rates,
+    in the hyperparameters and in the search ranges; ``docs/from_agilerl.md``'s ranges load,
+    the integer one drawing integers without ``dtype``."""
+    import re
+
+    from distmarl.config import ConfigError
+
+    tiny = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.yaml"
+    for override in ("algorithm.hp.lr=0.001", "evolution.hp_config={lr: {min: 0.001, max: 0.1}}"):
+        with pytest.raises(ConfigError, match="set lr_actor and lr_critic"):
+            load_config(tiny, [override])
+    page = (Path(__file__).resolve().parents[1] / "docs" / "from_agilerl.md").read_text()
+    [snippet] = re.findall(r"```yaml\n(.*?)```", page, re.S)
+    ranges = yaml.safe_load(snippet)["evolution"]["hp_config"]
+    cfg = load_config(tiny, [f"evolution.hp_config={json.dumps(ranges)}"])
+    assert cfg.evolution.hp_config["batch_size"].dtype == "int"
+    assert cfg.evolution.hp_config["lr_actor"].dtype == "float"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 import annotated_types as at
 import numpy as np
@@ -110,6 +110,10 @@ class Hyperparameters(Section):
 class MADDPGHyperparameters(Hyperparameters):
     """MADDPG's hyperparameters and AgileRL's defaults. ``max_grad_norm`` and ``actor_reg`` are
     not AgileRL's but the original MADDPG code's stabilisers."""
+
+    ELSEWHERE: ClassVar[dict[str, str]] = {
+        "lr": "MADDPG and MATD3 have two learning rates: set lr_actor and lr_critic "
+              "(AgileRL's LR_ACTOR and LR_CRITIC)"}
 
     batch_size: Int = Field(64, ge=1, description="transitions per learner update")
     lr_actor: Real = Field(1e-3, gt=0, description="actor learning rate")
@@ -215,8 +219,10 @@ def check_search_ranges(algorithm: str, ranges: Mapping[str, tuple[float, float]
     known = default_hp(algorithm)
     unknown = [n for n in ranges if n not in known]
     if unknown:
+        hints = hp_model(algorithm).ELSEWHERE
+        said = "".join(f" ({n}: {hints[n]})" for n in unknown if n in hints)
         raise ValueError(f"hyperparameter(s) {unknown} are not hyperparameters of "
-                         f"{algorithm}; it has {sorted(known)}")
+                         f"{algorithm}{said}; it has {sorted(known)}")
     switches = [n for n in ranges if n in hp_switches(algorithm)]
     if switches:
         raise ValueError(f"hyperparameter(s) {switches} of {algorithm} are on/off switches and "

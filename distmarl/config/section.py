@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -31,6 +31,8 @@ class Section(BaseModel):
     """Base of every config section: unknown keys are errors that suggest the closest name."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    #: keys of other tools (AgileRL's) that this section spells otherwise: key -> what to write
+    ELSEWHERE: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -40,7 +42,8 @@ class Section(BaseModel):
             for key in data:
                 if key not in cls.model_fields:
                     near = closest(str(key), known)
-                    hint = f"; did you mean '{near}'?" if near else ""
+                    hint = (f"; {cls.ELSEWHERE[key]}" if key in cls.ELSEWHERE else
+                            f"; did you mean '{near}'?" if near else "")
                     raise PydanticCustomError(
                         UNKNOWN_KEY, "unknown key '{key}'{hint} (valid keys: {valid})",
                         {"key": str(key), "hint": hint, "valid": str(known)})
