@@ -78,9 +78,9 @@ def result_line(summary: dict[str, Any]) -> str:
     """The last line ``train`` prints: how the run ended and its result, the elite's score on
     the final evaluation's fixed episodes beside random play's (or the best fitness, when the
     run had no final evaluation)."""
-    head = (f"distmarl: {summary['stop_reason']} after {summary['env_steps']:,} env steps in "
-            f"{summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f}/s), "
-            f"{summary['generations']} generations")
+    head = (f"distmarl: {summary['stop_reason']} after {summary['env_steps']:,} env steps"
+            f"{_per_member(summary)} in {summary['wall_seconds']:.0f} s "
+            f"({summary['env_steps_per_s']:,.0f}/s), {summary['generations']} generations")
     if summary.get("final_games"):
         result = league_result(summary)
     elif summary["final_score"] is not None:
@@ -92,6 +92,16 @@ def result_line(summary: dict[str, Any]) -> str:
         best = summary["best_fitness"]
         result = f"best fitness {'n/a' if best is None else f'{best:.2f}'}"
     return f"{head}, {result}; run in {summary['run_dir']}"
+
+
+def _per_member(summary: dict[str, Any]) -> str:
+    """`` (4 members, 90,000 each)``: the population's env steps per member, as
+    ``training.max_steps`` counts them."""
+    steps = [int(m["env_steps"]) for m in summary.get("members", [])]
+    if not steps:
+        return ""
+    each = f"{steps[0]:,}" if min(steps) == max(steps) else f"{min(steps):,}-{max(steps):,}"
+    return f" ({len(steps)} members, {each} each)"
 
 
 def league_result(summary: dict[str, Any]) -> str:

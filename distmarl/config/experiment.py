@@ -238,7 +238,7 @@ class BufferConfig(Section):
 
 
 class TrainingConfig(Section):
-    max_steps: int = Field(300_000, ge=1, description="env steps per member")
+    max_steps: int = Field(300_000, ge=1, description="env steps of each member (the population takes population.size times this; the progress bar counts the population's)")
     target: float | None = Field(None, description="stop when the best fitness reaches this")
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts (off-policy only)")
     weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes (off-policy; on-policy learners publish after every fragment)")

@@ -59,3 +59,4 @@ def test_a_run_logged_to_a_file_writes_plain_progress_lines(tmp_path: Path) -> N
     assert done.returncode == 0, text[-2000:]
     progress = [line for line in text.splitlines() if line.startswith("progress:")]
     assert "\r" not in text and progress and progress[-1].startswith("progress: 100%  800/800")
+    assert "max_steps after 800 env steps (2 members, 400 each) in " in text
