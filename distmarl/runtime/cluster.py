@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 INLINE_OBJECT_BYTES = 1 << 20
 #: where a local Ray's dashboard listens
 LOOPBACK = "127.0.0.1"
+#: Ray's loggers whose notes at a local start ask nothing of the user: the token it makes for
+#: its own local instance (joining a cluster, they stay)
+QUIET_AT_LOCAL_START = ("ray._private.authentication.authentication_token_setup",)
 
 
 def local_system_config() -> dict[str, Any]:
@@ -85,9 +88,23 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
     return info
 
 
+class _QuietLoggers(logging.Filter):
+    """Drops the records of :data:`QUIET_AT_LOCAL_START`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name not in QUIET_AT_LOCAL_START
+
+
+def _quiet_local_start_notes() -> None:
+    for handler in logging.getLogger("ray").handlers:
+        if not any(isinstance(f, _QuietLoggers) for f in handler.filters):
+            handler.addFilter(_QuietLoggers())
+
+
 def _start_local(*, num_cpus: int | None, num_gpus: int | None, dashboard: bool,
                  resources: dict[str, float] | None, loopback_only: bool, **kwargs: Any) -> Any:
     """``ray.init`` of a new local Ray (loopback only unless told otherwise)."""
+    _quiet_local_start_notes()
     options: dict[str, Any] = {
         "num_cpus": num_cpus if num_cpus is not None else os.cpu_count(),
         "num_gpus": num_gpus, "resources": resources, "include_dashboard": dashboard,

@@ -84,3 +84,5 @@ def test_the_worked_example_trains_on_ray(tmp_path: Path) -> None:
     done = run_example(tmp_path, "--num-cpus", "2")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "final score" in done.stderr + done.stdout
+    # a local Ray's start says nothing of the token it makes for itself
+    assert "authentication" not in done.stderr + done.stdout
