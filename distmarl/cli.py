@@ -173,7 +173,7 @@ def _play(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise ValueError(f"--episodes {args.episodes}: play at least 1")
     cfg, algo, index, where = load_member(_existing(args.checkpoint, "checkpoint"), args.member)
-    played = play(cfg, algo, args.episodes, args.seed, "human" if args.human else "rgb_array")
+    played = play(cfg, [algo], args.episodes, args.seed, "human" if args.human else "rgb_array")
     video = str(write_video(played.frames, Path(args.video), args.fps)) if args.video else None
     print(json.dumps({"checkpoint": where, "member": index, "returns": played.returns,
                       "steps": played.steps, "video": video}, indent=1))

@@ -1,14 +1,16 @@
-"""Watching a member play: its greedy episodes on one env of the run's config, rendered.
+"""Watching members play: their greedy episodes on one env of the run's config, rendered.
 
-The member acts for the agents it has (``explore=False``, as evaluations act); any other agent
-of the env (the other side of a league game) takes uniformly random legal actions. With
+Each agent is played by the first of the given members that has it (``explore=False``, as
+evaluations act): one member, or a league's sides' elites against each other. An agent no
+member has (the other side, when only one side's member plays) takes uniformly random legal
+actions. With
 ``render_mode="rgb_array"`` each step's frame is kept, for :func:`write_video`; with
 ``"human"`` the env draws its own window.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,10 +52,15 @@ def renders_frames(cfg: ExperimentConfig) -> bool:
         env.close()
 
 
-def play(cfg: ExperimentConfig, algo: Any, episodes: int = 1, seed: int = 0,
-         render_mode: str = "rgb_array") -> Played:
-    """``episodes`` greedy episodes of ``algo`` on an env of ``cfg``, seeded ``seed``,
-    ``seed + 1``, ...; each ends when every agent is done or at ``env.max_episode_steps``."""
+def play(cfg: ExperimentConfig, policies: Sequence[Any], episodes: int = 1, seed: int = 0,
+         render_mode: str = "rgb_array",
+         seats: Sequence[Collection[str] | None] | None = None) -> Played:
+    """``episodes`` greedy episodes of ``policies`` (algorithms) on an env of ``cfg``, seeded
+    ``seed``, ``seed + 1``, ...; each ends when every agent is done or at
+    ``env.max_episode_steps``. ``seats[i]``: the agents policy ``i`` plays (None, or no
+    ``seats``: every agent it has, as the first to have it)."""
+    playing = [set(p.agents) if s is None else set(s) & set(p.agents)
+               for p, s in zip(policies, seats or [None] * len(policies), strict=True)]
     from distmarl.envs.limits import resolve_limit
 
     env = make_render_env(cfg, render_mode)
@@ -66,7 +73,8 @@ def play(cfg: ExperimentConfig, algo: Any, episodes: int = 1, seed: int = 0,
             _keep_frame(env, render_mode, out)
             total, steps = 0.0, 0
             while env.agents and steps < limit:
-                obs, rew, _, _, infos = env.step(_actions(env, algo, obs, infos, rng))
+                obs, rew, _, _, infos = env.step(
+                    _actions(env, policies, playing, obs, infos, rng))
                 total += float(sum(np.sum(r) for r in rew.values()))
                 steps += 1
                 _keep_frame(env, render_mode, out)
@@ -77,12 +85,17 @@ def play(cfg: ExperimentConfig, algo: Any, episodes: int = 1, seed: int = 0,
     return out
 
 
-def _actions(env: Any, algo: Any, obs: Mapping[str, Any], infos: Mapping[str, Any],
-             rng: np.random.Generator) -> dict[str, Any]:
-    """The member's greedy actions for its agents (a batch of one each), random legal ones
-    for the others."""
-    mine = {a: _batch_of_one(obs[a], infos.get(a, {})) for a in env.agents if a in algo.agents}
-    actions = {a: x[0] for a, x in algo.act(mine, explore=False).items()} if mine else {}
+def _actions(env: Any, policies: Sequence[Any], playing: Sequence[set[str]],
+             obs: Mapping[str, Any], infos: Mapping[str, Any], rng: np.random.Generator
+             ) -> dict[str, Any]:
+    """Each policy's greedy actions for the agents it plays (a batch of one each), random
+    legal ones for the agents none plays."""
+    actions: dict[str, Any] = {}
+    for policy, agents in zip(policies, playing, strict=True):
+        mine = {a: _batch_of_one(obs[a], infos.get(a, {})) for a in env.agents
+                if a in agents and a not in actions}
+        if mine:
+            actions |= {a: x[0] for a, x in policy.act(mine, explore=False).items()}
     for a in env.agents:
         if a not in actions:
             mask = _mask_of(obs[a], infos.get(a, {}))

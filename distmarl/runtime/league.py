@@ -238,6 +238,13 @@ class LeagueRun:
         players = self._matrix_players()
         return plot_win_rates(players, self.league.record.matrix(players), path)
 
+    def video_members(self, elite: int, fitness: Sequence[float]
+                      ) -> list[tuple[int, list[str] | None]]:
+        """Each side's elite in its side's seats, against each other; a symmetric game's elite
+        in the first seat, against random moves in the others."""
+        return [(m, list(self.sides.agents[side]))
+                for side, m in self.elites(fitness).items()]
+
     def tables(self) -> dict[str, dict[str, list[Any]]]:
         """``league/ratings.json``: every player's rating (ordinal) and OpenSkill ``mu`` /
         ``sigma``; ``league/win_rates.json``: the win-rate matrix of :meth:`plot_win_rates`,

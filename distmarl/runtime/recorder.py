@@ -274,11 +274,13 @@ class Recorder:
                                     f"torch=={_torch_version()}"],
             {"distmarl.elite_member": str(elite)})
         if self.tracking.videos:
-            self.log_elite_video(algo)
+            latest = [m.fitness[-1] if m.fitness else float("-inf") for m in self.state.members]
+            self.log_elite_video(self.generations.game.video_members(elite, latest))
         return self.elite_model_uri
 
-    def log_elite_video(self, algo: Algorithm) -> Path | None:
-        """A GIF of ``algo`` (the elite) playing one greedy episode, the final evaluation's
+    def log_elite_video(self, members: Sequence[tuple[int, list[str] | None]]) -> Path | None:
+        """A GIF of ``members`` (the elite; in a league, the sides' elites, each in its seats:
+        ``(member, agents)``) playing one greedy episode together, the final evaluation's
         first, as ``videos/elite.gif`` in the run folder and the parent run; None (and no
         file) where the env renders no frames. Best effort, as the model."""
         from distmarl.collect.play import play, renders_frames, write_video
@@ -288,7 +290,13 @@ class Recorder:
             cfg = stored_config(self.config)
             if not renders_frames(cfg):
                 return None
-            played = play(cfg, algo, episodes=1, seed=cfg.evolution.final_seed)
+            policies = []
+            for member, _ in members:
+                state = self.fleet.learner_state(member)
+                policies.append(self.new_policy(state["algo"]["algorithm"]))
+                policies[-1].load_state_dict(state["algo"])
+            played = play(cfg, policies, episodes=1, seed=cfg.evolution.final_seed,
+                          seats=[agents for _, agents in members])
             path = write_video(played.frames, self.run_dir / "videos" / "elite.gif")
         except Exception as err:
             log.warning("could not record the elite's video: %s", err)

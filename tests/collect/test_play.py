@@ -65,6 +65,32 @@ def test_a_masked_turn_based_game_plays_legal_moves(tmp_path: Path, capsys) -> N
                           "training.max_steps=128", "evolution.evo_steps=64",
                           "evolution.final_episodes=0")
     cfg, algo, _, _ = load_member(checkpoints)
-    played = play(cfg, algo, episodes=3, seed=0)
+    played = play(cfg, [algo], episodes=3, seed=0)
     assert len(played.returns) == 3 and all(7 <= s <= 42 for s in played.steps)
     assert len(played.frames) == sum(played.steps) + 3
+
+
+def test_each_member_plays_only_its_seats() -> None:
+    """simple_tag's predators by one member, its prey by another (each holds every agent's
+    networks, as a league's members do): each is asked to act for its own side only."""
+    from distmarl.collect.play import play
+    from distmarl.config import load_config
+    from distmarl.factory import env_spaces, make_algorithm
+
+    cfg = load_config(TINY.with_name("simple_tag_maddpg_league.yaml"))
+    spaces = env_spaces(cfg.env)
+    asked: list[set[str]] = [set(), set()]
+
+    def spy(k: int) -> object:
+        algo = make_algorithm(cfg.algorithm, spaces, seed=k)
+        act = algo.act
+
+        def recording(obs, **kwargs):
+            asked[k] |= set(obs)
+            return act(obs, **kwargs)
+        algo.act = recording  # type: ignore[method-assign]
+        return algo
+
+    predators = ["adversary_0", "adversary_1", "adversary_2"]
+    played = play(cfg, [spy(0), spy(1)], seats=[predators, ["agent_0"]])
+    assert asked == [set(predators), {"agent_0"}] and played.steps[0] > 0

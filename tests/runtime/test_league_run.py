@@ -42,6 +42,9 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
                                    "evolution.final_episodes=6", "tracking.mlflow=true"]),
                   resume=str(tmp_path / "run"), show_progress=False, local=True)
     check_league_tables(again)
+    import imageio  # the elite's game against random moves, its frames
+
+    assert len(imageio.mimread(Path(again["run_dir"]) / "videos" / "elite.gif")) > 7
     assert again["generations"] == 4 and again["resumed_from"]
     assert again["league"]["rated_games"] == league["rated_games"] + 3 * 4 * 4
     check_final_games(again)
