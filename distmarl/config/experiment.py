@@ -262,7 +262,7 @@ class TrackingConfig(Section):
     write_interval: int | Literal["auto"] = Field("auto", description="env steps between metric writes ('auto': max_steps / 100; <= 0 disables)")
     checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps between checkpoints ('auto': max_steps / 10; <= 0 disables)")
     keep_last: int = Field(3, ge=1, description="checkpoints kept")
-    videos: bool = Field(True, description="at the end, a GIF of the elite's greedy episode (the final evaluation's first seed) in the run folder and in MLflow as videos/elite.gif, where the env renders rgb_array frames")
+    videos: bool = Field(True, description="at the end of a tracked run, a GIF of the elite's greedy episode (the final evaluation's first seed; a league with sides: each side's elite against the others'; a symmetric game: the elite against random moves) in the run folder and in MLflow as videos/elite.gif, where the env renders rgb_array frames")
     log_buffer: bool = Field(False, description="upload the last checkpoint's replay buffer to MLflow with the rest of it (the checkpoint on disk keeps it either way; it can be gigabytes for image envs)")
 
 
