@@ -49,8 +49,8 @@ class ProgressDisplay:
         elif done / total >= self.next_plain or (done == total != self.plain_done):
             self.next_plain = done / total + PLAIN_EVERY
             self.plain_done = done
-            self.stream.write(f"progress: {100 * done / total:3.0f}%  {done:,}/{total:,} env "
-                              f"steps  {p['env_steps_per_s']:,.0f}/s  {progress_text(p)}\n")
+            self.stream.write(f"progress: {100 * done / total:3.0f}%  {done:,} env steps of "
+                              f"{total:,}  {p['env_steps_per_s']:,.0f}/s  {progress_text(p)}\n")
             self.stream.flush()
 
     def _bar(self, total: int) -> Any:

@@ -27,8 +27,8 @@ def test_off_a_terminal_a_plain_line_every_tenth_ending_at_100_percent() -> None
     display.close()
     lines = log.getvalue().splitlines()
     assert "\r" not in log.getvalue() and 10 <= len(lines) <= 12
-    assert lines[0].startswith("progress:   0%  0/10,000 env steps  1,234/s  gen 0  best -20.0")
-    assert lines[-1].startswith("progress: 100%  10,000/10,000 env steps")
+    assert lines[0] == "progress:   0%  0 env steps of 10,000  1,234/s  gen 0  best -20.0"
+    assert lines[-1].startswith("progress: 100%  10,000 env steps of 10,000")
     assert sum("100%" in line for line in lines) == 1
 
 
@@ -58,5 +58,5 @@ def test_a_run_logged_to_a_file_writes_plain_progress_lines(tmp_path: Path) -> N
     text = (tmp_path / "train.log").read_text()
     assert done.returncode == 0, text[-2000:]
     progress = [line for line in text.splitlines() if line.startswith("progress:")]
-    assert "\r" not in text and progress and progress[-1].startswith("progress: 100%  800/800")
+    assert "\r" not in text and progress and progress[-1].startswith("progress: 100%  800 env steps of 800")
     assert "max_steps after 800 env steps (2 members, 400 each) in " in text
