@@ -39,7 +39,7 @@ def train(config: Path, seed: int, steps: int, sets: Sequence[str] = ()) -> tupl
     run_dir = workdir / "run"
     cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
            "--run-dir", str(run_dir), "--set", f"seed={seed}", "--set",
-           f"training.max_steps={steps}", "--set", f"tracking.directory={workdir}",
+           f"training.max_steps_per_member={steps}", "--set", f"tracking.directory={workdir}",
            *[a for s in sets for a in ("--set", s)]]
     started = time.perf_counter()
     with open(workdir / "train.log", "w") as log:

@@ -136,7 +136,7 @@ def train(config: Path, seed: int, steps: int, games: int, workdir: Path,
     cmd = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", "--no-mlflow",
            *(["--resume", str(run)] if resume is not None else ["--run-dir", str(run)]),
            "--summary-json", str(summary),
-           "--set", f"seed={seed}", "--set", f"training.max_steps={steps}",
+           "--set", f"seed={seed}", "--set", f"training.max_steps_per_member={steps}",
            "--set", f"evolution.final_episodes={games}",
            "--set", f"tracking.directory={workdir}",
            *[a for s in overrides for a in ("--set", s)]]

@@ -104,7 +104,7 @@ def run_distmarl(config: Path, steps: int, seed: int, interval_s: float) -> dict
 
     workdir = Path(tempfile.mkdtemp(prefix="distmarl-pixels-"))
     size = load_config(config, []).population.size
-    cfg = load_config(config, [f"seed={seed}", f"training.max_steps={steps // size}",
+    cfg = load_config(config, [f"seed={seed}", f"training.max_steps_per_member={steps // size}",
                                f"tracking.directory={workdir}", "tracking.mlflow=false",
                                "evolution.final_episodes=0"])
     raw_row = row_bytes(cfg)

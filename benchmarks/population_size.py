@@ -5,7 +5,7 @@
 
 Arms, each a run of examples/configs/speaker_listener_maddpg.yaml on a local Ray per seed:
 
-* ``4``: the main job as it is (4 members, its ``training.max_steps`` each);
+* ``4``: the main job as it is (4 members, its ``training.max_steps_per_member`` each);
 * ``16``: 16 members in generation-synchronous tournaments, ``--steps16`` env steps each;
 * ``16_mf``: 16 members in multiple-frequency PBT, 8 evolving every 5,000 env steps and 8
   every 20,000, ``--steps16`` env steps each.
@@ -45,7 +45,7 @@ def run(arm: str, seed: int, steps16: int, extra: Sequence[str]) -> dict[str, An
     from distmarl.config import load_config
     from distmarl.runtime.trainer import train
 
-    steps = [] if arm == "4" else [f"training.max_steps={steps16}"]
+    steps = [] if arm == "4" else [f"training.max_steps_per_member={steps16}"]
     sets = [f"seed={seed}", "tracking.mlflow=false", f"tracking.directory={tempfile.mkdtemp()}",
             *ARMS[arm], *steps, *extra]
     summary = train(load_config(CONFIG, sets), show_progress=False)

@@ -92,43 +92,43 @@ def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     """``--set`` overrides that make ``arm`` from a config with ``size`` members,
     ``evo_steps`` and ``steps`` env steps per member."""
     if arm == "per_nstep":
-        return [f"training.max_steps={steps}", "buffer.prioritized_replay=true",
+        return [f"training.max_steps_per_member={steps}", "buffer.prioritized_replay=true",
                 "buffer.n_step=3"]
     return [*_population_overrides(arm, size, evo_steps, steps), *UNIFORM]
 
 
 def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     if arm == "evolving":
-        return [f"training.max_steps={steps}"]
+        return [f"training.max_steps_per_member={steps}"]
     if arm == "independent":
-        return [f"training.max_steps={steps}", "evolution.mode=independent"]
+        return [f"training.max_steps_per_member={steps}", "evolution.mode=independent"]
     if arm == "single":
-        return [f"training.max_steps={steps * size}", "population.size=1",
+        return [f"training.max_steps_per_member={steps * size}", "population.size=1",
                 "evolution.tournament.size=1", "evolution.mode=independent",
                 f"evolution.evo_steps={evo_steps * size}"]
     if arm == "sampled":
-        return [f"training.max_steps={steps}", "evolution.initial_hp=sampled"]
+        return [f"training.max_steps_per_member={steps}", "evolution.initial_hp=sampled"]
     if arm == "mixed":
         half = size // 2
-        return [f"training.max_steps={steps}",
+        return [f"training.max_steps_per_member={steps}",
                 f"population.members=[{{algorithm: MADDPG, count: {size - half}}}, "
                 f"{{algorithm: MATD3, count: {half}}}]"]
     if arm == "matd3":
-        return [f"training.max_steps={steps}", "algorithm.name=MATD3"]
+        return [f"training.max_steps_per_member={steps}", "algorithm.name=MATD3"]
     if arm in REPLAY_ARMS:
-        return [f"training.max_steps={steps}", f"buffer.replay_ratio={REPLAY_ARMS[arm]}"]
+        return [f"training.max_steps_per_member={steps}", f"buffer.replay_ratio={REPLAY_ARMS[arm]}"]
     if arm == "pbt":
-        return [f"training.max_steps={steps}", "population.size=6", "evolution.mode=async"]
+        return [f"training.max_steps_per_member={steps}", "population.size=6", "evolution.mode=async"]
     if arm == "mf_pbt":
-        return [f"training.max_steps={steps}", "population.size=6",
+        return [f"training.max_steps_per_member={steps}", "population.size=6",
                 "evolution.mode=multi_frequency", "evolution.migration_frac=0.34",
                 f"evolution.subpopulations=[{{size: 3, evo_steps: {evo_steps}}}, "
                 f"{{size: 3, evo_steps: {4 * evo_steps}}}]"]
     if arm == "replay_evolved":
-        return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
+        return [f"training.max_steps_per_member={steps}", "buffer.replay_ratio=0.5",
                 "evolution.hp_config.replay_ratio={min: 0.05, max: 0.95}"]
     if arm == "replay_evolved_alone":
-        return [f"training.max_steps={steps}", "buffer.replay_ratio=0.5",
+        return [f"training.max_steps_per_member={steps}", "buffer.replay_ratio=0.5",
                 "evolution.hp_config={replay_ratio: {min: 0.05, max: 0.95}}"]
     raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
 
@@ -159,7 +159,7 @@ def run_one(task_name: str, arm: str, seed: int, steps: int | None) -> dict[str,
 
     task = TASKS[task_name]
     cfg = load_config(task.config)
-    per_member = steps or task.steps or cfg.training.max_steps
+    per_member = steps or task.steps or cfg.training.max_steps_per_member
     workdir = Path(tempfile.mkdtemp(prefix=f"pv-{task_name}-{arm}-{seed}-"))
     sets = [f"seed={seed}", "training.target=null", f"tracking.directory={workdir}",
             *arm_overrides(arm, cfg.population.size, cfg.evolution.evo_steps, per_member)]

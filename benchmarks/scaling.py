@@ -179,7 +179,7 @@ def tree_rss(root: int) -> int:
 
 def overrides(point: Point, steps: int, extra: Sequence[str]) -> list[str]:
     """``--set`` values of one point."""
-    return [f"training.max_steps={steps}", f"population.size={point.size}",
+    return [f"training.max_steps_per_member={steps}", f"population.size={point.size}",
             f"population.workers_per_member={point.workers}",
             f"population.members_per_learner={point.per_learner}",
             f"resources.num_gpus_per_learner={point.gpu}",

@@ -5,7 +5,7 @@
 
 Runs ``examples/configs/speaker_listener_maddpg.yaml`` (``--config``, ``--set`` overrides)
 through the real trainer (``distmarl.runtime.trainer.train``, a local Ray, MLflow tracking and
-checkpoints on, as ``distmarl train`` does) with ``training.max_steps`` large enough never to
+checkpoints on, as ``distmarl train`` does) with ``training.max_steps_per_member`` large enough never to
 end it, and stops it after ``--minutes`` the way Ctrl-C does (a final checkpoint). Every
 ``--interval-s`` it samples the resident memory (RSS) of every actor process (coordinator,
 buffer, learners, rollout workers; pids from ``ray.util.state.list_actors``, an actor that Ray
@@ -51,7 +51,7 @@ STORE = "objstore"
 FILL = "buffer_rows"  # not a memory column: it decides when the warm-up ends
 #: run settings of the soak (before the user's --set): a run that only --minutes ends, with
 #: metric writes and checkpoints every few thousand env steps per member as in a real run
-SOAK_SETS = ["training.max_steps=1000000000", "tracking.write_interval=2000",
+SOAK_SETS = ["training.max_steps_per_member=1000000000", "tracking.write_interval=2000",
              "tracking.checkpoint_interval=20000", "tracking.keep_last=2"]
 
 

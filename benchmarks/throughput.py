@@ -35,7 +35,7 @@ def run_distmarl(steps: int, workers: int = 1, target: float | None = None,
     from distmarl.config import load_config
     from distmarl.runtime.trainer import train
 
-    sets = [f"training.max_steps={steps}", f"population.workers_per_member={workers}",
+    sets = [f"training.max_steps_per_member={steps}", f"population.workers_per_member={workers}",
             "tracking.mlflow=false", f"tracking.directory={tempfile.mkdtemp()}",
             "tracking.checkpoint_interval=0", *(extra or [])]
     if target is not None:

@@ -96,7 +96,7 @@ def result_line(summary: dict[str, Any]) -> str:
 
 def _per_member(summary: dict[str, Any]) -> str:
     """`` (4 members, 90,000 each)``: the population's env steps per member, as
-    ``training.max_steps`` counts them."""
+    ``training.max_steps_per_member`` counts them."""
     steps = [int(m["env_steps"]) for m in summary.get("members", [])]
     if not steps:
         return ""

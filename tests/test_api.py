@@ -53,7 +53,7 @@ def test_train_returns_the_population_and_run_dir(tmp_path: Path) -> None:
     cfg = load_config(TINY, [f"tracking.directory={tmp_path}", "tracking.mlflow=false"])
     summary = train(cfg, show_progress=False, run_dir=tmp_path / "run", local=True)
     assert summary["ray"] is None  # in process: no Ray cluster
-    size, max_steps = cfg.population.size, cfg.training.max_steps
+    size, max_steps = cfg.population.size, cfg.training.max_steps_per_member
     assert summary["stop_reason"] == "max_steps"
     assert Path(summary["run_dir"]) == tmp_path / "run"
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())

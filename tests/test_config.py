@@ -342,7 +342,7 @@ evolution:
     batch_size: {min: 8, max: 512, dtype: int}
     learn_step: {min: 1, max: 16, dtype: int, grow_factor: 1.5, shrink_factor: 0.75}
 buffer: {capacity: 100000, learning_starts: 1000, prioritized_replay: false, n_step: 1}
-training: {max_steps: 60000, chunk_steps: 16}
+training: {max_steps_per_member: 60000, chunk_steps: 16}
 resources: {num_cpus_per_learner: 1.0, num_cpus_per_worker: 1.0}
 tracking: {directory: runs}
 """
@@ -460,3 +460,23 @@ def test_agilerl_spellings_are_told_what_distmarl_calls_them() -> None:
     cfg = load_config(tiny, [f"evolution.hp_config={json.dumps(ranges)}"])
     assert cfg.evolution.hp_config["batch_size"].dtype == "int"
     assert cfg.evolution.hp_config["lr_actor"].dtype == "float"
+
+
+def test_the_old_name_of_max_steps_per_member_is_read_with_a_warning() -> None:
+    """``training.max_steps`` (its old name) still sets each member's env steps, saying the new
+    name; both names at once are an error naming them; a stored config of the old name loads."""
+    from distmarl.config import ConfigError
+    from distmarl.config.section import RenamedKeyWarning
+    from distmarl.config.stored import stored_config
+
+    tiny = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.yaml"
+    with pytest.warns(RenamedKeyWarning, match="'max_steps' is now 'max_steps_per_member'"):
+        cfg = load_config(tiny, ["training={max_steps: 1234}"])
+    assert cfg.training.max_steps_per_member == 1234
+    with pytest.raises(ConfigError, match="'max_steps' is the old name of "
+                                          "'max_steps_per_member', and both are set"):
+        load_config(tiny, ["training={max_steps: 1, max_steps_per_member: 2}"])
+    old = json.loads(load_config(tiny).model_dump_json())
+    old["training"]["max_steps"] = old["training"].pop("max_steps_per_member")
+    with pytest.warns(RenamedKeyWarning):
+        assert stored_config(old).training.max_steps_per_member == 800

@@ -24,7 +24,7 @@ def test_example_config_passes_preflight(path: Path) -> None:
     cfg = load_config(path)
     obs_spaces, act_spaces, state = preflight(cfg)
     assert set(obs_spaces) == set(act_spaces) and len(obs_spaces) >= 2
-    assert cfg.population.size >= 2 and cfg.training.max_steps > 0
+    assert cfg.population.size >= 2 and cfg.training.max_steps_per_member > 0
     if cfg.league.enabled:  # sides and references fit the game
         setup = league_setup(cfg, (obs_spaces, act_spaces, state))
         assert setup is not None and len(setup.references) >= 2
@@ -35,7 +35,7 @@ AGILERL_OVERRIDES = ["name=speaker_listener_maddpg_agilerl", "algorithm.hp.batch
                      "algorithm.hp.learn_step=16", "algorithm.hp.max_grad_norm=0",
                      "algorithm.hp.actor_reg=0", "evolution.evo_steps=10000",
                      "evolution.eval_episodes=1", "evolution.mutation.architecture=0.2",
-                     "evolution.mutation.parameters=0.2", "training.max_steps=60000",
+                     "evolution.mutation.parameters=0.2", "training.max_steps_per_member=60000",
                      "buffer.prioritized_replay=false", "buffer.n_step=1"]
 
 

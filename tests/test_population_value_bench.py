@@ -16,10 +16,10 @@ from benchmarks.population_value import (
 
 def test_each_arm_spends_the_same_total_env_steps() -> None:
     assert arm_overrides("evolving", 4, 5000, 60000) == [
-        "training.max_steps=60000", "buffer.prioritized_replay=false", "buffer.n_step=1"]
+        "training.max_steps_per_member=60000", "buffer.prioritized_replay=false", "buffer.n_step=1"]
     assert "evolution.mode=independent" in arm_overrides("independent", 4, 5000, 60000)
     single = arm_overrides("single", 4, 5000, 60000)
-    assert {"training.max_steps=240000", "population.size=1",
+    assert {"training.max_steps_per_member=240000", "population.size=1",
             "evolution.evo_steps=20000"} <= set(single)
     assert "evolution.initial_hp=sampled" in arm_overrides("sampled", 4, 5000, 60000)
     per = arm_overrides("per_nstep", 4, 5000, 60000)

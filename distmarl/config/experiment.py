@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
@@ -238,7 +238,9 @@ class BufferConfig(Section):
 
 
 class TrainingConfig(Section):
-    max_steps: int = Field(300_000, ge=1, description="env steps of each member (the population takes population.size times this; the progress bar counts the population's)")
+    RENAMED: ClassVar[dict[str, str]] = {"max_steps": "max_steps_per_member"}
+
+    max_steps_per_member: int = Field(300_000, ge=1, description="env steps of each member: the run ends when every member has taken this many (the population takes population.size times this; the progress bar counts the population's)")
     target: float | None = Field(None, description="stop when the best fitness reaches this")
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts (off-policy only)")
     weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes (off-policy; on-policy learners publish after every fragment)")
@@ -259,8 +261,8 @@ class TrackingConfig(Section):
     mlflow_uri: str | None = Field(None, description="tracking server URI (None: a local store in the run directory, or MLFLOW_TRACKING_URI)")
     experiment_name: str | None = Field(None, description="MLflow experiment (None: the config's name)")
     directory: str = Field("runs", description="where run directories are created")
-    write_interval: int | Literal["auto"] = Field("auto", description="env steps between metric writes ('auto': max_steps / 100; <= 0 disables)")
-    checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps between checkpoints ('auto': max_steps / 10; <= 0 disables)")
+    write_interval: int | Literal["auto"] = Field("auto", description="env steps per member between metric writes ('auto': training.max_steps_per_member / 100; <= 0 disables)")
+    checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps per member between checkpoints ('auto': training.max_steps_per_member / 10; <= 0 disables)")
     keep_last: int = Field(3, ge=1, description="checkpoints kept")
     videos: bool = Field(True, description="at the end of a tracked run, a GIF of the elite's greedy episode (the final evaluation's first seed; a league with sides: each side's elite against the others'; a symmetric game: the elite against random moves) in the run folder and in MLflow as videos/elite.gif, where the env renders rgb_array frames")
     log_buffer: bool = Field(False, description="upload the last checkpoint's replay buffer to MLflow with the rest of it (the checkpoint on disk keeps it either way; it can be gigabytes for image envs)")

@@ -2,11 +2,13 @@
 
 A section rejects keys it does not have, suggesting the closest valid name. The error carries
 the key in its context, so the message names the full dotted path (``algorithm.hp.lr_actr``).
+A key that was renamed is still read under its old name, with a warning saying the new one.
 """
 
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -21,6 +23,10 @@ class ConfigError(ValueError):
     """A config problem, with the dotted path of the offending field in the message."""
 
 
+class RenamedKeyWarning(UserWarning):
+    """A config key was written under its old name (it is read under the new one)."""
+
+
 def closest(name: str, known: list[str]) -> str | None:
     """The known name closest to ``name``, or None when none is close."""
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
@@ -33,11 +39,14 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
     #: keys of other tools (AgileRL's) that this section spells otherwise: key -> what to write
     ELSEWHERE: ClassVar[dict[str, str]] = {}
+    #: keys this section used to have: old name -> the field it is now
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
+            data = cls._renamed(data)
             known = sorted(cls.model_fields)
             for key in data:
                 if key not in cls.model_fields:
@@ -48,3 +57,22 @@ class Section(BaseModel):
                         UNKNOWN_KEY, "unknown key '{key}'{hint} (valid keys: {valid})",
                         {"key": str(key), "hint": hint, "valid": str(known)})
         return data
+
+    @classmethod
+    def _renamed(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``data`` with its keys of :attr:`RENAMED` under their new names (warned); both
+        names at once are an error naming them."""
+        old = [k for k in cls.RENAMED if k in data]
+        if not old:
+            return data
+        out = dict(data)
+        for key in old:
+            new = cls.RENAMED[key]
+            if new in out:
+                raise PydanticCustomError(
+                    UNKNOWN_KEY, "'{key}' is the old name of '{new}'{hint}: keep '{new}' only",
+                    {"key": key, "new": new, "hint": ", and both are set"})
+            warnings.warn(f"config key '{key}' is now '{new}' (read as '{new}'; rename it)",
+                          RenamedKeyWarning, stacklevel=2)
+            out[new] = out.pop(key)
+        return out

@@ -118,7 +118,7 @@ class TrainingRun:
         self.setup_phases: dict[str, float] = {}
         mark = _Stopwatch(self.setup_phases)
         self.stop_requested = stop
-        self.max_env_steps = cfg.training.max_steps * cfg.num_members
+        self.max_env_steps = cfg.training.max_steps_per_member * cfg.num_members
         evo, training = cfg.evolution, cfg.training
         #: each member's algorithm (a mixed population's differ; one family)
         algos = cfg.member_algorithm_configs()
@@ -138,7 +138,7 @@ class TrainingRun:
                                 self.scheduler)
         self.game = make_game(cfg, setup, self.state, self.fleet)
         evo_steps = cfg.member_evo_steps()
-        self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps), hp,
+        self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps_per_member), hp,
                                           algorithm=algos[i].name)
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         mark("learners")  # their processes started, torch imported, networks built
@@ -151,7 +151,7 @@ class TrainingRun:
                 "population": str(cfg.num_members)}
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
-            tags=tags, max_steps=training.max_steps, evo_steps=evo_steps,
+            tags=tags, max_steps=training.max_steps_per_member, evo_steps=evo_steps,
             new_policy=lambda name: make_algorithm(converted(algo, name), spaces, seed=cfg.seed),
             state=self.state, fleet=self.fleet, generations=self.generations,
             agent_spaces=agent_spaces(spaces[0], spaces[1]))
@@ -276,7 +276,7 @@ class Coordinator:
 
     def progress(self) -> dict[str, Any]:
         if self.current is None:  # still setting up: nothing counted yet
-            return progress(RunState(), self.cfg.training.max_steps * self.cfg.num_members)
+            return progress(RunState(), self.cfg.training.max_steps_per_member * self.cfg.num_members)
         return self.current.progress()
 
     def handles(self) -> dict[str, Any]:

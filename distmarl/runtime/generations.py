@@ -39,7 +39,7 @@ def make_hp_config(ranges: Mapping[str, RLParameterConfig],
 
 class Generations:
     """Evolution of ``state``'s members through ``fleet``, as ``strategy`` plans it, until
-    ``training``'s ``max_steps`` per member or its ``target`` fitness; decisions draw from a
+    ``training``'s ``max_steps_per_member`` or its ``target`` fitness; decisions draw from a
     ``Generator`` seeded with ``seed``. Evaluations follow ``evo`` (episodes, steps,
     exploration) or, in a league, its games: the ``game`` hooks say."""
 
@@ -48,7 +48,7 @@ class Generations:
                  game: Game, evo_steps: Sequence[int] | None = None
                  ) -> None:
         self.evo = evo
-        self.max_steps = training.max_steps
+        self.max_steps = training.max_steps_per_member
         self.target = training.target
         self.fleet, self.state = fleet, state
         self.rng = np.random.default_rng(seed)

@@ -1,7 +1,7 @@
 """The run's progress as a user reads it: a tqdm bar on a terminal, plain lines elsewhere.
 
 Progress is counted in env steps of the whole population (members x
-``training.max_steps``): the bar's total. The last chunks of a run may step past it (each
+``training.max_steps_per_member``): the bar's total. The last chunks of a run may step past it (each
 member finishes its chunk), so the bar stops at its total, at 100%; the run's last line
 gives the exact count. Off a terminal (a log file, a CI job) the bar would be one long line of
 carriage returns, so a plain line is written every tenth of the run and at the end instead.

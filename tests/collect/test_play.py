@@ -22,7 +22,7 @@ def trained(tmp_path: Path, config: Path = TINY, *sets: str) -> Path:
     from distmarl.runtime.trainer import train
 
     cfg = load_config(config, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",
-                               "training.max_steps=400", *sets])
+                               "training.max_steps_per_member=400", *sets])
     train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     return tmp_path / "run" / "checkpoints"
 
@@ -62,7 +62,7 @@ def test_a_masked_turn_based_game_plays_legal_moves(tmp_path: Path, capsys) -> N
     from distmarl.collect.play import play
 
     checkpoints = trained(tmp_path, C4, "population.size=2", "env.num_envs=2",
-                          "training.max_steps=128", "evolution.evo_steps=64",
+                          "training.max_steps_per_member=128", "evolution.evo_steps=64",
                           "evolution.final_episodes=0")
     cfg, algo, _, _ = load_member(checkpoints)
     played = play(cfg, [algo], episodes=3, seed=0)

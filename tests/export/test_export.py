@@ -99,7 +99,7 @@ def test_distmarl_export_writes_a_trained_members_policy(tmp_path: Path, capsys)
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
     cfg = load_config(tiny, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",
-                             "training.max_steps=400"])
+                             "training.max_steps_per_member=400"])
     train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     checkpoints = tmp_path / "run" / "checkpoints"
     assert main(["export", str(checkpoints), str(tmp_path / "out"), "--format", "onnx"]) == 0

@@ -39,7 +39,7 @@ def tiny_job(cluster, tmp_path_factory):
     uri = f"sqlite:///{db}"
     proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
                    "--set", f"tracking.mlflow_uri={uri}",
-                   "--set", "training.max_steps=400",
+                   "--set", "training.max_steps_per_member=400",
                    "--set", "resources.num_cpus_per_learner=0.5",
                    "--set", "resources.num_cpus_per_worker=0.5",
                    "--set", "resources.colocate=true",
@@ -95,7 +95,7 @@ def test_mlflow_run_logged_through_the_env_var_only(tiny_job) -> None:
     assert sorted(c.info.run_name for c in children) == ["member-0", "member-1"]
     parent = parents[0]
     assert parent.info.status == "FINISHED"
-    assert parent.data.params["training.max_steps"] == "400"
+    assert parent.data.params["training.max_steps_per_member"] == "400"
     # the URI reached the run as MLFLOW_TRACKING_URI, not through the config / params
     assert parent.data.params["tracking.mlflow_uri"] == "None"
     assert not any(tiny_job["uri"] in v or SECRET in v for v in parent.data.params.values())
@@ -112,7 +112,7 @@ def test_credentials_are_never_printed_or_shipped(tiny_job, cluster) -> None:
     run_dir = Path(SUMMARY.search(proc.stdout).group(2))
     shipped = (run_dir.parents[1] / "_distmarl_job.yaml").read_text()
     assert "mlflow_uri: null" in shipped and tiny_job["uri"] not in shipped
-    assert "max_steps: 400" in shipped  # the --set overrides travel inside the file
+    assert "max_steps_per_member: 400" in shipped  # the --set overrides travel inside it
 
 
 def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:
@@ -147,7 +147,7 @@ def test_job_that_fails_on_the_cluster_reports_failed(cluster) -> None:
 def test_stopping_a_followed_job_makes_submit_exit_3(cluster) -> None:
     submit = subprocess.Popen(
         [sys.executable, "-m", "distmarl.cli", "submit", str(TINY), "--address", cluster.address,
-         "--set", "training.max_steps=1000000", "--set", "tracking.mlflow=false",
+         "--set", "training.max_steps_per_member=1000000", "--set", "tracking.mlflow=false",
          "--submission-id", "long-job"],
         env=cluster.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -27,12 +27,12 @@ def prepare(*sets: str, **kw):
 
 # ------------------------------------------------------------------------------ the request
 def test_config_uri_moves_to_the_env_and_out_of_the_shipped_config() -> None:
-    req = prepare(f"tracking.mlflow_uri={URI}", "training.max_steps=123")
+    req = prepare(f"tracking.mlflow_uri={URI}", "training.max_steps_per_member=123")
     assert req.runtime_env["env_vars"] == {"MLFLOW_TRACKING_URI": URI}
     assert req.env_sources == {"MLFLOW_TRACKING_URI": "tracking.mlflow_uri"}
     shipped = yaml.safe_load(req.config_yaml)
     assert shipped["tracking"]["mlflow_uri"] is None
-    assert shipped["training"]["max_steps"] == 123  # overrides travel inside the file
+    assert shipped["training"]["max_steps_per_member"] == 123  # overrides travel inside it
     assert "hunter2" not in req.config_yaml + req.entrypoint + str(req.metadata)
     assert req.entrypoint == "python -m distmarl.cli train _distmarl_job.yaml --quiet"
     assert req.metadata["distmarl.name"] == "tiny" and req.submission_id.startswith("distmarl-tiny-")

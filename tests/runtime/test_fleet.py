@@ -26,7 +26,7 @@ def start(ray, tmp_path, *sets):
     once training is under way."""
     from distmarl.runtime.coordinator import CoordinatorActor
 
-    cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps={STEPS}",
+    cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps_per_member={STEPS}",
                              f"evolution.evo_steps={STEPS // 3}",
                              f"tracking.directory={tmp_path}", *sets])
     coord = CoordinatorActor.remote(json.loads(cfg.model_dump_json()), str(tmp_path / "run"))

@@ -24,7 +24,7 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
             "population.size=3", "evolution.evo_steps=128", "evolution.final_episodes=0",
             "league={symmetric: true, references: [random, lookahead], eval_games: 4, "
             "snapshot_every: 1, max_snapshots: 4}"]
-    cfg = load_config(C4, [*sets, "training.max_steps=384"])
+    cfg = load_config(C4, [*sets, "training.max_steps_per_member=384"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps" and summary["generations"] == 3
     fitness = [m["fitness"] for m in summary["members"]]
@@ -38,7 +38,7 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
     assert league["snapshots"] == ["snapshot/2", "snapshot/3", "snapshot/4", "snapshot/5"]
     assert league["ratings"]["ref/random"] == pytest.approx(0.0)  # the anchor never moves
     # resume: the league's ratings, record and snapshots (with their weights) come back
-    again = train(load_config(C4, [*sets, "training.max_steps=512",
+    again = train(load_config(C4, [*sets, "training.max_steps_per_member=512",
                                    "evolution.final_episodes=6", "tracking.mlflow=true"]),
                   resume=str(tmp_path / "run"), show_progress=False, local=True)
     check_league_tables(again)
@@ -112,7 +112,7 @@ def test_an_asymmetric_league_has_a_population_per_side(tmp_path: Path) -> None:
     cfg = load_config(tiny, [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false",
         "env={spec: 'mpe2:simple_tag_v3', kwargs: {max_cycles: 25, continuous_actions: false}}",
-        "evolution.evo_steps=200", "evolution.final_episodes=4", "training.max_steps=400",
+        "evolution.evo_steps=200", "evolution.final_episodes=4", "training.max_steps_per_member=400",
         "evolution.mutation={no_mutation: 1.0, architecture: 0.0, parameters: 0.0, rl_hp: 0.0}",
         "league={sides: {predators: [adversary], prey: [agent]}, references: [random, flee], "
         "eval_games: 4, win_above: {predators: 0}, opponent_epsilon: 0.2, "

@@ -29,7 +29,7 @@ def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
     step = 16 * 2 if on_policy else 96  # env steps per boundary: whole fragments on-policy
     sets = [f"tracking.directory={tmp}", "tracking.mlflow=false", "env.num_envs=2",
             "env.max_episode_steps=30", f"evolution.evo_steps={step}",
-            f"training.max_steps={3 * step}", "evolution.eval_episodes=1",
+            f"training.max_steps_per_member={3 * step}", "evolution.eval_episodes=1",
             "evolution.eval_steps=30", "evolution.final_episodes=2"]
     if on_policy:
         sets += ["algorithm.hp.learn_step=16", "algorithm.hp.batch_size=16"]
@@ -41,7 +41,7 @@ def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
         subs = ", ".join(f"{{size: {n}, evo_steps: {step * (k + 1)}}}"
                          for k, n in enumerate(sizes))
         sets += [f"evolution.subpopulations=[{subs}]",
-                 f"training.max_steps={2 * step * len(sizes)}"]
+                 f"training.max_steps_per_member={2 * step * len(sizes)}"]
     if cfg.league.sides is not None or cfg.league.symmetric:
         sets += ["league.eval_games=2"]
     if "n_pistons" in cfg.env.kwargs:  # pistonball: 4 agents' images a step instead of 20
@@ -61,7 +61,7 @@ def test_every_example_config_trains_in_process(path: Path, tmp_path: Path) -> N
     cfg = shortened(path, tmp_path, "population.members_per_learner=64")
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"
-    assert summary["env_steps"] >= cfg.training.max_steps * cfg.num_members
+    assert summary["env_steps"] >= cfg.training.max_steps_per_member * cfg.num_members
     assert summary["generations"] >= 1
     assert summary["updates"] > 0
     assert summary["final_score"] is not None or summary.get("final_games")
@@ -90,7 +90,7 @@ def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "distmarl.cli", "train", str(ROOT / "examples/configs/tiny.yaml"),
          "--local", "--quiet", "--summary-json", str(summary),
-         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps=200"],
+         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps_per_member=200"],
         capture_output=True, text=True, timeout=300,
         env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
@@ -106,7 +106,7 @@ def test_a_league_evolves_asynchronously_within_its_sides(tmp_path: Path) -> Non
     by its games, copying only members of its own side."""
     cfg = shortened(ROOT / "examples" / "configs" / "simple_tag_maddpg_league.yaml", tmp_path,
                     "evolution.mode=async", "evolution.bottom_frac=0.5",
-                    "evolution.top_frac=0.5", "training.max_steps=480")
+                    "evolution.top_frac=0.5", "training.max_steps_per_member=480")
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     sides = summary["league"]["member_sides"]
     assert summary["stop_reason"] == "max_steps" and summary["generations"] >= 3

@@ -23,7 +23,7 @@ def test_maddpg_and_matd3_members_share_the_buffer_and_copy_only_their_own(tmp_p
     cfg = load_config(CONFIGS / "tiny.yaml", [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "population.size=4",
         "population.members=[{algorithm: MADDPG, count: 2}, {algorithm: MATD3, count: 2, "
-        "hp: {policy_freq: 3}}]", "evolution.evo_steps=100", "training.max_steps=400",
+        "hp: {policy_freq: 3}}]", "evolution.evo_steps=100", "training.max_steps_per_member=400",
         "evolution.final_episodes=2", "evolution.mutation.rl_hp=1.0",
         "evolution.mutation.architecture=0.0", "evolution.mutation.parameters=0.0"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
@@ -48,7 +48,7 @@ def test_ippo_members_record_the_state_mappo_members_read(tmp_path: Path) -> Non
     cfg = load_config(CONFIGS / "spread_mappo.yaml", [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=2",
         "population.size=2", "evolution.tournament.size=1", "evolution.evo_steps=256",
-        "evolution.final_episodes=4", "evolution.eval_episodes=1", "training.max_steps=512",
+        "evolution.final_episodes=4", "evolution.eval_episodes=1", "training.max_steps_per_member=512",
         "algorithm.hp.learn_step=32",
         "population.members=[{algorithm: IPPO, count: 1}, {algorithm: MAPPO, count: 1}]"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
@@ -72,7 +72,7 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(tmp
         "evolution.mutation.no_mutation=1.0", "evolution.mutation.rl_hp=0.0",
         "evolution.mutation.architecture=0.0", "evolution.mutation.parameters=0.0",
         "evolution.evo_steps=100", "evolution.final_episodes=2"]
-    cfg = load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=400"])
+    cfg = load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps_per_member=400"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     algos = [m["algorithm"] for m in summary["members"]]
     converted = [e for e in summary["events"] if "converted" in e]
@@ -88,7 +88,7 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(tmp
     assert all(m["updates"] > 0 for m in summary["members"])
     # resume: the config still says 2 + 2, the checkpoint's converted members come back as
     # they were (their learners rebuild on load) and go on learning
-    again = train(load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps=500"]),
+    again = train(load_config(CONFIGS / "tiny.yaml", [*sets, "training.max_steps_per_member=500"]),
                   resume=tmp_path / "run", show_progress=False, local=True)
     assert again["resumed_from"]
     assert [m["algorithm"] for m in again["members"]] == algos

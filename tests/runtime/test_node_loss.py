@@ -123,7 +123,7 @@ class Trainer:
         args = [sys.executable, "-m", "distmarl.cli", "train", str(TINY),
                 "--address", cluster.gcs_address, "--no-mlflow", "--run-dir", str(out / "run"),
                 "--summary-json", str(self.summary_path),
-                "--set", f"training.max_steps={MAX_STEPS}", "--set", f"evolution.evo_steps={EVO_STEPS}",
+                "--set", f"training.max_steps_per_member={MAX_STEPS}", "--set", f"evolution.evo_steps={EVO_STEPS}",
                 "--set", "buffer.snapshot_interval_s=0.5",
                 "--set", "resources.num_cpus_per_learner=0.5",
                 "--set", "resources.num_cpus_per_worker=0.5",

@@ -22,7 +22,7 @@ TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 def nonfinite_config(tmp_path: Path, mode: str):
     return load_config(TINY, [
         "env.spec=tests.envs.toy_envs:NonFiniteEnv", "env.kwargs={}", f"env.nonfinite={mode}",
-        "training.max_steps=200", "evolution.evo_steps=100", "tracking.mlflow=false",
+        "training.max_steps_per_member=200", "evolution.evo_steps=100", "tracking.mlflow=false",
         f"tracking.directory={tmp_path}"])
 
 

@@ -52,11 +52,11 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(tmp_path: Path) 
     from distmarl.runtime.trainer import train
 
     short = ["evolution.evo_steps=100"]
-    first = train(on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps=200"),
+    first = train(on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps_per_member=200"),
                   run_dir=tmp_path / "run", show_progress=False, local=True)
     assert first["generations"] == 2
     assert first["mlflow"]["parent"] and first["elite_model_uri"]  # tracked, elite logged
-    cfg = on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps=300",
+    cfg = on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps_per_member=300",
                            "tracking.mlflow=false",  # (MLflow's resume: tests/tracking)
                            "evolution.eval_explore=true")
     summary = train(cfg, resume=tmp_path / "run", show_progress=False,
@@ -99,7 +99,7 @@ def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) ->
     ray = ray_local
     from distmarl.runtime.coordinator import CoordinatorActor
 
-    cfg = on_policy_config(tmp_path, "IPPO", "tracking.mlflow=false", "training.max_steps=400",
+    cfg = on_policy_config(tmp_path, "IPPO", "tracking.mlflow=false", "training.max_steps_per_member=400",
                            "population.workers_per_member=2",
                            "population.members_per_learner=2",
                            "evolution.hp_config={learn_step: {min: 8, max: 32, dtype: int}}",

@@ -53,7 +53,7 @@ def test_a_run_logged_to_a_file_writes_plain_progress_lines(tmp_path: Path) -> N
     with (tmp_path / "train.log").open("w") as log:
         done = subprocess.run(
             [sys.executable, "-m", "distmarl", "train", str(tiny), "--local", "--no-mlflow",
-             "--set", f"tracking.directory={tmp_path}", "--set", "training.max_steps=400"],
+             "--set", f"tracking.directory={tmp_path}", "--set", "training.max_steps_per_member=400"],
             stdout=log, stderr=subprocess.STDOUT, timeout=240, cwd=tmp_path)
     text = (tmp_path / "train.log").read_text()
     assert done.returncode == 0, text[-2000:]

@@ -80,7 +80,7 @@ def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | Non
         proc = subprocess.Popen(
             [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", *where,
              "--set", f"tracking.directory={tmp / 'runs'}",
-             "--set", f"training.max_steps={max_steps}", *args],
+             "--set", f"training.max_steps_per_member={max_steps}", *args],
             stdout=out_file, stderr=err_file, cwd=ROOT, process_group=0)
     return Train(proc, out, err, max_steps)
 

@@ -18,7 +18,7 @@ def test_an_endless_league_game_finishes_and_reports_its_draws(tmp_path: Path) -
     cfg = load_config(TINY, [
         "env.spec=tests.envs.toy_envs:EndlessEnv", "env.kwargs={}", "env.max_episode_steps=20",
         "league.symmetric=true", "league.eval_games=4", "evolution.final_episodes=4",
-        "training.max_steps=200", "evolution.evo_steps=100", "tracking.mlflow=false",
+        "training.max_steps_per_member=200", "evolution.evo_steps=100", "tracking.mlflow=false",
         f"tracking.directory={tmp_path}"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"

@@ -106,9 +106,9 @@ def test_summary_json_holds_the_final_figures(run: RayRun) -> None:
     assert summary["stop_reason"] == "max_steps"
     steps = [m["env_steps"] for m in summary["members"]]
     chunk = cfg.training.chunk_steps * cfg.env.num_envs
-    assert all(cfg.training.max_steps <= s < cfg.training.max_steps + 2 * chunk for s in steps)
+    assert all(cfg.training.max_steps_per_member <= s < cfg.training.max_steps_per_member + 2 * chunk for s in steps)
     assert summary["env_steps"] == sum(steps)
-    assert summary["generations"] == cfg.training.max_steps // cfg.evolution.evo_steps
+    assert summary["generations"] == cfg.training.max_steps_per_member // cfg.evolution.evo_steps
     assert summary["env_steps_per_s"] > 0 and summary["wall_seconds"] > 0
     assert 0 < summary["setup_seconds"] < summary["wall_seconds"]
 
@@ -158,7 +158,7 @@ def test_a_ray_run_resumes_in_process(run: RayRun) -> None:
     shutil.copytree(run.tmp / "run", resumed_dir)
     cfg = run.cfg.model_copy(update={
         "training": run.cfg.training.model_copy(
-            update={"max_steps": run.cfg.training.max_steps + run.cfg.evolution.evo_steps}),
+            update={"max_steps": run.cfg.training.max_steps_per_member + run.cfg.evolution.evo_steps}),
         "population": run.cfg.population.model_copy(update={"members_per_learner": 2})})
     again = train(cfg, resume=resumed_dir, show_progress=False, local=True)
     assert again["resumed_from"] and again["stop_reason"] == "max_steps"
@@ -287,7 +287,7 @@ def test_asynchronous_evolution_completes_and_copies_only_from_the_top(tmp_path:
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
                                "evolution.mode=async", "evolution.tournament.size=2",
                                "evolution.bottom_frac=0.34", "evolution.top_frac=0.34",
-                               "evolution.evo_steps=100", "training.max_steps=300",
+                               "evolution.evo_steps=100", "training.max_steps_per_member=300",
                                "evolution.final_episodes=2"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["stop_reason"] == "max_steps"
@@ -310,7 +310,7 @@ def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(tmp_pat
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
                                "evolution.mode=independent", "evolution.initial_hp=sampled",
                                "evolution.mutation.pretrain_mutation=true",
-                               "training.max_steps=400", "evolution.final_episodes=4"])
+                               "training.max_steps_per_member=400", "evolution.final_episodes=4"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert summary["copies"] == []
     assert [e for e in summary["events"] if "mutation" in e] == []
@@ -330,7 +330,7 @@ def test_a_policy_lag_bound_of_8_lets_chunks_lag(tmp_path: Path) -> None:
     ``test_colocation.py``), none by more than 8."""
     from distmarl.runtime.trainer import train
 
-    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps=200",
+    cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps_per_member=200",
                                "training.weight_sync_updates=1", "training.chunk_steps=4",
                                "algorithm.hp.learn_step=1", "population.workers_per_member=2",
                                "training.max_policy_lag=8"])
@@ -383,7 +383,7 @@ def test_multi_frequency_subpopulations_evolve_at_their_own_steps(tmp_path: Path
     sets = ["tracking.mlflow=false", "population.size=6", "evolution.mode=multi_frequency",
             "evolution.subpopulations=[{size: 3, evo_steps: 100}, {size: 3, evo_steps: 200}]",
             "evolution.migration_frac=0.34", "evolution.final_episodes=2",
-            "training.max_steps=600"]
+            "training.max_steps_per_member=600"]
     cfg = tiny(tmp_path, sets=sets)
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     assert [len(m["fitness"]) for m in summary["members"]] == [6, 6, 6, 3, 3, 3]
@@ -401,6 +401,6 @@ def test_multi_frequency_subpopulations_evolve_at_their_own_steps(tmp_path: Path
     assert (clones_fast, clones_slow) == (5, 2)  # one loser per step: 5 fast, 2 slow steps
     assert summary["stop_reason"] == "max_steps"
     # resume with 200 more steps per member: each sub-population keeps its own cadence
-    again = train(tiny(tmp_path, sets=[*sets[:-1], "training.max_steps=800"]),
+    again = train(tiny(tmp_path, sets=[*sets[:-1], "training.max_steps_per_member=800"]),
                   resume=tmp_path / "run", show_progress=False, local=True)
     assert [len(m["fitness"]) for m in again["members"]] == [8, 8, 8, 4, 4, 4]

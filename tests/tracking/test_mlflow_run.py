@@ -87,7 +87,7 @@ def run_tiny(tmp: Path, sets: list[str]) -> dict:
     in this process."""
     from distmarl.runtime.trainer import train
 
-    cfg = load_config(TINY, [f"tracking.directory={tmp}", "training.max_steps=400",
+    cfg = load_config(TINY, [f"tracking.directory={tmp}", "training.max_steps_per_member=400",
                              "tracking.experiment_name=tiny-exp", *sets])
     return train(cfg, run_dir=tmp / "run", show_progress=False, local=True)
 

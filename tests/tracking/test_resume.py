@@ -39,14 +39,14 @@ def test_resume_continues_counters_state_and_mlflow_runs(tmp_path: Path) -> None
 
     sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp",
             "buffer.prioritized_replay=true", "buffer.n_step=1"]  # a row per env step
-    first = train(load_config(TINY, [*sets, "training.max_steps=200"]), run_dir=tmp_path / "run",
+    first = train(load_config(TINY, [*sets, "training.max_steps_per_member=200"]), run_dir=tmp_path / "run",
                   show_progress=False, local=True)
     assert first["generations"] == 1
     ckpt = load_checkpoint(tmp_path / "run" / "checkpoints")
     assert ckpt.step == first["env_steps"] and ckpt.buffer_state is not None
 
     # the restored parts equal what was saved
-    cfg = load_config(TINY, [*sets, "training.max_steps=400", "tracking.mlflow=false"])
+    cfg = load_config(TINY, [*sets, "training.max_steps_per_member=400", "tracking.mlflow=false"])
     run = TrainingRun(cfg, tmp_path / "probe", str(tmp_path / "run" / "checkpoints"), None,
                       threading.Event(), local=True)
     fleet = run.fleet
@@ -74,7 +74,7 @@ def test_resume_continues_counters_state_and_mlflow_runs(tmp_path: Path) -> None
     finally:
         fleet.close()
 
-    second = train(load_config(TINY, [*sets, "training.max_steps=400"]), resume=tmp_path / "run",
+    second = train(load_config(TINY, [*sets, "training.max_steps_per_member=400"]), resume=tmp_path / "run",
                    show_progress=False, local=True)
     assert second["resumed_from"].endswith(ckpt.path.name)
     assert second["generations"] == 2
@@ -138,7 +138,7 @@ def test_tracking_server_going_away_does_not_stop_training(
     killer.start()
     try:
         cfg = load_config(TINY, [f"tracking.directory={tmp_path}", f"tracking.mlflow_uri={uri}",
-                                 "tracking.experiment_name=down-exp", "training.max_steps=800",
+                                 "tracking.experiment_name=down-exp", "training.max_steps_per_member=800",
                                  "tracking.write_interval=50"])
         summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True,
                         on_coordinator=coordinator.append)
