@@ -1,11 +1,10 @@
 """Watching members play: their greedy episodes on one env of the run's config, rendered.
 
-Each agent is played by the first of the given members that has it (``explore=False``, as
+Each agent is played by the first of the given members that plays it (``explore=False``, as
 evaluations act): one member, or a league's sides' elites against each other. An agent no
-member has (the other side, when only one side's member plays) takes uniformly random legal
-actions. With
-``render_mode="rgb_array"`` each step's frame is kept, for :func:`write_video`; with
-``"human"`` the env draws its own window.
+member plays (the other side, when only one side's member plays) takes uniformly random legal
+actions. With ``render_mode="rgb_array"`` each step's frame is kept, for
+:func:`write_video`; with ``"human"`` the env draws its own window.
 """
 
 from __future__ import annotations
@@ -59,10 +58,10 @@ def play(cfg: ExperimentConfig, policies: Sequence[Any], episodes: int = 1, seed
     ``seed``, ``seed + 1``, ...; each ends when every agent is done or at
     ``env.max_episode_steps``. ``seats[i]``: the agents policy ``i`` plays (None, or no
     ``seats``: every agent it has, as the first to have it)."""
-    playing = [set(p.agents) if s is None else set(s) & set(p.agents)
-               for p, s in zip(policies, seats or [None] * len(policies), strict=True)]
     from distmarl.envs.limits import resolve_limit
 
+    playing = [set(p.agents) if s is None else set(s) & set(p.agents)
+               for p, s in zip(policies, seats or [None] * len(policies), strict=True)]
     env = make_render_env(cfg, render_mode)
     rng = np.random.default_rng(seed)
     out = Played()
