@@ -246,7 +246,7 @@ ROWS: list[Row] = [
         ConfigError, r"bad\.yaml(.|\n)*buffer\.capacty: unknown key 'capacty'; did you mean 'capacity'"),
     Row("unknown key in --set",
         lambda c: load_config(TINY, ["training.max_step=5"]),
-        ConfigError, r"tiny\.yaml(.|\n)*training\.max_step: unknown key 'max_step'; did you mean 'max_steps'"),
+        ConfigError, r"tiny\.yaml(.|\n)*training\.max_step: unknown key 'max_step'; did you mean 'max_steps_per_member'"),
     Row("unknown key, distmarl train",
         lambda c: train_cli(c, "evolution.mutation.rl_hpp=0.1"),
         CliExit, r"exit 2: (.|\n)*unknown key 'rl_hpp'; did you mean 'rl_hp'", runs_dir),
