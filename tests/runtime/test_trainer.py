@@ -158,7 +158,8 @@ def test_a_ray_run_resumes_in_process(run: RayRun) -> None:
     shutil.copytree(run.tmp / "run", resumed_dir)
     cfg = run.cfg.model_copy(update={
         "training": run.cfg.training.model_copy(
-            update={"max_steps": run.cfg.training.max_steps_per_member + run.cfg.evolution.evo_steps}),
+            update={"max_steps_per_member": run.cfg.training.max_steps_per_member
+                    + run.cfg.evolution.evo_steps}),
         "population": run.cfg.population.model_copy(update={"members_per_learner": 2})})
     again = train(cfg, resume=resumed_dir, show_progress=False, local=True)
     assert again["resumed_from"] and again["stop_reason"] == "max_steps"
