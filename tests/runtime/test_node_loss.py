@@ -29,8 +29,8 @@ from tests.jobs.raycluster import ROOT, LocalRayCluster
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
-#: one generation per member: 16,000 population steps, about 8 s of training here (progress
-#: lines come about 1,000 steps apart), so the kill lands well inside it
+#: one generation per member: 16,000 population steps, about 8 s of training here, so the
+#: kill (timed from when every actor is up) lands well inside it
 MAX_STEPS = EVO_STEPS = 8000
 #: the node is removed once training has run for this long and made this many env steps
 #: (buffer snapshots every 0.5 s have been copied by then), before the generation's end.
@@ -162,6 +162,26 @@ class Trainer:
         return self.stdout_path.read_text()[-2000:] + "\n".join(self.stderr)[-6000:]
 
 
+#: the actors Ray places on the node that is removed
+AWAY = ["BufferShell", "HostShell", "HostShell", "RolloutShell", "RolloutShell"]
+
+
+def every_actor_up(helper: Helper, trainer: Trainer, timeout_s: float
+                   ) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The cluster's live actors and those on the node to be removed, once all of the run's
+    are up and training has begun (asked of Ray itself: progress lines come a tenth of the
+    run apart, too coarse to time the kill by)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert trainer.proc.poll() is None, trainer.log()
+        alive = {a["actor_id"]: a for a in helper.ask("actors") if a["state"] == "ALIVE"}
+        away = {i: a for i, a in alive.items() if a["node_id"] != helper.head}
+        if sorted(a["class_name"] for a in away.values()) == AWAY and trainer.progress:
+            return alive, away
+        assert time.monotonic() < deadline, f"not every actor up after {timeout_s} s: {alive}"
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def cluster():
     c = LocalRayCluster(extra_env=dict(FAST_HEALTH_CHECKS))
@@ -179,12 +199,9 @@ def test_removing_a_node_mid_run_restarts_its_actors_on_the_other(cluster, tmp_p
     trainer = None
     try:
         trainer = Trainer(cluster, tmp_path)
-        trainer.wait_for_steps(1, timeout_s=150)  # every actor is up
-        before = {a["actor_id"]: a for a in helper.ask("actors") if a["state"] == "ALIVE"}
-        away = {a["actor_id"]: a for a in before.values() if a["node_id"] != helper.head}
+        before, away = every_actor_up(helper, trainer, timeout_s=150)
         kinds = sorted(a["class_name"] for a in away.values())
-        assert kinds == ["BufferShell", "HostShell", "HostShell", "RolloutShell",
-                         "RolloutShell"], before  # the coordinator stays with its driver
+        assert kinds == AWAY, before  # the coordinator stays with its driver
         time.sleep(KILL_AFTER_S)
         trainer.wait_for_steps(KILL_AT, timeout_s=60)  # learning, snapshots taken
         assert cluster.kill_node(1)
