@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -195,36 +195,31 @@ class MlflowTracker:
                     self._metrics.extendleft(reversed(batch))
                 self._failed(err)
                 return False
-        while True:
-            with self._lock:
-                if not self._artifacts:
-                    break
-                run_id, path, artifact_path = self._artifacts[0]
-            try:
-                if Path(path).is_dir():
-                    self.client.log_artifacts(run_id, path, artifact_path)
-                else:
-                    self.client.log_artifact(run_id, path, artifact_path)
-            except Exception as err:
-                self._failed(err)
-                return False
-            with self._lock:
-                self._artifacts.popleft()
-        return self._flush_tables()
+        return (self._drain(self._artifacts, self._send_artifact)
+                and self._drain(self._tables, lambda t: self.client.log_table(*t)))
 
-    def _flush_tables(self) -> bool:
+    def _drain(self, queue: deque[Any], send: Callable[[Any], None]) -> bool:
+        """``send`` each item of ``queue`` in order, removing it once sent; False at the first
+        failure (it and the rest stay queued for the next flush)."""
         while True:
             with self._lock:
-                if not self._tables:
+                if not queue:
                     return True
-                run_id, columns, artifact_file = self._tables[0]
+                item = queue[0]
             try:
-                self.client.log_table(run_id, columns, artifact_file)
+                send(item)
             except Exception as err:
                 self._failed(err)
                 return False
             with self._lock:
-                self._tables.popleft()
+                queue.popleft()
+
+    def _send_artifact(self, item: tuple[str, str, str | None]) -> None:
+        run_id, path, artifact_path = item
+        if Path(path).is_dir():
+            self.client.log_artifacts(run_id, path, artifact_path)
+        else:
+            self.client.log_artifact(run_id, path, artifact_path)
 
     def log_model(self, model: Any, name: str, pip_requirements: list[str],
                   tags: Mapping[str, str]) -> str | None:
