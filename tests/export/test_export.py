@@ -115,7 +115,7 @@ def test_distmarl_export_writes_a_trained_members_policy(tmp_path: Path, capsys)
     want, got = elite.act(obs, explore=False), policy.act(obs)
     for a in want:
         np.testing.assert_allclose(got[a], want[a], rtol=1e-5, atol=1e-6)
-    readme = readme_act(tmp_path / "out")  # the README's 10 lines, onnxruntime alone
+    readme = readme_act(tmp_path / "out")  # the docs' 10 lines, onnxruntime alone
     for a, x in readme(obs).items():
         np.testing.assert_allclose(x, want[a], rtol=1e-5, atol=1e-6)
     one = policy.act({a: x[0] for a, x in obs.items()})  # one observation: one action
@@ -130,10 +130,10 @@ def test_distmarl_export_writes_a_trained_members_policy(tmp_path: Path, capsys)
 
 
 def readme_act(out: Path) -> Any:
-    """The README's onnxruntime snippet, run on the export in ``out``: its ``act``."""
+    """The docs' onnxruntime snippet, run on the export in ``out``: its ``act``."""
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "use_trained.md").read_text()
     [code] = [c for c in re.findall(r"```python\n(.*?)```", readme, re.S)
               if "onnxruntime.InferenceSession" in c]
     assert 'out = "policy"' in code
