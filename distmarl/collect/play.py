@@ -57,11 +57,12 @@ def play(cfg: ExperimentConfig, policies: Sequence[Any], episodes: int = 1, seed
     """``episodes`` greedy episodes of ``policies`` (algorithms) on an env of ``cfg``, seeded
     ``seed``, ``seed + 1``, ...; each ends when every agent is done or at
     ``env.max_episode_steps``. ``seats[i]``: the agents policy ``i`` plays (None, or no
-    ``seats``: every agent it has, as the first to have it)."""
+    ``seats``: every agent it has, as the first to have it); a policy may also be a scripted
+    player (a league reference: ``act`` alone), which plays its seats."""
     from distmarl.envs.limits import resolve_limit
 
-    playing = [set(p.agents) if s is None else set(s) & set(p.agents)
-               for p, s in zip(policies, seats or [None] * len(policies), strict=True)]
+    playing = [_seats(p, s) for p, s in zip(policies, seats or [None] * len(policies),
+                                            strict=True)]
     env = make_render_env(cfg, render_mode)
     rng = np.random.default_rng(seed)
     out = Played()
@@ -82,6 +83,14 @@ def play(cfg: ExperimentConfig, policies: Sequence[Any], episodes: int = 1, seed
     finally:
         env.close()
     return out
+
+
+def _seats(policy: Any, seats: Collection[str] | None) -> set[str]:
+    """The agents ``policy`` plays: ``seats`` that it has (an algorithm's ``agents``; a
+    scripted player has none and plays whatever it is handed), else all it has."""
+    if seats is None:
+        return set(policy.agents)
+    return set(seats) & set(getattr(policy, "agents", seats))
 
 
 def _actions(env: Any, policies: Sequence[Any], playing: Sequence[set[str]],

@@ -264,7 +264,8 @@ class TrackingConfig(Section):
     write_interval: int | Literal["auto"] = Field("auto", description="env steps per member between metric writes ('auto': training.max_steps_per_member / 100; <= 0 disables)")
     checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps per member between checkpoints ('auto': training.max_steps_per_member / 10; <= 0 disables)")
     keep_last: int = Field(3, ge=1, description="checkpoints kept")
-    videos: bool = Field(True, description="at the end of a tracked run, a GIF of the elite's greedy episode (the final evaluation's first seed; a league with sides: each side's elite against the others'; a symmetric game: the elite against random moves) in the run folder and in MLflow as videos/elite.gif, where the env renders rgb_array frames")
+    videos: bool = Field(True, description="at the end of a tracked run, GIFs of the elite's greedy episode (the final evaluation's first seed) in the run folder and in MLflow under videos/, where the env renders rgb_array frames: elite.gif (a league with sides: each side's elite against the others'; a symmetric game: the elite against random moves), and in a league <side>_vs_<reference>.gif (symmetric: elite_vs_<reference>.gif) for each reference but random")
+    video_every_generations: int = Field(0, ge=0, description="during a tracked run with videos on, the current elite's elite.gif every so many generations as videos/generation_<g>.gif (0: only at the end)")
     log_buffer: bool = Field(False, description="upload the last checkpoint's replay buffer to MLflow with the rest of it (the checkpoint on disk keeps it either way; it can be gigabytes for image envs)")
 
 

@@ -71,10 +71,12 @@ class Game(Protocol):
     def tables(self) -> dict[str, dict[str, list[Any]]]:
         """Tables for the tracking run at the end: artifact file -> column -> values."""
 
-    def video_members(self, elite: int, fitness: Sequence[float]
-                      ) -> list[tuple[int, list[str] | None]]:
-        """The members the run's video shows playing together, each with the agents it plays
-        (None: all it has); ``elite``: the run's elite, ``fitness``: each member's latest."""
+    def videos(self, elite: int, fitness: Sequence[float]
+               ) -> dict[str, list[tuple[int | str, list[str] | None]]]:
+        """The run's videos: file stem -> who plays in it, each a member index or a
+        reference's name with the agents it plays (None: all it has); ``"elite"`` first, the
+        one recorded during the run too. ``elite``: the run's elite, ``fitness``: each
+        member's latest."""
 
     def state_dict(self) -> dict[str, Any]:
         """Plain state for a checkpoint's meta (merged into it)."""
@@ -137,9 +139,9 @@ class Cooperative:
     def tables(self) -> dict[str, dict[str, list[Any]]]:
         return {}
 
-    def video_members(self, elite: int, fitness: Sequence[float]
-                      ) -> list[tuple[int, list[str] | None]]:
-        return [(elite, None)]
+    def videos(self, elite: int, fitness: Sequence[float]
+               ) -> dict[str, list[tuple[int | str, list[str] | None]]]:
+        return {"elite": [(elite, None)]}
 
     def plots(self, out: Path, fitness_history: Sequence[Sequence[float]]) -> list[Path]:
         from distmarl.tracking.plots import plot_fitness

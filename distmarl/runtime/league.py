@@ -238,12 +238,28 @@ class LeagueRun:
         players = self._matrix_players()
         return plot_win_rates(players, self.league.record.matrix(players), path)
 
-    def video_members(self, elite: int, fitness: Sequence[float]
-                      ) -> list[tuple[int, list[str] | None]]:
-        """Each side's elite in its side's seats, against each other; a symmetric game's elite
-        in the first seat, against random moves in the others."""
-        return [(m, list(self.sides.agents[side]))
-                for side, m in self.elites(fitness).items()]
+    def videos(self, elite: int, fitness: Sequence[float]
+               ) -> dict[str, list[tuple[int | str, list[str] | None]]]:
+        """``elite``: each side's elite in its side's seats, against each other (a symmetric
+        game's elite in the first seat, against random moves in the others); then for each
+        reference but random and each side's elite it meets, ``<side>_vs_<reference>`` (a
+        symmetric game: ``elite_vs_<reference>``), the reference in the seats of the sides it
+        plays, the other sides' elites in theirs."""
+        elites = self.elites(fitness)
+        agents = {side: list(seats) for side, seats in self.sides.agents.items()}
+        out: dict[str, list[tuple[int | str, list[str] | None]]] = {
+            "elite": [(m, agents[side]) for side, m in elites.items()]}
+        for side, m in elites.items():
+            for ref in sorted({r for s, refs in self.league.references.items() if s != side
+                               for r in refs if r != "random"}):
+                ref_sides = [s for s, refs in self.league.references.items()
+                             if s != side and ref in refs]
+                stem = "elite" if self.sides.symmetric else side
+                out[f"{stem}_vs_{ref}"] = [
+                    (m, agents[side]), (ref, [a for s in ref_sides for a in agents[s]]),
+                    *((other, agents[s]) for s, other in elites.items()
+                      if s != side and s not in ref_sides)]
+        return out
 
     def tables(self) -> dict[str, dict[str, list[Any]]]:
         """``league/ratings.json``: every player's rating (ordinal) and OpenSkill ``mu`` /

@@ -25,6 +25,7 @@ from distmarl.config import TrackingConfig, flatten_dict
 from distmarl.runtime.fleet import Fleet
 from distmarl.runtime.generations import Generations
 from distmarl.runtime.run_state import RunState
+from distmarl.runtime.videos import VideoRecorder
 from distmarl.tracking.base import NullTracker, Tracker
 from distmarl.version import __version__
 
@@ -103,6 +104,8 @@ class Recorder:
         self.ckpt_every = interval(tracking.checkpoint_interval, max_steps, 10)
         self.next_write: int | None = None
         self.next_ckpt: int | None = None
+        self.next_video: int | None = None
+        self.videos = VideoRecorder(config, run_dir, fleet, new_policy, lambda: self.tracker)
 
     # ------------------------------------------------------------------ start
     def restore(self, path: str) -> None:
@@ -150,11 +153,13 @@ class Recorder:
         step = self.state.member_step()
         self.next_write = step + self.write_every if self.write_every else None
         self.next_ckpt = step + self.ckpt_every if self.ckpt_every else None
+        every = self.tracking.video_every_generations if self.tracking.videos else 0
+        self.next_video = (self.state.generation // every + 1) * every if every else None
 
     # ------------------------------------------------------------------ every turn
     def maybe_write(self) -> None:
         """Metrics every ``write_interval`` env steps per member, a checkpoint every
-        ``checkpoint_interval``."""
+        ``checkpoint_interval``, a video every ``video_every_generations``."""
         step = self.state.member_step()
         if self.next_write is not None and step >= self.next_write:
             self.tracker.log_metrics(self.metrics(), step)
@@ -162,6 +167,7 @@ class Recorder:
         if self.next_ckpt is not None and step >= self.next_ckpt:
             self.checkpoint()
             self.next_ckpt = step + self.ckpt_every
+        self.maybe_video()
 
     def metrics(self) -> dict[str, float]:
         """``population/...`` keys for the parent run, ``member/<i>/...`` for member ``i``'s,
@@ -274,42 +280,30 @@ class Recorder:
                                     f"torch=={_torch_version()}"],
             {"distmarl.elite_member": str(elite)})
         if self.tracking.videos:
-            latest = [m.fitness[-1] if m.fitness else float("-inf") for m in self.state.members]
-            self.log_elite_video(self.generations.game.video_members(elite, latest))
+            self.videos.record_all(self.generations.game.videos(elite, self._latest()))
         return self.elite_model_uri
 
-    def log_elite_video(self, members: Sequence[tuple[int, list[str] | None]]) -> Path | None:
-        """A GIF of ``members`` (the elite; in a league, the sides' elites, each in its seats:
-        ``(member, agents)``) playing one greedy episode together, the final evaluation's
-        first, as ``videos/elite.gif`` in the run folder and the parent run; None (and no
-        file) where the env renders no frames. Best effort, as the model."""
-        from distmarl.collect.play import play, renders_frames, write_video
-        from distmarl.config.stored import stored_config
+    def maybe_video(self) -> None:
+        """The current elite's ``elite`` video, as ``generation_<g>``, once every
+        ``video_every_generations`` generations of a tracked run."""
+        generation = self.state.generation
+        if self.next_video is None or generation < self.next_video:
+            return
+        every = self.tracking.video_every_generations
+        self.next_video = (generation // every + 1) * every
+        if self.tracker.run_ids().get("parent") is None:
+            return
+        seats = self.generations.game.videos(self._elite(), self._latest())["elite"]
+        self.videos.record(f"generation_{generation}", seats)
 
-        try:
-            cfg = stored_config(self.config)
-            if not renders_frames(cfg):
-                return None
-            policies = []
-            for member, _ in members:
-                state = self.fleet.learner_state(member)
-                policies.append(self.new_policy(state["algo"]["algorithm"]))
-                policies[-1].load_state_dict(state["algo"])
-            played = play(cfg, policies, episodes=1, seed=cfg.evolution.final_seed,
-                          seats=[agents for _, agents in members])
-            path = write_video(played.frames, self.run_dir / "videos" / "elite.gif")
-        except Exception as err:
-            log.warning("could not record the elite's video: %s", err)
-            return None
-        self.tracker.log_artifact(path, "videos")
-        self.tracker.flush()
-        return path
+    def _latest(self) -> list[float]:
+        """Each member's latest fitness (-inf before its first evaluation)."""
+        return [m.fitness[-1] if m.fitness else float("-inf") for m in self.state.members]
 
     def _elite(self) -> int:
         if self.state.final is not None:
             return self.state.final.elite
-        members = self.state.members
-        latest = [m.fitness[-1] if m.fitness else float("-inf") for m in members]
+        latest = self._latest()
         return max(range(len(latest)), key=lambda i: latest[i])
 
     def summary(self) -> dict[str, Any]:

@@ -39,12 +39,20 @@ def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path
     assert league["ratings"]["ref/random"] == pytest.approx(0.0)  # the anchor never moves
     # resume: the league's ratings, record and snapshots (with their weights) come back
     again = train(load_config(C4, [*sets, "training.max_steps_per_member=512",
-                                   "evolution.final_episodes=6", "tracking.mlflow=true"]),
+                                   "evolution.final_episodes=6", "tracking.mlflow=true",
+                                   "tracking.video_every_generations=1"]),
                   resume=str(tmp_path / "run"), show_progress=False, local=True)
     check_league_tables(again)
-    import imageio  # the elite's game against random moves, its frames
+    import imageio
 
-    assert len(imageio.mimread(Path(again["run_dir"]) / "videos" / "elite.gif")) > 7
+    # the elite's games against random moves (at the end, and after the resumed run's one
+    # generation) and against the lookahead reference: a frame per move and the reset
+    videos = Path(again["run_dir"]) / "videos"
+    assert sorted(p.name for p in videos.iterdir()) == [
+        "elite.gif", "elite_vs_lookahead.gif", "generation_4.gif"]
+    for gif in videos.iterdir():
+        frames = imageio.mimread(gif)
+        assert len(frames) > 7 and frames[0].shape == frames[-1].shape
     assert again["generations"] == 4 and again["resumed_from"]
     assert again["league"]["rated_games"] == league["rated_games"] + 3 * 4 * 4
     check_final_games(again)
@@ -110,7 +118,7 @@ def test_an_asymmetric_league_has_a_population_per_side(tmp_path: Path) -> None:
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
     cfg = load_config(tiny, [
-        f"tracking.directory={tmp_path}", "tracking.mlflow=false",
+        f"tracking.directory={tmp_path}",
         "env={spec: 'mpe2:simple_tag_v3', kwargs: {max_cycles: 25, continuous_actions: false}}",
         "evolution.evo_steps=200", "evolution.final_episodes=4", "training.max_steps_per_member=400",
         "evolution.mutation={no_mutation: 1.0, architecture: 0.0, parameters: 0.0, rl_hp: 0.0}",
@@ -137,3 +145,8 @@ def test_an_asymmetric_league_has_a_population_per_side(tmp_path: Path) -> None:
     assert (f"member/{elites['predators']}", f"member/{elites['prey']}", "elites") in kinds
     assert ("ref/random", "ref/flee", "baseline") in kinds
     assert "(predators) won/drew/lost against ref/flee" in result_line(summary)
+    import imageio  # the elites chasing each other, the predators' elite chasing ref/flee
+
+    videos = tmp_path / "run" / "videos"
+    assert sorted(p.name for p in videos.iterdir()) == ["elite.gif", "predators_vs_flee.gif"]
+    assert all(len(imageio.mimread(gif)) > 20 for gif in videos.iterdir())  # 25 steps

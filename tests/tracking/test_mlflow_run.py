@@ -176,10 +176,18 @@ def test_default_local_store(tmp_path: Path) -> None:
     """Without a tracking URI the run tracks into a SQLite store in its run directory: runs,
     params, metrics, artifacts (the replay buffer too, asked for) and an elite model that
     acts."""
-    summary = run_tiny(tmp_path, ["tracking.log_buffer=true"])
+    summary = run_tiny(tmp_path, ["tracking.log_buffer=true",
+                                  "tracking.video_every_generations=1"])
     uri = summary["mlflow"]["uri"]
     assert uri.startswith("sqlite:///") and str(tmp_path / "run") in uri
     check_tracked_run(uri, summary, buffer=True)
+    # the elite's video after every generation too, beside the final one
+    from mlflow.tracking import MlflowClient
+
+    videos = {Path(a.path).name for a in
+              MlflowClient(uri).list_artifacts(summary["mlflow"]["parent"], "videos")}
+    assert videos == {"elite.gif", *(f"generation_{g}.gif"
+                                     for g in range(1, summary["generations"] + 1))}
     check_elite_model_acts(summary, uri)
 
 
