@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from distmarl import tree
 from distmarl.buffers.io import read_state, write_state
 
 FORMAT_VERSION = 1
@@ -100,21 +101,19 @@ def _snapshot_file(sid: str) -> str:
 
 def _tensors(obj: Any) -> Any:
     """Numpy arrays inside ``obj`` as tensors (``torch.load(weights_only=True)`` reads them)."""
-    if isinstance(obj, dict):
-        return {k: _tensors(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray):  # a copy when read-only (object-store arrays)
-        arr = obj if obj.flags.writeable else obj.copy()
-        return torch.from_numpy(np.ascontiguousarray(arr))
-    return obj
+    return tree.map(_tensor, obj)
+
+
+def _tensor(x: Any) -> Any:
+    if not isinstance(x, np.ndarray):
+        return x
+    arr = x if x.flags.writeable else x.copy()  # a copy when read-only (object-store arrays)
+    return torch.from_numpy(np.ascontiguousarray(arr))
 
 
 def _arrays(obj: Any) -> Any:
     """The inverse of :func:`_tensors`."""
-    if isinstance(obj, dict):
-        return {k: _arrays(v) for k, v in obj.items()}
-    if isinstance(obj, torch.Tensor):
-        return obj.numpy()
-    return obj
+    return tree.map(lambda x: x.numpy() if isinstance(x, torch.Tensor) else x, obj)
 
 
 def _json_default(obj: Any) -> Any:

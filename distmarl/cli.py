@@ -293,7 +293,10 @@ def _add_submit_parsers(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="distmarl", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="distmarl", description="train, evaluate, watch (play) and export populations of "
+        "multi-agent RL members; check an env; submit and follow Ray jobs; show configs; "
+        "inspect a saved buffer")
     parser.add_argument("--version", action="version", version=f"distmarl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("buffer-info", help="print the size, counters and config of a buffer file")
@@ -356,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: 0)")
     pl.add_argument("--video", metavar="PATH", help="write the frames to PATH (.gif, or .mp4 "
                                                     "with the video extra)")
-    pl.add_argument("--fps", type=int, default=15, help="frames per second of the video")
+    pl.add_argument("--fps", type=int, default=15, help="frames per second of the video (default 15)")
     pl.add_argument("--human", action="store_true", help="draw in a window (the env's human "
                                                          "render mode) instead")
     pl.set_defaults(func=_play)

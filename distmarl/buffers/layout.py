@@ -15,14 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from distmarl.buffers.schema import (
-    BufferSchema,
-    ColumnSpec,
-    LeafPath,
-    flatten,
-    lookup,
-    unflatten,
-)
+from distmarl.buffers.schema import BufferSchema, ColumnSpec, LeafPath, lookup
+from distmarl.tree import flatten, unflatten
 
 _SHAPE = attrgetter("shape")
 _DTYPE = attrgetter("dtype")

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from distmarl import tree
+
 #: A value's structure: ``None`` for an array leaf, else a dict (key -> structure) or a tuple.
 Structure = Any
 #: Where a leaf sits inside a value: dict keys and tuple positions, outermost first.
@@ -73,40 +75,6 @@ def storage_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-def flatten(value: Any, path: LeafPath = ()) -> tuple[Structure, list[Leaf]]:
-    """Split a value into its structure and ``(path, leaf)`` pairs, leaves in a fixed order."""
-    if isinstance(value, Mapping):
-        leaves: list[Leaf] = []
-        structure = {}
-        for key in value:
-            structure[key], sub = flatten(value[key], (*path, key))
-            leaves.extend(sub)
-        return structure, leaves
-    if isinstance(value, tuple):
-        leaves = []
-        subs = []
-        for i, item in enumerate(value):
-            s, sub = flatten(item, (*path, i))
-            subs.append(s)
-            leaves.extend(sub)
-        return tuple(subs), leaves
-    return None, [(path, value)]
-
-
-def unflatten(structure: Structure, leaves: Sequence[Any]) -> Any:
-    """Inverse of :func:`flatten`: rebuild a value from its structure and leaves in order."""
-    it = iter(leaves)
-
-    def build(s: Structure) -> Any:
-        if s is None:
-            return next(it)
-        if isinstance(s, dict):
-            return {k: build(v) for k, v in s.items()}
-        return tuple(build(v) for v in s)
-
-    return build(structure)
-
-
 def stack_values(values: Sequence[Any]) -> Any:
     """One agent's values of one field over ``n`` steps, stacked (AgileRL's
     ``stack_transitions`` contract): numbers and arrays -> ``(n, *shape)``, and a result of
@@ -114,11 +82,10 @@ def stack_values(values: Sequence[Any]) -> Any:
     stacked per key / position (nested ones recursively). ValueError for an empty list."""
     if not values:
         raise ValueError("stack_transitions needs at least one transition")
-    first = values[0]
-    if isinstance(first, Mapping):
-        return {key: stack_values([v[key] for v in values]) for key in first}
-    if isinstance(first, tuple):
-        return tuple(stack_values([v[i] for v in values]) for i in range(len(first)))
+    return tree.map(_stack_leaf, *values)
+
+
+def _stack_leaf(*values: Any) -> np.ndarray:
     stacked = np.array([np.asarray(v) for v in values])
     return stacked[:, None] if stacked.ndim == 1 else stacked
 
@@ -169,7 +136,7 @@ class BufferSchema:
         schema = BufferSchema(tuple(field_names), tuple(agent_ids))
         for field_name, per_agent in zip(field_names, values, strict=True):
             for agent in agent_ids:
-                structure, leaves = flatten(per_agent[agent])
+                structure, leaves = tree.flatten(per_agent[agent])
                 schema.structures[(field_name, agent)] = structure
                 for path, leaf in leaves:
                     arr = np.asarray(leaf)

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from distmarl import tree
+
 
 def to_tensor(arr: np.ndarray, device: Any = None) -> torch.Tensor:
     """Zero-copy where possible; bools become float32 (masks multiply losses), integers stay
@@ -30,23 +32,14 @@ def to_tensor(arr: np.ndarray, device: Any = None) -> torch.Tensor:
 
 def to_torch(data: Any, device: Any = None) -> Any:
     """Map :func:`to_tensor` over nested dicts / tuples of arrays."""
-    if isinstance(data, np.ndarray):
-        return to_tensor(data, device)
-    if isinstance(data, dict):
-        return {k: to_torch(v, device) for k, v in data.items()}
-    if isinstance(data, tuple):
-        return tuple([to_torch(v, device) for v in data])
-    return to_tensor(np.asarray(data), device)
+    return tree.map(lambda x: to_tensor(np.asarray(x), device), data)
 
 
 def to_float_torch(data: Any, device: Any = None) -> Any:
     """:func:`to_torch` with every leaf as float32, as AgileRL's ``obs_to_tensor`` gives it:
     integer and bool columns are copied once as float32, float32 columns stay zero-copy."""
-    if isinstance(data, dict):
-        return {k: to_float_torch(v, device) for k, v in data.items()}
-    if isinstance(data, tuple):
-        return tuple([to_float_torch(v, device) for v in data])
-    return to_tensor(np.asarray(data).astype(np.float32, copy=False), device)
+    return tree.map(lambda x: to_tensor(np.asarray(x).astype(np.float32, copy=False), device),
+                    data)
 
 
 def to_torch_batches(batches: Sequence[Any], device: Any = None,
@@ -72,14 +65,14 @@ def to_torch_batches(batches: Sequence[Any], device: Any = None,
 
 def _stacked(batches: list[Any], device: Any, pin: bool) -> list[Any]:
     """See :func:`to_torch_batches`: the same nesting, every leaf a view of one stacked copy."""
-    first = batches[0]
-    if isinstance(first, dict):
-        parts = {k: _stacked([b[k] for b in batches], device, pin) for k in first}
-        return [{k: parts[k][i] for k in first} for i in range(len(batches))]
-    if isinstance(first, tuple):
-        cols = [_stacked([b[j] for b in batches], device, pin) for j in range(len(first))]
-        return [tuple(c[i] for c in cols) for i in range(len(batches))]
-    arrays = [np.asarray(b) for b in batches]
+    return tree.unstack(tree.map(lambda *xs: _stacked_leaf(xs, device, pin), *batches),
+                        len(batches))
+
+
+def _stacked_leaf(leaves: Sequence[Any], device: Any, pin: bool) -> list[torch.Tensor]:
+    """One path's arrays of every batch as tensors: views of one stacked copy, or one by one
+    where their shapes or dtypes differ."""
+    arrays = [np.asarray(b) for b in leaves]
     if any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays):
         return [to_tensor(a, device) for a in arrays]
     t = to_tensor(np.stack(arrays))  # one host copy; bools become float32 as in to_tensor

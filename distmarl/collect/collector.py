@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from distmarl import tree
 from distmarl.algorithms import Algorithm
 from distmarl.collect.nstep import NStepWindow
 from distmarl.collect.rows import ChunkRows
@@ -262,13 +263,13 @@ def fragment_to_batch(data: Mapping[str, Mapping[str, Any]], num_envs: int,
     """Rows ``(T * E, ...)`` (time-major, as :meth:`Collector.collect` and the buffer give them)
     -> tensors ``(T, E, ...)`` for an on-policy ``algo.learn``; dict observations are mapped
     leaf by leaf, bools become float32 0/1."""
-    return {f: {a: _time_major(v, num_envs, device) for a, v in per.items()}
+    return {f: {a: tree.map(lambda x: _time_major(x, num_envs, device), v)
+                for a, v in per.items()}
             for f, per in data.items()}
 
 
-def _time_major(x: Any, num_envs: int, device: str | torch.device | None) -> Any:
-    if isinstance(x, Mapping):
-        return {k: _time_major(v, num_envs, device) for k, v in x.items()}
+def _time_major(x: Any, num_envs: int, device: str | torch.device | None) -> torch.Tensor:
+    """One leaf's rows ``(T * E, ...)`` as a tensor ``(T, E, ...)`` (bools as float32)."""
     arr = np.asarray(x)
     if arr.shape[0] % num_envs:
         raise ValueError(f"{arr.shape[0]} rows do not split into steps of {num_envs} sub-envs")

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from distmarl import tree
 from distmarl.checkpoint import load_checkpoint
 from distmarl.config import ExperimentConfig
 from distmarl.config.stored import stored_config
@@ -146,7 +147,7 @@ class RandomPolicy:
             if mask is None and isinstance(o, Mapping):
                 mask = o.get("action_mask")
             out[a] = np.stack([self._sample(a, None if mask is None else mask[i])
-                               for i in range(_rows(o))])
+                               for i in range(len(tree.first_leaf(o)))])
         return out
 
     def _sample(self, agent: str, mask: Any) -> Any:
@@ -172,11 +173,6 @@ class Seats:
             if own:
                 out.update(policy.act(own, explore=explore))
         return out
-
-
-def _rows(obs: Any) -> int:
-    """Sub-envs in one agent's observation batch (an array, or a dict of them)."""
-    return _rows(next(iter(obs.values()))) if isinstance(obs, Mapping) else len(obs)
 
 
 def evaluate_checkpoint(path: Path, episodes: int | None = None, member: int | None = None,

@@ -21,32 +21,14 @@ their episode's end; :class:`NStepWindow` keeps the steps not yet complete betwe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from distmarl import tree
 from distmarl.types import N_STEPS_FIELD
 
 Rows = dict[str, dict[str, Any]]
-
-
-def _take(x: Any, idx: np.ndarray) -> Any:
-    """Rows ``idx`` of an array, or of every leaf of a dict / tuple of arrays."""
-    if isinstance(x, Mapping):
-        return {k: _take(v, idx) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(_take(v, idx) for v in x)
-    return np.asarray(x)[idx]
-
-
-def _cat(a: Any, b: Any) -> Any:
-    """``a`` then ``b`` along rows (leaf by leaf for dicts / tuples)."""
-    if isinstance(a, Mapping):
-        return {k: _cat(a[k], b[k]) for k in a}
-    if isinstance(a, tuple):
-        return tuple(_cat(x, y) for x, y in zip(a, b, strict=True))
-    return np.concatenate([a, b])
 
 
 class NStepWindow:
@@ -80,7 +62,7 @@ class NStepWindow:
         e_count = self.num_envs
         ended = np.asarray(ended, dtype=bool).reshape(-1, e_count)
         if self._rows is not None:
-            rows = {f: {a: _cat(self._rows[f][a], v) for a, v in per.items()}
+            rows = {f: {a: tree.concat([self._rows[f][a], v]) for a, v in per.items()}
                     for f, per in rows.items()}
         ended = np.concatenate([self._ended, ended])
         emitted = np.concatenate([self._emitted, np.zeros((len(ended) - len(self._emitted),
@@ -91,7 +73,7 @@ class NStepWindow:
         out = self._gather(rows, ended, send, length)
         keep = min(self.n - 1, steps)
         first = (steps - keep) * e_count
-        self._rows = {f: {a: _take(v, np.arange(first, steps * e_count))
+        self._rows = {f: {a: tree.take(v, np.arange(first, steps * e_count))
                           for a, v in per.items()} for f, per in rows.items()}
         self._ended = ended[steps - keep:]
         self._emitted = (emitted | send)[steps - keep:]
@@ -122,9 +104,9 @@ class NStepWindow:
         out[N_STEPS_FIELD] = {}
         for a in rows["reward"]:
             for f in ("obs", "action", "active"):
-                out[f][a] = _take(rows[f][a], start)
+                out[f][a] = tree.take(rows[f][a], start)
             for f in ("next_obs", "truncated"):
-                out[f][a] = _take(rows[f][a], last)
+                out[f][a] = tree.take(rows[f][a], last)
             term = np.asarray(rows["terminated"][a], dtype=bool)
             rew = np.asarray(rows["reward"][a], dtype=np.float32).reshape(len(term))
             rewards = np.zeros((len(start), self.n), dtype=np.float32)

@@ -11,10 +11,12 @@ once; the chunk hands them out as ``(num_steps * num_envs, ...)`` views (time-ma
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from distmarl import tree
 
 
 class ChunkRows:
@@ -42,30 +44,27 @@ class ChunkRows:
         every step must have been written."""
         if self.written != self.num_steps:
             raise ValueError(f"{self.written} of {self.num_steps} steps written")
-        return {f: {a: _flatten(v) for a, v in per.items()} for f, per in self.arrays.items()}
+        return {f: {a: tree.map(_steps_as_rows, v) for a, v in per.items()} for f, per in self.arrays.items()}
 
 
 def _allocate(value: Any, num_steps: int) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _allocate(v, num_steps) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_allocate(v, num_steps) for v in value)
-    arr = np.asarray(value)
-    return np.empty((num_steps, *arr.shape), dtype=arr.dtype)
+    """Room for ``num_steps`` values like ``value``: each leaf ``(num_steps, *shape)``."""
+    def empty(x: Any) -> np.ndarray:
+        arr = np.asarray(x)
+        return np.empty((num_steps, *arr.shape), dtype=arr.dtype)
+
+    return tree.map(empty, value)
 
 
 def _write(store: Any, t: int, value: Any) -> Any:
-    if isinstance(store, dict):
-        return {k: _write(store[k], t, value[k]) for k in store}
-    if isinstance(store, tuple):
-        return tuple(_write(s, t, v) for s, v in zip(store, value, strict=True))
-    store[t] = value
-    return store[t]
+    """``value`` as step ``t`` of ``store``; the stored rows (views)."""
+    def put(rows: np.ndarray, x: Any) -> np.ndarray:
+        rows[t] = x
+        return rows[t]
+
+    return tree.map(put, store, value)
 
 
-def _flatten(store: Any) -> Any:
-    if isinstance(store, dict):
-        return {k: _flatten(v) for k, v in store.items()}
-    if isinstance(store, tuple):
-        return tuple(_flatten(v) for v in store)
-    return store.reshape(store.shape[0] * store.shape[1], *store.shape[2:])
+def _steps_as_rows(rows: np.ndarray) -> np.ndarray:
+    """``(T, E, ...)`` -> ``(T * E, ...)``, time-major."""
+    return rows.reshape(rows.shape[0] * rows.shape[1], *rows.shape[2:])

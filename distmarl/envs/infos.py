@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from distmarl import tree
 from distmarl.envs.runner import AGENT_INFO_KEYS, LEGACY_INFO_KEYS
-from distmarl.envs.spaces import tree_map
 
 #: Top-level keys a vector env writes itself; no agent may be named like one of them.
 RESERVED_KEYS = frozenset(
@@ -90,7 +90,7 @@ def true_next_obs(obs: Mapping[str, Any], infos: Mapping[str, Any]) -> dict[str,
     def pick(now: np.ndarray, last: np.ndarray) -> np.ndarray:
         return np.where(ended.reshape(-1, *([1] * (now.ndim - 1))), last, now)
 
-    return {a: tree_map(pick, obs[a], final[a]) for a in obs}
+    return {a: tree.map(pick, obs[a], final[a]) for a in obs}
 
 
 def true_next_state(infos: Mapping[str, Any]) -> np.ndarray:

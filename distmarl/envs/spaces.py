@@ -13,7 +13,7 @@ in async mode, so both modes run the same code on the same layout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -89,16 +89,6 @@ def assemble(space: spaces.Space, arrays: Sequence[np.ndarray]) -> Any:
         return next(it)
 
     return build(space)
-
-
-def tree_map(fn: Callable[..., np.ndarray], *trees: Any) -> Any:
-    """Apply ``fn`` leaf-wise over equally nested dicts / tuples of arrays."""
-    first = trees[0]
-    if isinstance(first, Mapping):
-        return {k: tree_map(fn, *(t[k] for t in trees)) for k in first}
-    if isinstance(first, tuple):
-        return tuple(tree_map(fn, *parts) for parts in zip(*trees, strict=True))
-    return fn(*trees)
 
 
 @dataclass

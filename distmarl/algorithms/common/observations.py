@@ -23,7 +23,7 @@ and key for dict observations), read by a multi-input encoder.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -157,19 +157,6 @@ def batch_size(x: Input) -> int:
     return int(next(iter(x.values())).shape[0] if isinstance(x, dict) else x.shape[0])
 
 
-def tmap(fn: Callable[[torch.Tensor], torch.Tensor], x: Input) -> Input:
-    """``fn`` on every tensor of a network input (a tensor, or a dict of them)."""
-    return {k: fn(v) for k, v in x.items()} if isinstance(x, dict) else fn(x)
-
-
-def tcat(xs: Sequence[Input]) -> Input:
-    """Network inputs stacked along the batch axis (dicts key by key)."""
-    first = xs[0]
-    if isinstance(first, dict):
-        return {k: torch.cat([_part_of(x, k) for x in xs]) for k in first}
-    return torch.cat([_tensor(x) for x in xs])
-
-
 def zeros_input(spec: InputSpec, n: int, device: torch.device) -> Input:
     """``n`` all-zero rows of an input (what a critic sees of an absent agent)."""
     if isinstance(spec, DictInput):
@@ -180,12 +167,6 @@ def zeros_input(spec: InputSpec, n: int, device: torch.device) -> Input:
 def _zeros_leaf(spec: VectorInput | ImageInput, n: int, device: torch.device) -> torch.Tensor:
     shape = (spec.dim,) if isinstance(spec, VectorInput) else spec.shape
     return torch.zeros(n, *shape, device=device)
-
-
-def _part_of(x: Input, key: str) -> torch.Tensor:
-    if not isinstance(x, dict):
-        raise TypeError("cannot stack a dict input with a tensor input")
-    return x[key]
 
 
 def _tensor(x: Input) -> torch.Tensor:

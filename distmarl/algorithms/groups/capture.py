@@ -19,10 +19,12 @@ runners here take such a step as ``step(state, inputs) -> outputs``, trees (dict
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
+
+from distmarl import tree
 
 Tree = Any
 Step = Callable[[Tree, Tree], Tree]
@@ -56,12 +58,12 @@ class GraphStep:
         self.out: Tree = None
 
     def __call__(self, state: Tree, inputs: Tree) -> Tree:
-        shapes = tree_map(lambda t: (t.shape, t.dtype), inputs)
+        shapes = _tensors(lambda t: (t.shape, t.dtype), inputs)
         if self.graph is None or shapes != self.shapes:
             return self._capture(state, inputs, shapes)
-        tree_copy_(self.static, inputs)
+        _copy_into(self.static, inputs)
         self.graph.replay()
-        return tree_map(torch.clone, self.out)
+        return _tensors(torch.clone, self.out)
 
     def _capture(self, state: Tree, inputs: Tree, shapes: Tree) -> Tree:
         """This call's step run eagerly on a side stream, then captured over a copy of its
@@ -71,7 +73,7 @@ class GraphStep:
         with torch.cuda.stream(side):
             out = self.step(state, inputs)
         torch.cuda.current_stream().wait_stream(side)
-        self.static = tree_map(torch.clone, inputs)
+        self.static = _tensors(torch.clone, inputs)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.out = self.step(state, self.static)
@@ -79,20 +81,12 @@ class GraphStep:
         return out
 
 
-def tree_map(fn: Callable[[torch.Tensor], Any], tree: Tree) -> Tree:
-    """``fn`` of every tensor leaf of a tree of dicts (other leaves as they are)."""
-    if isinstance(tree, Mapping):
-        return {k: tree_map(fn, v) for k, v in tree.items()}
-    return fn(tree) if isinstance(tree, torch.Tensor) else tree
+def _tensors(fn: Callable[[torch.Tensor], Any], t: Tree) -> Tree:
+    """``fn`` of every tensor leaf of ``t`` (other leaves as they are)."""
+    return tree.map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, t)
 
 
-def tree_copy_(into: Tree, source: Tree) -> None:
-    """Copy every tensor leaf of ``source`` into the same leaf of ``into`` (same keys)."""
-    if isinstance(into, Mapping):
-        if into.keys() != source.keys():
-            raise ValueError(f"inputs {sorted(source)} do not match the captured "
-                             f"{sorted(into)}")
-        for k, v in into.items():
-            tree_copy_(v, source[k])
-    elif isinstance(into, torch.Tensor):
-        into.copy_(source)
+def _copy_into(into: Tree, source: Tree) -> None:
+    """Every tensor leaf of ``source`` copied into the same leaf of ``into`` (the same
+    structure: the caller compared their shapes)."""
+    tree.map(lambda a, b: a.copy_(b) if isinstance(a, torch.Tensor) else None, into, source)

@@ -36,13 +36,14 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, vmap
 
+from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
 from distmarl.algorithms.groups.adam import Params, StackedAdam
 from distmarl.algorithms.groups.capture import EagerStep, GraphStep, StepRunner
-from distmarl.algorithms.groups.trees import present, stack_params, stack_tree
+from distmarl.algorithms.groups.trees import stack_params, stack_tree
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.types import OFF_POLICY_FIELDS
@@ -228,11 +229,12 @@ class StackedOffPolicy:
         for x in batches:
             require_batch_keys(x, OFF_POLICY_FIELDS, self.agents)
         sizes = [len(x["active"][self.agents[0]]) for x in batches]
-        clean = clean_batch(_joined(batches), self.ref.readers, self.ref.codecs, self.device)
+        clean = clean_batch(tree.concat(batches), self.ref.readers, self.ref.codecs, self.device)
         fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
                   "mask", "next_mask")
-        stacked = {f: _split_tree(getattr(clean, f), sizes) for f in fields}
-        return present(stacked), sizes
+        stacked = {f: tree.map(lambda x: _split(x, sizes), getattr(clean, f))
+                   for f in fields}
+        return tree.prune(stacked), sizes
 
     def _hp(self) -> dict[str, torch.Tensor]:
         names = UPDATE_HP + (("policy_noise", "noise_clip") if "policy_noise" in self.ref.hp
@@ -256,9 +258,10 @@ class StackedOffPolicy:
             if due is not None and not due[k]:
                 per_member.append({})
                 continue
-            per_member.append({a: _pad_tree(draw(m, a, sizes[k]), max(sizes))
+            per_member.append({a: tree.map(lambda x: None if x is None else _pad(x, max(sizes)),
+                                              draw(m, a, sizes[k]))
                                for a in self.agents})
-        out = present({a: stack_tree([d.get(a) for d in per_member]) for a in self.agents})
+        out = tree.prune({a: stack_tree([d.get(a) for d in per_member]) for a in self.agents})
         if every_member:  # no member due: zeros where the draws would be
             for a in self.agents:
                 codec = self.ref.codecs[a]
@@ -376,32 +379,12 @@ def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:
                               device=x.device)])
 
 
-def _joined(batches: Sequence[Any]) -> Any:
-    """Like trees of arrays or tensors joined leaf by leaf along their rows."""
-    first = batches[0]
-    if isinstance(first, Mapping):
-        return {k: _joined([b[k] for b in batches]) for k in first}
-    if all(isinstance(b, np.ndarray) for b in batches):
-        return np.concatenate(batches)
-    return torch.cat([torch.as_tensor(b) for b in batches])
-
-
-def _split_tree(tree: Any, sizes: Sequence[int]) -> Any:
-    """A tree of ``(sum(sizes), ...)`` tensors as ``(K, max(sizes), ...)``: member ``k``'s
-    rows padded (:func:`_pad`) and stacked, or only reshaped where all sizes are one."""
-    if tree is None:
+def _split(x: torch.Tensor | None, sizes: Sequence[int]) -> torch.Tensor | None:
+    """``(sum(sizes), ...)`` rows as ``(K, max(sizes), ...)``: member ``k``'s rows padded
+    (:func:`_pad`) and stacked, or only reshaped where all sizes are one."""
+    if x is None:
         return None
-    if isinstance(tree, Mapping):
-        return {k: _split_tree(v, sizes) for k, v in tree.items()}
     if len(set(sizes)) == 1:
-        return tree.reshape(len(sizes), sizes[0], *tree.shape[1:])
+        return x.reshape(len(sizes), sizes[0], *x.shape[1:])
     rows = max(sizes)
-    return torch.stack([_pad(part, rows) for part in torch.split(tree, list(sizes))])
-
-
-def _pad_tree(tree: Any, rows: int) -> Any:
-    if tree is None:
-        return None
-    if isinstance(tree, Mapping):
-        return {k: _pad_tree(v, rows) for k, v in tree.items()}
-    return _pad(tree, rows)
+    return torch.stack([_pad(part, rows) for part in torch.split(x, list(sizes))])

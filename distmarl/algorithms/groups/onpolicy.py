@@ -22,9 +22,10 @@ from typing import Any
 import torch
 from torch.func import functional_call, grad, vmap
 
+from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.groups.adam import StackedAdam
-from distmarl.algorithms.groups.trees import present, stack_params, stack_tree
+from distmarl.algorithms.groups.trees import stack_params, stack_tree
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows
@@ -98,7 +99,7 @@ class StackedOnPolicy:
             raise ValueError(f"the members' fragments differ in size ({sorted(sizes)} rows of "
                              f"group {g}): a stacked update needs one size")
         n, k = sizes.pop(), len(self.members)
-        d = present(stack_tree([r._asdict() for r in group_rows]))
+        d = tree.prune(stack_tree([r._asdict() for r in group_rows]))
         nets = self._nets(g)
         params = {name: stack_params([self._params(m, g, name) for m in self.members])
                   for name in nets}
@@ -126,7 +127,7 @@ class StackedOnPolicy:
             kl_sum = torch.zeros(k, device=self.device)
             kl_count = torch.zeros(k, device=self.device)
             for idx in perm.split(int(self.ref.hp["batch_size"]), dim=1):
-                mb = _rows(d, members[:, None], idx)
+                mb = tree.take(d, (members[:, None], idx))
                 live = running & mb["active"].any(dim=1)
                 if not bool(live.any()):
                     continue
@@ -207,9 +208,3 @@ class StackedOnPolicy:
                 x.mul_(coef.view((-1,) + (1,) * (x.dim() - 1)))
             finite &= torch.isfinite(total)
         return finite
-
-
-def _rows(tree: Mapping[str, Any], members: torch.Tensor, idx: torch.Tensor) -> Tree:
-    """Each member's rows ``idx[k]`` of every tensor ``(K, N, ...)`` in ``tree``."""
-    return {k: _rows(v, members, idx) if isinstance(v, Mapping) else v[members, idx]
-            for k, v in tree.items()}

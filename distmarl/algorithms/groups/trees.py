@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from distmarl import tree
 from distmarl.algorithms.groups.adam import Params
 
 
@@ -18,17 +19,11 @@ def stack_tree(items: Sequence[Any]) -> Any:
     """Stack a list of like trees (dicts of tensors) leaf by leaf along a new axis 0; a leaf
     that is None in every tree stays None, one that is None in some is zeros there (a member
     that draws nothing where another draws)."""
-    first = next((x for x in items if x is not None), None)
+    return tree.map(_stack_present, *items)
+
+
+def _stack_present(*xs: torch.Tensor | None) -> torch.Tensor | None:
+    first = next((x for x in xs if x is not None), None)
     if first is None:
         return None
-    if isinstance(first, Mapping):
-        return {k: stack_tree([None if x is None else x[k] for x in items]) for k in first}
-    return torch.stack([torch.zeros_like(first) if x is None else x for x in items])
-
-
-def present(tree: Any) -> Any:
-    """``tree`` without its None leaves (``vmap`` maps tensors only): a missing key reads as
-    "nothing there" (no mask, no draw, no weights)."""
-    if not isinstance(tree, Mapping):
-        return tree
-    return {k: present(v) for k, v in tree.items() if v is not None}
+    return torch.stack([torch.zeros_like(first) if x is None else x for x in xs])

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from distmarl import tree
 from distmarl.algorithms.common.observations import (
     Input,
     ObsReader,
     batch_size,
     mask_tensor,
-    tcat,
     zeros_input,
 )
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead, stacked_masks
@@ -65,7 +65,7 @@ def sample_group(policy: EvolvableNetwork, head: PolicyHead, log_std: torch.Tens
     sample drawn from ``generator``, else the mean / arg-max action)."""
     agents = list(x)
     n = batch_size(x[agents[0]])
-    out = policy(tcat([x[a] for a in agents]))
+    out = policy(tree.concat([x[a] for a in agents]))
     mask = stacked_masks([masks[a] for a in agents], n, head.dim, out.device)
     action, log_prob = head.sample(out, log_std, mask, explore, generator)
     return ({a: head.to_env(rows) for a, rows in zip(agents, action.split(n))},

@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from distmarl.algorithms.common.observations import Input, ObsReader, tmap
+from distmarl import tree
+from distmarl.algorithms.common.observations import Input, ObsReader
 from distmarl.algorithms.common.space_tensors import require_batch_keys
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead
 from distmarl.types import ON_POLICY_FIELDS, STATE_FIELDS
@@ -63,14 +64,15 @@ def clean_fragment(batch: Mapping[str, Mapping[str, Any]],
 
 def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsReader,
                  head: PolicyHead, t: int, e: int, device: torch.device) -> AgentFragment:
-    def flat(x: Any) -> Any:  # (T, E, ...) -> (T * E, ...)
-        if isinstance(x, Mapping):
-            return {k: flat(v) for k, v in x.items()}
+    def flat_leaf(x: Any) -> torch.Tensor:  # (T, E, ...) -> (T * E, ...)
         x = torch.as_tensor(x, device=device)
         if tuple(x.shape[:2]) != (t, e):
             raise ValueError(f"agent {a!r}: expected leading shape ({t}, {e}), got "
                              f"{tuple(x.shape)}")
         return x.reshape(t * e, *x.shape[2:])
+
+    def flat(x: Any) -> Any:
+        return tree.map(flat_leaf, x)
 
     def col(field: str) -> torch.Tensor:
         x = flat(batch[field][a])
@@ -97,7 +99,7 @@ def _clean_agent(batch: Mapping[str, Mapping[str, Any]], a: str, reader: ObsRead
         return x.reshape(t, e, *x.shape[1:])
 
     return AgentFragment(
-        obs=tmap(time_major, obs),
+        obs=tree.map(time_major, obs),
         mask=None if mask is None else mask.reshape(t, e, -1),
         action=action.reshape(t, e, *action.shape[1:]),
         reward=torch.nan_to_num(col("reward"), nan=0.0, posinf=0.0, neginf=0.0),

@@ -48,11 +48,12 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from distmarl import tree
 from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Algorithm, Batch
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet, make_adam
-from distmarl.algorithms.common.observations import Input, batch_size, obs_readers, tcat
+from distmarl.algorithms.common.observations import Input, batch_size, obs_readers
 from distmarl.algorithms.common.sharing import group_net_configs
 from distmarl.algorithms.onpolicy import acting, rows
 from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
@@ -234,7 +235,7 @@ class OnPolicyMultiAgent(Algorithm):
             if present:
                 full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
                 inputs = dict(zip(members, self._critic_inputs(g, full, s)))
-                out.update(acting.per_agent(self.values(g, tcat([inputs[a] for a in present])),
+                out.update(acting.per_agent(self.values(g, tree.concat([inputs[a] for a in present])),
                                             present))
         return out
 

@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from distmarl.algorithms.common.observations import Input, tmap
+from distmarl import tree
+from distmarl.algorithms.common.observations import Input
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.networks import EvolvableNetwork
@@ -54,8 +55,8 @@ def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHe
             if not bool(active.any()):
                 continue
             rows = lambda x, idx=idx: x[idx]  # noqa: E731
-            obs = tmap(rows, d.obs)
-            critic_obs = obs if d.critic_obs is d.obs else tmap(rows, d.critic_obs)
+            obs = tree.map(rows, d.obs)
+            critic_obs = obs if d.critic_obs is d.obs else tree.map(rows, d.critic_obs)
             new_log_prob, entropy = head.evaluate(policy(obs), log_std, d.action[idx],
                                                   None if d.mask is None else d.mask[idx])
             terms = ppo_terms(new_log_prob, d.log_prob[idx], d.advantage[idx], entropy,

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from distmarl.algorithms.common.observations import Input, tcat, tmap
+from distmarl import tree
+from distmarl.algorithms.common.observations import Input
 from distmarl.algorithms.onpolicy.fragment import AgentFragment
 from distmarl.algorithms.onpolicy.gae import gae
 from distmarl.algorithms.onpolicy.policy_heads import stacked_masks
@@ -71,7 +72,7 @@ def group_rows(frags: Sequence[AgentFragment], critic_obs: Sequence[Input],
         return torch.cat([rows(x) for x in xs])
 
     def cat_inputs(xs: Sequence[Input]) -> Input:
-        return tcat([tmap(rows, x) for x in xs])
+        return tree.concat([tree.map(rows, x) for x in xs])
 
     masks = [None if f.mask is None else rows(f.mask) for f in frags]
     obs = cat_inputs([f.obs for f in frags])

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import ray
 
+from distmarl import tree
 from distmarl.buffers.replay import BUFFER_RATIO
 from distmarl.buffers.tensors import to_torch_batches
 from distmarl.collect import fragment_to_batch
@@ -252,13 +253,8 @@ def _means(metrics: list[dict[str, float]]) -> dict[str, float]:
 
 
 def _to_cpu(obj: Any) -> Any:
+    """Every tensor in ``obj`` (dicts, lists, tuples) detached on the CPU."""
     import torch
 
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
-    if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(_to_cpu(v) for v in obj)
-    return obj
+    return tree.map_all(lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x, obj)
 
