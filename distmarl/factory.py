@@ -1,7 +1,7 @@
 """Building a run's parts from their own config sections (no Ray).
 
-The algorithm's family (:attr:`~distmarl.algorithms.Algorithm.on_policy`) decides the data
-path: off-policy members (MADDPG, MATD3) store ``OFF_POLICY_FIELDS`` and replay them; on-policy
+The algorithm's family (:func:`distmarl.config.on_policy`, in the run's
+:class:`~distmarl.types.RolloutSpec`) decides the data path: off-policy members (MADDPG, MATD3) store ``OFF_POLICY_FIELDS`` and replay them; on-policy
 members (IPPO, MAPPO) store ``ON_POLICY_FIELDS`` in whole rollout fragments that their own learner reads once
 (:mod:`distmarl.runtime.actors.fragments`), so for them the buffer has no ``learning_starts`` and no
 rate limit.
@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 from distmarl.algorithms import Algorithm
 from distmarl.algorithms.registry import algorithm_class
 from distmarl.config import ALGORITHM_CONFIGS, AlgorithmConfig, EnvConfig, ExperimentConfig
+from distmarl.config.hparams import on_policy
 from distmarl.config.replay import FRAGMENT_CAPACITY_MARGIN
-from distmarl.types import N_STEPS_FIELD
+from distmarl.types import RolloutSpec
 
 
 class EnvSpaces(NamedTuple):
@@ -52,11 +53,24 @@ def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = 
     :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO)."""
     obs_spaces, act_spaces = spaces[0], spaces[1]
     cls = algorithm_class(cfg.name)
-    extra: dict[str, Any] = {}
-    if cls.reads_state:
-        extra["state_space"] = spaces[2] if len(spaces) > 2 else None
-    return cls(obs_spaces, act_spaces, cfg.net_config, hp=cfg.hp.as_dict(), device=device, seed=seed,
-               **extra)
+    hp, state_space = cfg.hp.as_dict(), _state_space(spaces)
+    extra = ({"state_space": state_space}
+             if cls.rollout_spec(hp, state_space).global_state else {})
+    return cls(obs_spaces, act_spaces, cfg.net_config, hp=hp, device=device, seed=seed, **extra)
+
+
+def _state_space(spaces: tuple[Any, ...]) -> Any:
+    return spaces[2] if len(spaces) > 2 else None
+
+
+def rollout_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...]) -> RolloutSpec:
+    """What the rollouts of ``cfg``'s run record: its family, the env's global state where any
+    member's algorithm reads it (``spaces[2]``: the env's state space; the buffer's rows are
+    shared, so every member's rows carry it then), and ``buffer.n_step``."""
+    state_space = _state_space(spaces)
+    global_state = any(algorithm_class(a.name).rollout_spec(a.hp.as_dict(), state_space)
+                       .global_state for a in cfg.member_algorithm_configs())
+    return RolloutSpec(on_policy(cfg.algorithm.name), global_state, cfg.buffer.row_steps)
 
 
 def converted(cfg: AlgorithmConfig, name: str, hp: Mapping[str, Any] | None = None
@@ -69,32 +83,14 @@ def converted(cfg: AlgorithmConfig, name: str, hp: Mapping[str, Any] | None = No
 
 
 def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = None,
-              mode: str | None = None, record_state: bool = False) -> Any:
-    """The vector env of ``cfg`` (``record_state``: with each sub-env's ``env.state()``)."""
+              mode: str | None = None, global_state: bool = False) -> Any:
+    """The vector env of ``cfg`` (``global_state``: with each sub-env's ``env.state()``)."""
     from distmarl.envs import make_vector_env, parse_wrappers
 
     return make_vector_env(cfg.spec, num_envs or cfg.num_envs, mode=mode or cfg.vector_mode,
-                           seed=seed, nonfinite=cfg.nonfinite, record_state=record_state,
+                           seed=seed, nonfinite=cfg.nonfinite, global_state=global_state,
                            wrappers=parse_wrappers(cfg.wrappers),
                            max_episode_steps=cfg.max_episode_steps, **cfg.kwargs)
-
-
-def is_on_policy(name: str) -> bool:
-    """Whether algorithm ``name`` learns on-policy (from whole fragments of its own rollouts)."""
-    return algorithm_class(name).on_policy
-
-
-def buffer_fields(name: str, global_state: bool = False) -> tuple[str, ...]:
-    """The transition fields that members of algorithm ``name`` store, in buffer order
-    (``global_state``: their value networks read the env's state, see :func:`reads_state`)."""
-    return algorithm_class(name).buffer_fields(global_state)
-
-
-def reads_state(cfg: AlgorithmConfig, spaces: tuple[Any, ...]) -> bool:
-    """Whether members of ``cfg`` read the env's global state: an algorithm that can (MAPPO),
-    with ``hp["global_state"]`` on, on an env with a state space (``spaces[2]``)."""
-    state_space = spaces[2] if len(spaces) > 2 else None
-    return algorithm_class(cfg.name).reads_state_with(cfg.hp.as_dict(), state_space)
 
 
 def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
@@ -103,7 +99,7 @@ def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
     ``samples_per_insert`` limit would stall writers or readers), or a ``capacity`` below
     :data:`FRAGMENT_CAPACITY_MARGIN` times the rows that can wait unread (per member, one
     fragment per worker plus one, of the largest ``learn_step`` mutation may reach)."""
-    if not is_on_policy(cfg.algorithm.name):
+    if not on_policy(cfg.algorithm.name):
         return
     b = cfg.buffer
     if b.samples_per_insert is not None:
@@ -125,15 +121,15 @@ def check_buffer_memory(cfg: ExperimentConfig, spaces: EnvSpaces,
     this machine's): the buffer would fill lazily until the machine runs out of memory."""
     from distmarl.envs.footprint import buffer_memory_problem, machine_memory, row_bytes
 
-    state = reads_state(cfg.algorithm, spaces)
-    nbytes = row_bytes(buffer_fields(cfg.algorithm.name, state), spaces.observation,
-                       spaces.action, spaces.state if state else None, cfg.buffer.row_steps)
+    spec = rollout_spec(cfg, spaces)
+    nbytes = row_bytes(spec.fields, spaces.observation, spaces.action,
+                       spaces.state if spec.global_state else None, cfg.buffer.row_steps)
     problem = buffer_memory_problem(cfg.buffer.capacity, nbytes,
                                     machine_memory() if memory is None else memory,
                                     len(spaces.observation))
     if problem is None:
         return
-    if is_on_policy(cfg.algorithm.name):
+    if spec.on_policy:
         w = cfg.fragment_rows()
         problem += (f"; {cfg.algorithm.name} needs {w.capacity} rows ({FRAGMENT_CAPACITY_MARGIN} "
                     f"x {w.fragments} fragments of {w.steps} steps x {w.num_envs} envs): lower "
@@ -141,21 +137,17 @@ def check_buffer_memory(cfg: ExperimentConfig, spaces: EnvSpaces,
     raise ValueError(problem)
 
 
-def buffer_kwargs(cfg: ExperimentConfig, agents: list[str],
-                  global_state: bool = False) -> dict[str, Any]:
-    """The buffer actor's arguments. On-policy runs get their fields (with
-    :data:`~distmarl.types.STATE_FIELDS` when ``global_state``, see :func:`reads_state`), no
-    ``learning_starts`` (a fragment is learned as soon as it arrives) and are checked by
-    :func:`check_on_policy_buffer`."""
+def buffer_kwargs(cfg: ExperimentConfig, agents: list[str], spec: RolloutSpec
+                  ) -> dict[str, Any]:
+    """The buffer actor's arguments, for rows as ``spec`` says (:func:`rollout_spec`).
+    On-policy runs get no ``learning_starts`` (a fragment is learned as soon as it arrives)
+    and are checked by :func:`check_on_policy_buffer`."""
     b = cfg.buffer
-    on_policy = is_on_policy(cfg.algorithm.name)
     check_on_policy_buffer(cfg)
-    fields = list(buffer_fields(cfg.algorithm.name, global_state))
-    if b.row_steps > 1:
-        fields.append(N_STEPS_FIELD)
+    fields = list(spec.buffer_fields)
     return {"memory_size": b.capacity, "field_names": fields,
             "agent_ids": agents, "replay_ratio": b.replay_ratio,
-            "learning_starts": 0 if on_policy else b.learning_starts,
+            "learning_starts": 0 if spec.on_policy else b.learning_starts,
             "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,
             "error_buffer": b.error_buffer, "prioritized": b.prioritized}
 

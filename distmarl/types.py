@@ -6,6 +6,7 @@ Only these cross process boundaries: numpy arrays inside plain dicts and NamedTu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,7 +104,40 @@ ON_POLICY_FIELDS: tuple[str, ...] = (
 STATE_FIELDS: tuple[str, ...] = ("state",)
 
 
-def on_policy_fields(global_state: bool) -> tuple[str, ...]:
-    """The fields an on-policy member stores, in buffer order: ``ON_POLICY_FIELDS``, then
-    ``STATE_FIELDS`` when its value function reads the env's global state."""
-    return (*ON_POLICY_FIELDS, *STATE_FIELDS) if global_state else ON_POLICY_FIELDS
+@dataclass(frozen=True)
+class RolloutSpec:
+    """What rollouts record, decided once (from the algorithm, its hyperparameters, the env and
+    the buffer) and handed to the vector env, the collector, the buffer and the learner.
+
+    ``on_policy``: whole fragments of the member's own policy, with its log-probs and values
+    (``ON_POLICY_FIELDS``), else replayable transitions (``OFF_POLICY_FIELDS``);
+    ``global_state``: each step's ``env.state()`` too (``STATE_FIELDS``, on-policy only: a
+    value network reads it, or another member sharing the buffer does); ``n_step``: off-policy
+    rows span up to ``n_step`` env steps (:mod:`distmarl.collect.nstep`)."""
+
+    on_policy: bool
+    global_state: bool = False
+    n_step: int = 1
+
+    def __post_init__(self) -> None:
+        if self.global_state and not self.on_policy:
+            raise ValueError("the global state is recorded for on-policy members only")
+        if self.n_step > 1 and self.on_policy:
+            raise ValueError(f"n_step {self.n_step}: on-policy members learn from whole "
+                             "fragments with GAE; n-step rows are for off-policy members")
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields a collector writes per step, in buffer order."""
+        if self.on_policy:
+            return (*ON_POLICY_FIELDS, *STATE_FIELDS) if self.global_state else ON_POLICY_FIELDS
+        return OFF_POLICY_FIELDS
+
+    @property
+    def buffer_fields(self) -> tuple[str, ...]:
+        """The fields the buffer stores: :attr:`fields`, and ``N_STEPS_FIELD`` for n-step rows."""
+        return (*self.fields, N_STEPS_FIELD) if self.n_step > 1 else self.fields
+
+    def with_global_state(self, global_state: bool) -> RolloutSpec:
+        """This spec, recording the global state or not."""
+        return replace(self, global_state=global_state)

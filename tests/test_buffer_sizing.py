@@ -16,13 +16,13 @@ from distmarl.config import ConfigError, ExperimentConfig, load_config
 from distmarl.config.replay import REPLAY_CAPACITY
 from distmarl.envs.footprint import buffer_memory_problem, machine_memory, row_bytes
 from distmarl.factory import (
-    buffer_fields,
     buffer_kwargs,
     check_buffer_memory,
     env_spaces,
     make_algorithm,
     make_venv,
     preflight,
+    rollout_spec,
 )
 
 TINY = Path(__file__).resolve().parents[1] / "examples" / "configs" / "tiny.yaml"
@@ -67,7 +67,8 @@ def test_row_bytes_match_a_real_buffer_of_agents_with_13x13x5_views(sets, agents
     cfg = crowd(*sets)
     spaces = env_spaces(cfg.env)
     assert len(spaces.observation) == agents
-    fields = buffer_fields(cfg.algorithm.name)
+    spec = rollout_spec(cfg, spaces)
+    fields = spec.fields
     estimate = row_bytes(fields, spaces.observation, spaces.action)
     algo = make_algorithm(cfg.algorithm, spaces, seed=0)
     venv = make_venv(cfg.env, seed=0)
@@ -75,7 +76,7 @@ def test_row_bytes_match_a_real_buffer_of_agents_with_13x13x5_views(sets, agents
         rollout = Collector(venv, algo, seed=0).collect(3)
     finally:
         venv.close()
-    buffer = MultiAgentReplayBuffer(**buffer_kwargs(cfg, list(spaces.observation)))
+    buffer = MultiAgentReplayBuffer(**buffer_kwargs(cfg, list(spaces.observation), spec))
     buffer.add(rollout.data)
     real = buffer.stats()["bytes"] / cfg.buffer.capacity
     assert estimate == pytest.approx(real, rel=0.02)
@@ -87,7 +88,7 @@ def test_on_policy_default_fits_where_a_replay_sized_ring_would_not() -> None:
     cfg = crowd(*IPPO)
     spaces = env_spaces(cfg.env)
     check_buffer_memory(cfg, spaces)  # 256 rows of about 340 KB
-    nbytes = row_bytes(buffer_fields("IPPO"), spaces.observation, spaces.action)
+    nbytes = row_bytes(rollout_spec(cfg, spaces).fields, spaces.observation, spaces.action)
     assert 256 * nbytes < 0.2e9 < REPLAY_CAPACITY * nbytes
     with pytest.raises(ValueError) as err:
         check_buffer_memory(cfg, spaces, memory=50 * nbytes)

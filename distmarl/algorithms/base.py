@@ -7,19 +7,29 @@ Usage, in a rollout worker and a learner (the runtime wraps these same calls in 
     algo.set_weights(weights)                      # from the learner's get_weights()
     actions = algo.act(obs)                        # obs: agent -> (num_envs, *obs_shape)
     actions, extras = algo.act_with_info(obs)      # on-policy: with log-probs and values
+    metrics = algo.learn(fragment)                 # on-policy: field -> agent -> (T, E, ...)
     algo.reset_noise(terminated | truncated)       # sub-envs whose episode ended
     # learner
-    metrics = algo.learn(batch)                    # field -> agent -> tensor (B, ...)
+    metrics, _ = algo.learn_batches([batch])       # off-policy: field -> agent -> (B, ...)
     weights = algo.get_weights()                   # numpy only, for the workers
     state = algo.state_dict()                      # torch.save / torch.load(weights_only=True)
     # HPO (distmarl.hpo plans, the runtime applies)
     algo.set_hyperparameter("lr_actor", 5e-4)
     algo.mutate_architecture("add_node", rng)
 
-What the runtime asks of an algorithm's class, before building one, is declared here too:
-whether it learns on-policy (:attr:`Algorithm.on_policy`), whether its constructor takes the
-env's global state space (:attr:`Algorithm.reads_state`, :meth:`Algorithm.reads_state_with`)
-and which transition fields its members store (:meth:`Algorithm.buffer_fields`).
+Three roles, so that each caller depends on no more than it uses:
+
+* :class:`Policy`: acting alone (``act``, ``set_weights``, ``reseed``), what rollout workers,
+  league opponents, evaluation and exported policies need;
+* :class:`ReplayLearner` (MADDPG, MATD3): ``learn_batches(batches, weights)``, one update per
+  replayed batch, the rows' new priorities under prioritised replay;
+* :class:`FragmentLearner` (IPPO, MAPPO): ``learn(fragment)`` from a whole fragment of its own
+  rollouts, which it collects with ``act_with_info`` and ``value_estimates``.
+
+What the runtime asks of an algorithm before building one, it asks once:
+:meth:`Algorithm.rollout_spec` gives the :class:`~distmarl.types.RolloutSpec` (family, global
+state, fields) that the vector env, collector, buffer and learner are built from; a built one
+has its own as :attr:`Algorithm.spec`.
 
 Everything that crosses a process boundary is plain data: dicts, lists, numbers, strings,
 numpy arrays (weights) or tensors (state). Every random choice of a mutation comes from the
@@ -31,16 +41,39 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from distmarl.config.hparams import check_hp
-from distmarl.types import OFF_POLICY_FIELDS
+from distmarl.types import RolloutSpec
 
 AgentObs = Mapping[str, np.ndarray]
 Batch = Mapping[str, Mapping[str, torch.Tensor]]
+
+
+@runtime_checkable
+class Acting(Protocol):
+    """What evaluation and league games call: actions per agent for a batch of observations
+    (any :class:`Policy`, or a scripted player: random play, a league's references).
+    ``obs``: agent -> a batch ``(num_envs, ...)`` (an array, or a dict of them)."""
+
+    def act(self, obs: Any, explore: bool = True,
+            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]: ...
+
+
+@runtime_checkable
+class Policy(Acting, Protocol):
+    """A member's policy apart from its learning: what rollout workers and league opponents
+    hold (weights come from the learner) and exported policies are read from
+    (:class:`Algorithm` is one)."""
+
+    agents: list[str]
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None: ...
+
+    def reseed(self, seed: int | None) -> None: ...
 
 
 class Algorithm(ABC):
@@ -50,43 +83,27 @@ class Algorithm(ABC):
     name: ClassVar[str]
     #: every hyperparameter the algorithm has, with its default
     DEFAULT_HP: ClassVar[dict[str, Any]]
-    #: whether it learns on-policy: once from each whole rollout fragment of its own policy,
-    #: collected with behaviour log-probs and values (:meth:`act_with_info`); else from replay
-    on_policy: ClassVar[bool] = False
-    #: whether the constructor takes ``state_space=`` (the env's global state space)
-    reads_state: ClassVar[bool] = False
     device: torch.device
     #: current hyperparameters (plain numbers / bools); change them with set_hyperparameter
     hp: dict[str, Any]
 
     @classmethod
-    def reads_state_with(cls, hp: Mapping[str, Any] | None, state_space: Any) -> bool:
-        """Whether one built with ``hp`` and ``state_space`` (None: the env has none) reads the
-        env's global state; then rollouts record it and its fragments carry
-        :data:`~distmarl.types.STATE_FIELDS`. False unless :attr:`reads_state`."""
-        return False
-
-    @classmethod
-    def buffer_fields(cls, global_state: bool = False) -> tuple[str, ...]:
-        """The transition fields its members store, in buffer order (``global_state``: with
-        the env's state, for one that :meth:`reads_state_with`)."""
-        return OFF_POLICY_FIELDS
+    @abstractmethod
+    def rollout_spec(cls, hp: Mapping[str, Any] | None, state_space: Any) -> RolloutSpec:
+        """What the rollouts of one built with ``hp`` and ``state_space`` (the env's global
+        state space; None: the env has none) record: its family and whether it reads the
+        env's global state."""
 
     @property
-    def uses_state(self) -> bool:
-        """Whether this instance reads the env's global state (rollouts must record it)."""
-        return False
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        """The transition fields this instance's rollouts store, in buffer order."""
-        return self.buffer_fields(self.uses_state)
+    @abstractmethod
+    def spec(self) -> RolloutSpec:
+        """What this one's rollouts record (:meth:`rollout_spec` of what it was built with)."""
 
     def __init__(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
                  net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None = None,
                  device: str | torch.device = "cpu", seed: int | None = None) -> None:
-        """The constructor every algorithm has (one that :attr:`reads_state` also takes
-        ``state_space=``). It sets what every algorithm needs first: agents (in
+        """The constructor every algorithm has (one whose :meth:`rollout_spec` can read the
+        env's global state also takes ``state_space=``). It sets what every algorithm needs first: agents (in
         observation-space order), their spaces, the net_config, device, hyperparameters (the
         defaults of ``name`` with ``hp`` over them, checked by
         :func:`distmarl.config.hparams.check_hp`) and the seeded numpy and torch generators."""
@@ -118,49 +135,12 @@ class Algorithm(ABC):
         greedy action is read from (Box: ``mid + half * tanh(out)``; Discrete: the arg-max of
         the legal logits), what :mod:`distmarl.export` writes out."""
 
-    def act_with_info(self, obs: AgentObs, explore: bool = True,
-                      action_mask: Mapping[str, Any] | None = None,
-                      state: np.ndarray | None = None
-                      ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
-        """Actions (as :meth:`act`) and what an on-policy learner stores with them:
-        ``{"log_prob": {agent: (num_envs,)}, "value": {agent: (num_envs,)}}``. ``state``:
-        the env's global state ``(num_envs, state_dim)`` for one that :attr:`uses_state`.
-        An off-policy algorithm stores nothing more: ``(act(obs, explore, action_mask), {})``."""
-        return self.act(obs, explore, action_mask), {}
-
-    def value_estimates(self, obs: AgentObs, state: np.ndarray | None = None
-                        ) -> dict[str, np.ndarray]:
-        """An on-policy algorithm's value estimates of ``obs`` per agent, float32
-        ``(num_envs,)`` (see :meth:`act_with_info`); an off-policy one has none to give."""
-        raise TypeError(f"{self.name} learns off-policy and keeps no value estimates")
-
     def reset_noise(self, mask: np.ndarray) -> None:
         """Restart exploration noise of the sub-envs where ``mask`` (bool ``(num_envs,)``) is True.
 
         A no-op for algorithms without a noise process.
         """
         return None
-
-    @abstractmethod
-    def learn(self, batch: Batch) -> dict[str, float]:
-        """One update from a batch; metric keys like ``loss/critic/<agent>``."""
-
-    def learn_weighted(self, batch: Batch, weights: torch.Tensor | None
-                       ) -> tuple[dict[str, float], np.ndarray]:
-        """Off-policy algorithms: :meth:`learn` with prioritised replay's importance weights
-        ``(B,)`` (None: all 1), returning the rows' new priorities ``(B,)`` too."""
-        raise NotImplementedError(f"{self.name} does not learn from replayed batches")
-
-    def learn_batches(self, batches: Sequence[Batch],
-                      weights: Sequence[torch.Tensor] | None = None
-                      ) -> tuple[list[dict[str, float]], np.ndarray | None]:
-        """Off-policy algorithms: one update per batch (a learner's train call), each one's
-        metrics, and with ``weights`` (one ``(B,)`` per batch: prioritised replay) every row's
-        new priority, concatenated in batch order (None without ``weights``)."""
-        if weights is None:
-            return [self.learn(b) for b in batches], None
-        done = [self.learn_weighted(b, w) for b, w in zip(batches, weights, strict=True)]
-        return [m for m, _ in done], np.concatenate([p for _, p in done] or [np.empty(0)])
 
     @abstractmethod
     def get_weights(self) -> dict[str, Any]:
@@ -229,3 +209,56 @@ class Algorithm(ABC):
     def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
         """Perturb the policy weights (AgileRL's Gaussian parameter mutation); returns what
         changed."""
+
+
+class ReplayLearner(Algorithm):
+    """An algorithm that learns from replayed rows (MADDPG, MATD3)."""
+
+    @classmethod
+    def rollout_spec(cls, hp: Mapping[str, Any] | None, state_space: Any) -> RolloutSpec:
+        return RolloutSpec(on_policy=False)
+
+    @property
+    def spec(self) -> RolloutSpec:
+        return RolloutSpec(on_policy=False)
+
+    @abstractmethod
+    def learn_batches(self, batches: Sequence[Batch],
+                      weights: Sequence[torch.Tensor] | None = None
+                      ) -> tuple[list[dict[str, float]], np.ndarray | None]:
+        """One update per batch (a learner's train call; field -> agent -> ``(B, ...)``),
+        each one's metrics (keys like ``loss/critic/<agent>``); with ``weights`` (one ``(B,)``
+        per batch: prioritised replay's importance weights) every row's new priority,
+        concatenated in batch order (None without ``weights``)."""
+
+    def learn(self, batch: Batch) -> dict[str, float]:
+        """One update from one batch (:meth:`learn_batches` of one); its metrics."""
+        return self.learn_batches([batch])[0][0]
+
+
+class FragmentLearner(Algorithm):
+    """An algorithm that learns on-policy, once from each whole fragment of its own
+    rollouts, collected with its behaviour log-probs and values (IPPO, MAPPO)."""
+
+    @classmethod
+    def rollout_spec(cls, hp: Mapping[str, Any] | None, state_space: Any) -> RolloutSpec:
+        return RolloutSpec(on_policy=True)
+
+    @abstractmethod
+    def act_with_info(self, obs: AgentObs, explore: bool = True,
+                      action_mask: Mapping[str, Any] | None = None,
+                      state: np.ndarray | None = None
+                      ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+        """Actions (as :meth:`act`) and what the learner stores with them:
+        ``{"log_prob": {agent: (num_envs,)}, "value": {agent: (num_envs,)}}``. ``state``:
+        the env's global state ``(num_envs, state_dim)``, read when ``spec.global_state``."""
+
+    @abstractmethod
+    def value_estimates(self, obs: AgentObs, state: np.ndarray | None = None
+                        ) -> dict[str, np.ndarray]:
+        """Value estimates of ``obs`` per agent, float32 ``(num_envs,)``."""
+
+    @abstractmethod
+    def learn(self, fragment: Batch) -> dict[str, float]:
+        """One update from a whole fragment (field -> agent -> ``(T, E, ...)``); its
+        metrics."""

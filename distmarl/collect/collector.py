@@ -1,15 +1,15 @@
 """The env-policy loop, no Ray: steps a vector env with an algorithm's exploring policy and
 returns whole chunks of transitions for the buffer.
 
-One :class:`Collector` serves both families; the algorithm's
-:attr:`~distmarl.algorithms.Algorithm.on_policy` picks how a step acts and what it records:
+One :class:`Collector` serves both families; the :class:`~distmarl.types.RolloutSpec` it is
+given (by default the algorithm's own ``spec``) picks how a step acts and what it records:
 
 * off-policy (MADDPG, MATD3): ``algo.act(obs, explore=True)``, the ``OFF_POLICY_FIELDS``, and
   exploration noise restarted in sub-envs whose episode ended (``algo.reset_noise``);
 * on-policy (IPPO, MAPPO): ``algo.act_with_info`` and ``ON_POLICY_FIELDS`` (the behaviour
   policy's ``log_prob``, ``value`` and ``next_value`` instead of the next observation; plus
-  ``STATE_FIELDS`` when ``algo.uses_state``, from a vector env made with
-  ``record_state=True``); :func:`fragment_to_batch` turns such rows into the ``(T, E, ...)``
+  ``STATE_FIELDS`` when the spec's ``global_state``, from a vector env made with
+  ``global_state=True``); :func:`fragment_to_batch` turns such rows into the ``(T, E, ...)``
   tensors ``algo.learn`` takes.
 
 The single-process trainers and the rollout-worker actors share it, so the distributed path
@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from distmarl import tree
-from distmarl.algorithms import Algorithm
+from distmarl.algorithms import Algorithm, FragmentLearner
 from distmarl.collect.nstep import NStepWindow
 from distmarl.collect.rows import ChunkRows
 from distmarl.collect.seats import LearnerEverywhere, MatchResult, SeatPlan
@@ -40,6 +40,7 @@ from distmarl.envs import (
     true_next_obs,
     true_next_state,
 )
+from distmarl.types import RolloutSpec
 
 #: the seats of a run without a league (stateless, so one serves every collector)
 NO_LEAGUE = LearnerEverywhere()
@@ -95,8 +96,8 @@ class Collector:
     action masks that the env gives in ``infos[agent]["action_mask"]`` are used for acting and
     stored inside ``obs`` as ``{"observation": ..., "action_mask": ...}`` (the form PettingZoo's
     dict observations already have), so the learner sees the same masks; when
-    ``algo.uses_state``, ``state`` (the global state before the step) is stored under every
-    agent.
+    the spec's ``global_state``, ``state`` (the global state before the step) is stored under
+    every agent.
 
     Its ``seating`` says who acts where: the learner everywhere, or (a league's
     :class:`~distmarl.league.seating.Seating`) opponents in the seats they hold, sampling their
@@ -104,25 +105,21 @@ class Collector:
     """
 
     def __init__(self, venv: Any, algo: Algorithm, seed: int | None = None,
-                 seating: SeatPlan = NO_LEAGUE, n_step: int = 1,
-                 record_state: bool = False) -> None:
-        self.venv, self.algo = venv, algo
+                 seating: SeatPlan = NO_LEAGUE, spec: RolloutSpec | None = None) -> None:
+        self.venv = venv
         self.seating = seating
         self.agents = list(venv.possible_agents)
-        self.on_policy = algo.on_policy
-        self.uses_state = algo.uses_state
-        #: rows carry the global state: the algorithm reads it, or (``record_state``) other
-        #: members sharing the buffer do (an IPPO member in a population with MAPPO members)
-        self.records_state = self.on_policy and (self.uses_state or record_state)
-        if self.records_state and venv.state_space is None:
-            raise ValueError(f"{algo.name} reads the env's global state: make the vector env "
-                             f"with record_state=True")
-        self.fields = self._fields_of(algo)
+        #: what the rows record: the run's (the global state where any member sharing the
+        #: buffer reads it, n-step rows), else the algorithm's own
+        self.spec = algo.spec if spec is None else spec
+        if self.spec.global_state and venv.state_space is None:
+            raise ValueError(f"{algo.name}'s rows record the env's global state: make the "
+                             "vector env with global_state=True")
+        self.on_policy, self.fields = self.spec.on_policy, self.spec.fields
+        self.set_algorithm(algo)
         self._step = self._on_policy_step if self.on_policy else self._off_policy_step
-        if n_step > 1 and self.on_policy:
-            raise ValueError(f"n_step {n_step}: {algo.name} learns from whole fragments with "
-                             "GAE; n-step rows are for off-policy members")
         #: off-policy with n_step > 1: rows leave as n-step rows (:mod:`distmarl.collect.nstep`)
+        n_step = self.spec.n_step
         self.window = NStepWindow(n_step, venv.num_envs) if n_step > 1 else None
         obs, self.infos = venv.reset(seed=seed)
         self.obs = fold_info_masks(obs, self.infos)
@@ -133,19 +130,19 @@ class Collector:
 
     def set_algorithm(self, algo: Algorithm) -> None:
         """Act with ``algo`` from now on (a member that took another algorithm's state); it
-        must store the same fields (one family; an on-policy one records the state already if
-        any member reads it)."""
-        fields = self._fields_of(algo)
-        if algo.on_policy != self.on_policy or fields != self.fields:
-            raise ValueError(f"{algo.name} stores {fields}, these rows {self.fields}")
-        if algo.uses_state and not self.records_state:
-            raise ValueError(f"{algo.name} reads the env's global state this collector does "
-                             "not record")
-        self.algo, self.uses_state = algo, algo.uses_state
+        must be of the rows' family, and read the global state only where they record it."""
+        own = algo.spec
+        if own.on_policy != self.on_policy or (own.global_state and not self.spec.global_state):
+            raise ValueError(f"{algo.name} stores {own.fields}, these rows {self.fields}")
+        if own.on_policy != isinstance(algo, FragmentLearner):
+            raise TypeError(f"{algo.name}: an on-policy algorithm is a FragmentLearner")
+        #: the algorithm's own spec: whether it reads the global state the rows record
+        self.algo, self.own = algo, own
 
-    def _fields_of(self, algo: Algorithm) -> tuple[str, ...]:
-        """The fields ``algo``'s rows carry here (on-policy: with the state when recorded)."""
-        return algo.buffer_fields(self.records_state) if algo.on_policy else algo.fields
+    @property
+    def learner(self) -> FragmentLearner:
+        """The on-policy algorithm (checked in :meth:`set_algorithm`)."""
+        return cast(FragmentLearner, self.algo)
 
     def set_seating(self, seating: SeatPlan) -> None:
         """Play league games from now on: ``seating``'s opponents hold their seats."""
@@ -168,8 +165,8 @@ class Collector:
             self.episodes.step(rew, self.agents, infos["_final_obs"], scores, lengths)
             results += self.seating.step(rew, ended[t], cut)
         if self.on_policy:  # the last step's next values: estimates of the current observations
-            state = self.infos["state"] if self.uses_state else None
-            self._fill_next_values(self.algo.value_estimates(self.obs, state))
+            state = self.infos["state"] if self.own.global_state else None
+            self._fill_next_values(self.learner.value_estimates(self.obs, state))
         self.total_steps += num_steps * self.venv.num_envs
         data = rows.data() if self.window is None else self.window.add(rows.data(), ended)
         return Rollout(data, num_steps * self.venv.num_envs, scores, lengths, results, capped)
@@ -207,9 +204,9 @@ class Collector:
         values, and the global state when it reads one); writes its rows as step ``t``,
         returns ``(rewards, infos)``. Its ``next_value`` rows stay pending (the stored rows
         themselves) until the next step's values fill them."""
-        state = self.infos["state"] if self.records_state else None
-        chosen, extras = self.algo.act_with_info(self.obs,
-                                                 state=state if self.uses_state else None)
+        state = self.infos["state"] if self.spec.global_state else None
+        chosen, extras = self.learner.act_with_info(self.obs,
+                                                    state=state if self.own.global_state else None)
         self._fill_next_values(extras["value"])
         chosen, mine = self._seated(chosen)
         actions = apply_env_defined_actions(chosen, self.infos)
@@ -224,7 +221,7 @@ class Collector:
                 active = active & mine[a]
             values = (self.obs[a], actions[a], rew[a], term[a], trunc[a], active,
                       extras["log_prob"][a], extras["value"][a], next_value[a],
-                      *((state,) if self.records_state else ()))
+                      *((state,) if self.spec.global_state else ()))
             for name, value in zip(self.fields, values, strict=True):
                 stored = rows.put(t, name, a, value)
                 if name == "next_value":
@@ -239,8 +236,8 @@ class Collector:
         ended = np.asarray(infos["_final_obs"], dtype=bool)
         out = {a: np.full(self.venv.num_envs, np.nan, np.float32) for a in self.agents}
         if ended.any():
-            state = true_next_state(infos) if self.uses_state else None
-            finals = self.algo.value_estimates(true_next_obs(obs, infos), state)
+            state = true_next_state(infos) if self.own.global_state else None
+            finals = self.learner.value_estimates(true_next_obs(obs, infos), state)
             for a, v in finals.items():
                 out[a][ended] = v[ended]
         return out

@@ -145,9 +145,10 @@ def _algorithms(env: Any, out: EnvCheck) -> None:
     obs = {a: env.observation_space(a) for a in agents}
     act = {a: env.action_space(a) for a in agents}
     state = getattr(env, "state_space", None)
+    state = state if isinstance(state, spaces.Box) else None
     for name, cls in ALGORITHMS.items():
-        extra: dict[str, Any] = {"state_space": state if isinstance(state, spaces.Box)
-                                 else None} if cls.reads_state else {}
+        extra: dict[str, Any] = ({"state_space": state}
+                                 if cls.rollout_spec(None, state).global_state else {})
         try:
             cls(obs, act, None, seed=0, **extra)
             out.algorithms[name] = None

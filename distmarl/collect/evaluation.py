@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from distmarl import tree
+from distmarl.algorithms import Acting
 from distmarl.checkpoint import load_checkpoint
 from distmarl.config import ExperimentConfig
 from distmarl.config.stored import stored_config
@@ -22,15 +23,7 @@ from distmarl.factory import converted, env_spaces, make_algorithm, make_venv
 EVAL_EPISODES_PER_ENV = 4
 
 
-class Policy(Protocol):
-    """What evaluation needs: actions per agent for a batch of observations (any
-    :class:`~distmarl.algorithms.Algorithm`, or a scripted baseline)."""
-
-    def act(self, obs: Any, explore: bool = True,
-            action_mask: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]: ...
-
-
-def progress_score(venv: Any, algo: Policy, run_seed: int, env_steps: int) -> float:
+def progress_score(venv: Any, algo: Acting, run_seed: int, env_steps: int) -> float:
     """Mean score of :data:`EVAL_EPISODES_PER_ENV` episodes per sub-env, without exploration,
     on episodes seeded by the run and the step count: distinct across runs and evaluations
     (sub-env ``i`` adds ``i`` to the seed, so nearby seeds would overlap)."""
@@ -59,7 +52,7 @@ class Outcomes(NamedTuple):
     capped: list[bool]
 
 
-def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
+def evaluate(venv: Any, algo: Acting, episodes: int = 1, max_steps: int | None = None,
              seed: int | None = None, explore: bool = False) -> Scores:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
     exploration (``explore``: sampling the policy; the caller seeds its stream), in a fixed
@@ -72,14 +65,14 @@ def evaluate(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None =
     return Scores([float(sum(r.values())) for r in out.returns], sum(out.capped))
 
 
-def episode_returns(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
+def episode_returns(venv: Any, algo: Acting, episodes: int = 1, max_steps: int | None = None,
                     seed: int | None = None, explore: bool = False) -> list[dict[str, float]]:
     """Each agent's return per episode, in :func:`evaluate`'s order (for games, where the
     sum over agents says nothing: who won)."""
     return episode_outcomes(venv, algo, episodes, max_steps, seed, explore).returns
 
 
-def episode_outcomes(venv: Any, algo: Policy, episodes: int = 1, max_steps: int | None = None,
+def episode_outcomes(venv: Any, algo: Acting, episodes: int = 1, max_steps: int | None = None,
                      seed: int | None = None, explore: bool = False) -> Outcomes:
     """:func:`episode_returns`, and which of the episodes the vector env's step limit ended
     (``infos["capped"]``). Episodes still running at ``max_steps`` count with their partial
@@ -116,7 +109,7 @@ def episode_outcomes(venv: Any, algo: Policy, episodes: int = 1, max_steps: int 
     return Outcomes([r for r, _ in ordered], [c for _, c in ordered])
 
 
-def fixed_scores(venv: Any, policy: Policy, episodes: int, seed: int, explore: bool = False
+def fixed_scores(venv: Any, policy: Acting, episodes: int, seed: int, explore: bool = False
                  ) -> Scores:
     """Scores of exactly ``episodes`` whole episodes seeded by ``seed``: the first
     ``episodes`` of :func:`evaluate`'s order, the same episodes for every policy on a venv of
@@ -162,7 +155,7 @@ class Seats:
     """Acts for each agent with the policy holding its seat (a trained member against random
     play, or two members against each other); each policy sees only its own agents."""
 
-    def __init__(self, seats: Mapping[str, Policy]) -> None:
+    def __init__(self, seats: Mapping[str, Acting]) -> None:
         self.seats = dict(seats)
 
     def act(self, obs: dict[str, Any], explore: bool = False,

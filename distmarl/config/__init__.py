@@ -36,6 +36,7 @@ from distmarl.config.hparams import (
     default_hp,
     hp_model,
     hp_switches,
+    on_policy,
 )
 from distmarl.config.loading import (
     apply_overrides,
@@ -56,5 +57,5 @@ __all__ = [
     "PopulationConfig", "RLParameterConfig", "ResourceConfig", "Section", "TournamentConfig",
     "TrackingConfig", "TrainingConfig", "apply_overrides", "check_hp", "check_hp_value",
     "config_from_dict", "deep_merge", "default_hp", "flatten_dict", "hp_model", "hp_switches",
-    "load_config", "read_config_data", "yaml_load",
+    "load_config", "on_policy", "read_config_data", "yaml_load",
 ]

@@ -23,6 +23,7 @@ from distmarl.config.hparams import (
     MAPPOHyperparameters,
     MATD3Hyperparameters,
     check_search_ranges,
+    on_policy,
     search_dtypes,
 )
 from distmarl.config.members import (
@@ -38,7 +39,6 @@ from distmarl.config.replay import (
     check_n_step,
     fragment_rows,
     replay_hp,
-    replays,
 )
 from distmarl.config.section import Section
 
@@ -359,8 +359,8 @@ class ExperimentConfig(Section):
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
         # members are of the algorithm section's family (population.members: _check_groups)
-        buffer = self.buffer.resolved(replays(self.algorithm.name))
-        if "capacity" not in buffer.model_fields_set and not replays(self.algorithm.name):
+        buffer = self.buffer.resolved(not on_policy(self.algorithm.name))
+        if "capacity" not in buffer.model_fields_set and on_policy(self.algorithm.name):
             buffer = buffer.model_copy(update={"capacity": self.fragment_rows().capacity})
         if buffer is not self.buffer:  # (assignment validates the whole config again)
             self.buffer = buffer
@@ -437,7 +437,7 @@ class ExperimentConfig(Section):
     def _check_groups(self, searched: set[str]) -> None:
         groups = [g.model_dump() for g in self.population.members or []]
         member_algorithms(groups, self.population.size)
-        if replays(groups[0]["algorithm"]) != replays(self.algorithm.name):
+        if on_policy(groups[0]["algorithm"]) != on_policy(self.algorithm.name):
             raise ValueError(f"algorithm.name {self.algorithm.name} is not of the family of "
                              f"population.members ({groups[0]['algorithm']}): the algorithm "
                              "section is the members' base (hyperparameters, net_config); name "

@@ -86,7 +86,11 @@ def _bound(limit: at.Ge | at.Gt | at.Le | at.Lt) -> object:
 class Hyperparameters(Section):
     """Base of the per-algorithm models. A value that breaks its field's rule is reported as
     ``must be <rule>`` (the rule from :func:`rule`), the same words wherever it is checked.
-    Every algorithm has ``batch_size`` and ``learn_step`` (each model gives its default)."""
+    Every algorithm has ``batch_size`` and ``learn_step`` (each model gives its default).
+    ``on_policy``: the algorithm's family, the one place it is declared: on-policy members
+    learn once from whole fragments of their own rollouts, the others from replayed rows."""
+
+    on_policy: ClassVar[bool] = False
 
     batch_size: Int = Field(ge=1, description="transitions per learner update (minibatch)")
     learn_step: Int = Field(ge=1, description="env steps per update (off-policy) or per fragment (on-policy)")
@@ -146,6 +150,8 @@ class IPPOHyperparameters(Hyperparameters):
     25-step MPE episodes and 8 sub-envs (128 steps * 8 envs = 1024 transitions per agent).
     ``value_norm`` is fixed when the learner is built."""
 
+    on_policy: ClassVar[bool] = True
+
     batch_size: Int = Field(256, ge=1, description="minibatch size of one gradient step")
     lr: Real = Field(3e-4, gt=0, description="learning rate")
     learn_step: Int = Field(128, ge=1, description="rollout fragment length in vectorised env steps")
@@ -182,6 +188,12 @@ def hp_model(algorithm: str) -> type[Hyperparameters]:
         return HP_MODELS[algorithm]
     except KeyError:
         raise ValueError(f"unknown algorithm {algorithm!r}; known: {sorted(HP_MODELS)}") from None
+
+
+def on_policy(algorithm: str) -> bool:
+    """Whether members of ``algorithm`` learn on-policy (from whole fragments of their own
+    rollouts, read once) rather than from replayed rows."""
+    return hp_model(algorithm).on_policy
 
 
 def default_hp(algorithm: str) -> dict[str, Any]:

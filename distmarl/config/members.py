@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from distmarl.config.hparams import check_hp, check_search_ranges, hp_model
-from distmarl.config.replay import replays
+from distmarl.config.hparams import check_hp, check_search_ranges, hp_model, on_policy
 
 
 def member_hp(section_hp: Mapping[str, Any], algorithm: str,
@@ -43,7 +42,7 @@ def member_algorithms(groups: Sequence[Mapping[str, Any]], size: int) -> list[st
         except ValueError as err:
             raise ValueError(f"population.members[{i}].algorithm: {err}") from None
     for i, g in enumerate(groups):
-        if replays(g["algorithm"]) != replays(groups[0]["algorithm"]):
+        if on_policy(g["algorithm"]) != on_policy(groups[0]["algorithm"]):
             raise ValueError(f"population.members[{i}].algorithm {g['algorithm']} is not of "
                              f"the family of {groups[0]['algorithm']}: a population mixes "
                              "off-policy (MADDPG, MATD3) or on-policy (IPPO, MAPPO) algorithms, "

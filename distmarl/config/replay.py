@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from typing import Any, NamedTuple
 
-from distmarl.config.hparams import hp_model
+from distmarl.config.hparams import on_policy
 
 #: Env steps a row spans when ``buffer.n_step`` is left null, for members that replay
 #: (MADDPG, MATD3; with prioritised replay on by default too).
@@ -61,14 +61,9 @@ def fragment_rows(members: int, workers_per_member: int, learn_steps: Sequence[A
     return FragmentRows(members * (workers_per_member + 1), max(1, steps), num_envs)
 
 
-def replays(algorithm: str) -> bool:
-    """Whether members of ``algorithm`` learn from replayed rows (they have replay settings)."""
-    return set(REPLAY_HP) <= set(hp_model(algorithm).model_fields)
-
-
 def check_n_step(algorithm: str, n_step: int) -> None:
     """ValueError for n-step rows on an algorithm that learns from its own fragments."""
-    if n_step > 1 and not replays(algorithm):
+    if n_step > 1 and on_policy(algorithm):
         raise ValueError(f"buffer.n_step {n_step}: {algorithm} members learn from whole "
                          "fragments with GAE (gae_lambda); n-step rows are for MADDPG and MATD3")
 
@@ -83,7 +78,7 @@ def replay_hp(algorithm: str, hp: Mapping[str, Any], buffer_ratio: float | None,
     fragments in order); a member's ``alpha`` / ``beta`` (set or searched) without
     prioritised replay; a searched ``replay_ratio`` with no starting value (uniform replay).
     """
-    if not replays(algorithm):
+    if on_policy(algorithm):
         if prioritized is not None:
             raise ValueError(f"buffer.prioritized_replay: {algorithm} members read their own "
                              "fragments in order, once; prioritised replay is for MADDPG and "

@@ -96,7 +96,7 @@ def true_next_obs(obs: Mapping[str, Any], infos: Mapping[str, Any]) -> dict[str,
 def true_next_state(infos: Mapping[str, Any]) -> np.ndarray:
     """The global state after the transition just stepped ``(num_envs, *state_shape)``: the
     ending step's ``infos["final_state"]`` where an episode ended, else ``infos["state"]``
-    (a vector env made with ``record_state=True``)."""
+    (a vector env made with ``global_state=True``)."""
     ended = np.asarray(infos["_final_obs"], dtype=bool)
     now, last = np.asarray(infos["state"]), np.asarray(infos["final_state"])
     return np.where(ended.reshape(-1, *([1] * (now.ndim - 1))), last, now)

@@ -85,13 +85,13 @@ def make_vector_env(
     seed: int | None = None,
     num_workers: int | None = None,
     nonfinite: str = "raise",
-    record_state: bool = False,
+    global_state: bool = False,
     wrappers: Sequence[WrapperSpec] = (),
     max_episode_steps: int | str = "auto",
     **env_kwargs: Any,
 ) -> Any:
     """``VectorParallelEnv`` of ``num_envs`` copies of ``make_env(spec, **env_kwargs)``
-    (``record_state``: also return each sub-env's ``env.state()``; ``max_episode_steps``:
+    (``global_state``: also return each sub-env's ``env.state()``; ``max_episode_steps``:
     the episodes' step limit; see ``VectorParallelEnv``)."""
     from distmarl.envs.vector import VectorParallelEnv
 
@@ -102,7 +102,7 @@ def make_vector_env(
         seed=seed,
         num_workers=num_workers,
         nonfinite=nonfinite,  # type: ignore[arg-type]
-        record_state=record_state,
+        global_state=global_state,
         max_episode_steps=max_episode_steps,  # type: ignore[arg-type]
     )
 

@@ -145,16 +145,16 @@ class VectorLayout:
     state: Leaf | None = None
 
     @classmethod
-    def from_env(cls, env: Any, num_envs: int, record_state: bool = False) -> VectorLayout:
+    def from_env(cls, env: Any, num_envs: int, global_state: bool = False) -> VectorLayout:
         """Read ``possible_agents`` and the spaces of one parallel env (and its state space,
-        with ``record_state``)."""
+        with ``global_state``)."""
         agents = tuple(env.possible_agents)
         return cls(
             num_envs=num_envs,
             agents=agents,
             obs_leaves={a: space_leaves(env.observation_space(a)) for a in agents},
             act_leaves={a: action_leaf(env.action_space(a), a) for a in agents},
-            state=state_leaf(env) if record_state else None,
+            state=state_leaf(env) if global_state else None,
         )
 
     def fields(self) -> list[tuple[tuple[Any, ...], tuple[int, ...], np.dtype]]:

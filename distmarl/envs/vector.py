@@ -34,7 +34,7 @@ the env's own infos batched (see ``infos.py``) and, always:
 * ``infos["capped"]``: bool ``(num_envs,)``, the sub-envs whose episode the step limit ended in
   this step (a subset of ``infos["_final_obs"]``; see ``limits.py``): every agent still live
   is reported truncated, and a game cut so was not finished.
-* With ``record_state=True`` only: ``infos["state"]`` ``(num_envs, *state_shape)``, each sub-env's
+* With ``global_state=True`` only: ``infos["state"]`` ``(num_envs, *state_shape)``, each sub-env's
   global state ``env.state()`` of the returned observations (after an autoreset: the reset
   state), and ``infos["final_state"]``, the state of the step that ended an episode (NaN rows
   elsewhere); ``true_next_state(infos)`` picks a transition's next state from them.
@@ -82,7 +82,7 @@ class VectorParallelEnv:
             naming sub-env and agent; ``"drop"``: such rows become missing-agent rows (NaN
             observation, reward 0, inactive, flagged in ``infos["nonfinite"]``) and are counted
             in ``dropped_nonfinite``.
-        record_state: also return every sub-env's global state ``env.state()`` in
+        global_state: also return every sub-env's global state ``env.state()`` in
             ``infos["state"]`` / ``infos["final_state"]`` (MAPPO's centralised value input);
             the env must define a Box ``state_space``, else ValueError.
         max_episode_steps: steps after which an episode still running is truncated and
@@ -100,7 +100,7 @@ class VectorParallelEnv:
         num_workers: int | None = None,
         context: str | None = None,
         nonfinite: Literal["raise", "drop"] = "raise",
-        record_state: bool = False,
+        global_state: bool = False,
         max_episode_steps: Setting = "auto",
     ) -> None:
         if len(env_fns) == 0:
@@ -117,7 +117,7 @@ class VectorParallelEnv:
         self._seed = seed
         self._needs_reset = True
         self._eda: dict[str, np.ndarray] = {}
-        self._record_state = record_state
+        self._global_state = global_state
         workers = min(self.num_envs, available_cores()) if num_workers is None else num_workers
         if mode == "async" and not 1 <= workers <= self.num_envs:
             raise ValueError(f"num_workers must be in 1..{self.num_envs}, got {workers}")
@@ -142,7 +142,7 @@ class VectorParallelEnv:
 
     def _describe(self, env: Any) -> None:
         """Read agents, spaces and metadata from one sub-env; precompute per-agent constants."""
-        self.layout = VectorLayout.from_env(env, self.num_envs, self._record_state)
+        self.layout = VectorLayout.from_env(env, self.num_envs, self._global_state)
         agents = self.layout.agents
         clash = RESERVED_KEYS.intersection(agents)
         if clash:
@@ -185,7 +185,7 @@ class VectorParallelEnv:
 
     @property
     def state_space(self) -> spaces.Box | None:
-        """Space of one sub-env's global state when it is recorded (``record_state``), else
+        """Space of one sub-env's global state when it is recorded (``global_state``), else
         None."""
         leaf = self.layout.state
         if leaf is None:

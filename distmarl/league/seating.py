@@ -9,7 +9,7 @@ sub-env's match, replaces the learner's actions for the opponents' seats by the 
 the learner holds them all), turns an ended episode's returns into a
 result (:meth:`Seating.result`) and seats the sub-env's next match from its plan
 (:meth:`Seating.replan` gives a new one; running games go on). Opponents are
-:class:`~distmarl.collect.evaluation.Policy` objects by player id; the caller builds them
+:class:`~distmarl.algorithms.Acting` objects by player id; the caller builds them
 (from weights, or a reference) and keeps them fresh.
 
 Results: a side's score is its agents' summed return. By default the learner wins when its
@@ -32,7 +32,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from distmarl.agents import Sides
-from distmarl.collect.evaluation import Policy, Seats, episode_outcomes
+from distmarl.algorithms import Acting
+from distmarl.collect.evaluation import Seats, episode_outcomes
 from distmarl.collect.seats import MatchResult
 from distmarl.league.plans import Match
 
@@ -87,9 +88,9 @@ class Seating:
     (:func:`play_games`) never add them."""
 
     def __init__(self, sides: Sides, num_envs: int, learner: str, plan: Sequence[Match],
-                 policies: Mapping[str, Policy],
+                 policies: Mapping[str, Acting],
                  win_above: Mapping[str, float] | None = None, epsilon: float = 0.0,
-                 noise: Policy | None = None, seed: int = 0) -> None:
+                 noise: Acting | None = None, seed: int = 0) -> None:
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"league.opponent_epsilon must be within [0, 1], got {epsilon}")
         if epsilon > 0 and noise is None:
@@ -108,7 +109,7 @@ class Seating:
         #: each agent's return so far in each sub-env's running episode
         self.returns: dict[str, np.ndarray] = {}
 
-    def replan(self, plan: Sequence[Match], policies: Mapping[str, Policy]) -> None:
+    def replan(self, plan: Sequence[Match], policies: Mapping[str, Acting]) -> None:
         """New matches for the sub-envs' next episodes (running games go on), and the policies
         of their opponents (added to or replacing those held); policies that neither the plan
         nor a running game seats are let go (snapshots that left the league)."""
@@ -242,8 +243,8 @@ def side_result(sides: Sides, side: str, returns: Mapping[str, float],
     return 0.0 if any(own < o for o in others) else 0.5
 
 
-def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Policy],
-               opponent: tuple[str, Policy], games: int, seed: int, explore: bool = False,
+def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Acting],
+               opponent: tuple[str, Acting], games: int, seed: int, explore: bool = False,
                win_above: Mapping[str, float] | None = None) -> GameResults:
     """``games`` evaluation games of the learner (``(player id, policy)``) against one
     opponent, who holds every other side. The learner plays ``side``; in a symmetric game

@@ -14,7 +14,7 @@ CleanRL script does; benchmarks use them as the baseline the runtime is measured
 from __future__ import annotations
 
 from distmarl.config import ExperimentConfig
-from distmarl.factory import is_on_policy
+from distmarl.config.hparams import on_policy
 from distmarl.local.offpolicy import train_off_policy
 from distmarl.local.onpolicy import SPREAD_IPPO, train_on_policy
 from distmarl.local.result import LocalResult
@@ -26,5 +26,5 @@ def train_local(cfg: ExperimentConfig, steps: int, seed: int | None = None,
                 eval_every: int = 0, log: bool = True) -> LocalResult:
     """Train one member of ``cfg`` with its family's trainer (:func:`train_on_policy` for
     on-policy algorithms, else :func:`train_off_policy`); arguments as theirs."""
-    trainer = train_on_policy if is_on_policy(cfg.algorithm.name) else train_off_policy
+    trainer = train_on_policy if on_policy(cfg.algorithm.name) else train_off_policy
     return trainer(cfg, steps, seed, eval_every, log)

@@ -10,16 +10,18 @@ against, and the loop to read first to see what one member does.
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import numpy as np
 import torch
 
-from distmarl.algorithms.base import Algorithm
+from distmarl.algorithms import ReplayLearner
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
 from distmarl.collect import Collector, progress_score
 from distmarl.config import ExperimentConfig
-from distmarl.factory import buffer_kwargs, env_spaces, is_on_policy, make_algorithm, make_venv
+from distmarl.config.hparams import on_policy
+from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
 from distmarl.local.result import LocalResult
 from distmarl.types import SampleBatch
 
@@ -33,17 +35,19 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     env takes ``seed + 1``. With ``eval_every`` > 0 the member is scored without exploration
     every ``eval_every`` env steps (:func:`progress_score`) and, with ``log``, a progress line
     is printed. Torch runs on one thread, as in a learner actor."""
-    if is_on_policy(cfg.algorithm.name):
+    if on_policy(cfg.algorithm.name):
         raise ValueError(f"algorithm.name: {cfg.algorithm.name} is on-policy; train it with "
                          "distmarl.local.train_on_policy")
     seed = cfg.seed if seed is None else seed
     torch.set_num_threads(1)
     spaces = env_spaces(cfg.env)
-    algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
+    algo = cast(ReplayLearner, make_algorithm(cfg.algorithm, spaces, seed=seed))
     venv = make_venv(cfg.env, seed=seed)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
-    buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0])), "seed": seed})
-    collector = Collector(venv, algo, seed=seed, n_step=cfg.buffer.row_steps)
+    spec = rollout_spec(cfg, spaces)
+    buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0]), spec),
+                                       "seed": seed})
+    collector = Collector(venv, algo, seed=seed, spec=spec)
     owed, updates, done, next_eval = 0.0, 0, 0, eval_every
     history: list[tuple[int, float]] = []
     train_scores: list[tuple[int, float]] = []
@@ -81,7 +85,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
                        train_scores=train_scores, last_metrics=metrics)
 
 
-def learn(algo: Algorithm, buffer: MultiAgentReplayBuffer, batch: SampleBatch
+def learn(algo: ReplayLearner, buffer: MultiAgentReplayBuffer, batch: SampleBatch
           ) -> dict[str, float]:
     """One update from ``batch``; with prioritised replay (the batch carries importance
     weights) its rows' priorities go back to ``buffer`` at once, as a learner actor sends
@@ -89,6 +93,7 @@ def learn(algo: Algorithm, buffer: MultiAgentReplayBuffer, batch: SampleBatch
     data = to_torch(dict(zip(buffer.field_names, batch.data, strict=True)))
     if batch.weights is None:
         return algo.learn(data)
-    metrics, errors = algo.learn_weighted(data, torch.as_tensor(batch.weights))
-    buffer.update_priorities("default", batch.indices, errors)
+    [metrics], errors = algo.learn_batches([data], [torch.as_tensor(batch.weights)])
+    if errors is not None:
+        buffer.update_priorities("default", batch.indices, errors)
     return metrics

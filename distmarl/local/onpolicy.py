@@ -9,13 +9,15 @@ call, as an on-policy learner in the runtime consumes its own member's rows.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from distmarl.algorithms import FragmentLearner
 from distmarl.collect import Collector, fragment_to_batch, progress_score
 from distmarl.config import ExperimentConfig
-from distmarl.factory import env_spaces, is_on_policy, make_algorithm, make_venv, reads_state
+from distmarl.config.hparams import on_policy
+from distmarl.factory import env_spaces, make_algorithm, make_venv
 from distmarl.local.result import LocalResult
 
 #: IPPO on mpe2 ``simple_spread_v3`` (continuous actions, 25-step episodes): 8 sub-envs,
@@ -46,14 +48,14 @@ def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     runs on one thread, as in a learner actor."""
     import torch
 
-    if not is_on_policy(cfg.algorithm.name):
+    if not on_policy(cfg.algorithm.name):
         raise ValueError(f"algorithm.name: {cfg.algorithm.name} is off-policy; train it with "
                          "distmarl.local.train_off_policy")
     seed = cfg.seed if seed is None else seed
     torch.set_num_threads(1)
     spaces = env_spaces(cfg.env)
-    algo = make_algorithm(cfg.algorithm, spaces, seed=seed)
-    venv = make_venv(cfg.env, seed=seed, record_state=reads_state(cfg.algorithm, spaces))
+    algo = cast(FragmentLearner, make_algorithm(cfg.algorithm, spaces, seed=seed))
+    venv = make_venv(cfg.env, seed=seed, global_state=algo.spec.global_state)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
     collector = Collector(venv, algo, seed=seed)
     updates, done, next_eval = 0, 0, eval_every

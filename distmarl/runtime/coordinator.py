@@ -26,7 +26,7 @@ from typing import Any
 import ray
 
 from distmarl.config import ExperimentConfig
-from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, reads_state
+from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, rollout_spec
 from distmarl.hpo.strategies import make_strategy
 from distmarl.league.seating import LeagueGame
 from distmarl.league.setup import LeagueSetup, league_setup
@@ -80,12 +80,11 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: LeagueGam
                ) -> FleetSpec:
     """What ``cfg``'s fleet is built from (the env's ``spaces``, a league's seating rules)."""
     algos = cfg.member_algorithm_configs()
+    rollout = rollout_spec(cfg, spaces)
     return FleetSpec(
         members=cfg.num_members, population=cfg.population, env=cfg.env, algorithms=algos,
-        spaces=spaces,
-        buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]),
-                                    any(reads_state(a, spaces) for a in algos)),
-        n_step=cfg.buffer.row_steps, weight_sync_updates=cfg.training.weight_sync_updates,
+        spaces=spaces, buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), rollout),
+        rollout=rollout, weight_sync_updates=cfg.training.weight_sync_updates,
         seed=cfg.seed, resources=cfg.resources,
         snapshot_interval_s=cfg.buffer.snapshot_interval_s, league=league,
         convert=cfg.population.cross_algorithm == "convert")

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from distmarl.config import BufferConfig, TrainingConfig
-from distmarl.factory import is_on_policy
+from distmarl.config.hparams import on_policy
 from distmarl.runtime.run_state import MemberState
 
 #: most updates one train call asks for
@@ -159,7 +159,7 @@ def make_datapath(algorithm: str, training: TrainingConfig,
     """The data path of the family of ``algorithm`` (its name); an off-policy path reads
     ``training``'s chunk size, learning delay and policy-lag bound and ``buffer``'s
     ``learning_starts``."""
-    if is_on_policy(algorithm):
+    if on_policy(algorithm):
         return OnPolicyPath()
     return OffPolicyPath(training.chunk_steps, buffer.learning_starts, training.learning_delay,
                          training.max_policy_lag)

@@ -26,7 +26,7 @@ from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan
 from distmarl.runtime.actors.clients import BufferClient, Store
 from distmarl.runtime.grouping import learner_groups, members_per_learner
 from distmarl.runtime.scheduler import Call
-from distmarl.types import STATE_FIELDS
+from distmarl.types import RolloutSpec
 
 __all__ = ["Copied", "FaultLog", "Fleet", "FleetSpec", "Mutated", "Play"]
 
@@ -54,8 +54,8 @@ class FleetSpec:
     """What the shells are built from: ``members`` learners (each building
     ``algorithms[member]``, grouped into processes by :meth:`learner_groups`),
     ``population.workers_per_member`` rollout workers each (their envs
-    from ``env``), one buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`);
-    every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
+    from ``env``, their rows as ``rollout`` says: :func:`distmarl.factory.rollout_spec`), one
+    buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`); every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
     (None: cooperative). ``resources`` and ``snapshot_interval_s`` matter on Ray only."""
 
     members: int
@@ -64,7 +64,7 @@ class FleetSpec:
     algorithms: Sequence[AlgorithmConfig]
     spaces: tuple[Any, ...]
     buffer_kwargs: dict[str, Any]
-    n_step: int
+    rollout: RolloutSpec
     weight_sync_updates: int
     seed: int
     resources: ResourceConfig
@@ -90,11 +90,10 @@ class FleetSpec:
     def worker_kwargs(self, member: int, worker: int, buffer: BufferClient, store: Store
                       ) -> dict[str, Any]:
         """:class:`~distmarl.runtime.actors.rollout.RolloutShell`'s arguments."""
-        record_state = bool(set(STATE_FIELDS) & set(self.buffer_kwargs["field_names"]))
         return dict(member=member, worker=worker, env_cfg=self.env,
                     algo_cfg=self.algorithms[member], spaces=self.spaces, buffer=buffer,
-                    seed=self.seed * 7919 + member * 101 + worker, league=self.league,
-                    n_step=self.n_step, record_state=record_state, store=store)
+                    seed=self.seed * 7919 + member * 101 + worker, spec=self.rollout,
+                    league=self.league, store=store)
 
 
 class Play(NamedTuple):

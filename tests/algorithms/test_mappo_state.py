@@ -14,17 +14,17 @@ from distmarl.algorithms import IPPO, MAPPO, ON_POLICY_FIELDS
 from distmarl.collect import Collector, fragment_to_batch
 from distmarl.config import load_config
 from distmarl.envs import make_vector_env
-from distmarl.factory import buffer_fields, env_spaces, make_algorithm, reads_state
-from distmarl.types import STATE_FIELDS
+from distmarl.factory import env_spaces, make_algorithm, rollout_spec
+from distmarl.types import STATE_FIELDS, RolloutSpec
 from tests.algorithms.ppo_helpers import NET
 
 SPREAD = dict(continuous_actions=True, max_cycles=5)
 SPREAD_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "configs" / "spread_mappo.yaml"
 
 
-def spread(num_envs: int = 2, record_state: bool = True):
+def spread(num_envs: int = 2, global_state: bool = True):
     return make_vector_env("mpe2:simple_spread_v3", num_envs, mode="sync", seed=0,
-                           record_state=record_state, **SPREAD)
+                           global_state=global_state, **SPREAD)
 
 
 def spaces_of(venv) -> tuple[dict, dict]:
@@ -43,11 +43,11 @@ def test_value_input_is_own_obs_and_state_or_the_joint_obs() -> None:
         joint = MAPPO(obs_sp, act_sp, NET, hp={"global_state": False}, seed=0,
                       state_space=venv.state_space)
         no_space = MAPPO(obs_sp, act_sp, NET, seed=0)
-    assert with_state.uses_state and value_in(with_state) == 18 + 54
-    assert with_state.fields == (*ON_POLICY_FIELDS, *STATE_FIELDS)
+    assert with_state.spec.global_state and value_in(with_state) == 18 + 54
+    assert with_state.spec.fields == (*ON_POLICY_FIELDS, *STATE_FIELDS)
     for algo in (joint, no_space):
-        assert not algo.uses_state and value_in(algo) == 3 * 18
-        assert algo.fields == ON_POLICY_FIELDS
+        assert not algo.spec.global_state and value_in(algo) == 3 * 18
+        assert algo.spec.fields == ON_POLICY_FIELDS
     assert value_in(IPPO(obs_sp, act_sp, NET, seed=0)) == 18
 
 
@@ -55,7 +55,7 @@ def test_values_read_the_state_and_acting_without_it_is_refused() -> None:
     with spread() as venv:
         obs, infos = venv.reset(seed=0)
         algo = MAPPO(*spaces_of(venv), NET, seed=0, state_space=venv.state_space)
-    with pytest.raises(ValueError, match="record_state=True"):
+    with pytest.raises(ValueError, match="global_state=True"):
         algo.act_with_info(obs)
     _, extras = algo.act_with_info(obs, state=infos["state"])
     own = torch.as_tensor(obs["agent_1"])
@@ -96,7 +96,7 @@ def test_collected_fragments_carry_state_and_next_values_and_learn() -> None:
 def test_a_collector_needs_a_venv_that_records_the_state() -> None:
     with spread() as recording:
         algo = MAPPO(*spaces_of(recording), NET, seed=0, state_space=recording.state_space)
-    with spread(record_state=False) as venv, pytest.raises(ValueError, match="record_state=True"):
+    with spread(global_state=False) as venv, pytest.raises(ValueError, match="global_state=True"):
         Collector(venv, algo, seed=0)
 
 
@@ -107,7 +107,7 @@ def test_global_state_is_fixed_and_survives_clone_and_state_dict() -> None:
         algo.set_hyperparameter("global_state", False)
     algo.set_hyperparameter("global_state", True)  # unchanged: allowed
     twin = algo.clone()
-    assert twin.uses_state and value_in(twin) == 72
+    assert twin.spec.global_state and value_in(twin) == 72
     for k, v in algo.value_net("agent").state_dict().items():
         assert torch.equal(v, twin.value_net("agent").state_dict()[k])
     assert twin.state_dict()["value_input"] == "own_obs+state"
@@ -129,12 +129,13 @@ def test_the_factory_gives_the_state_to_mappo_only_when_asked() -> None:
     cfg = load_config(SPREAD_CONFIG, [])
     spaces = env_spaces(cfg.env)
     assert spaces.state.shape == (54,)
-    assert reads_state(cfg.algorithm, spaces) and make_algorithm(cfg.algorithm, spaces).uses_state
-    assert buffer_fields("MAPPO", True)[-1:] == STATE_FIELDS
+    assert rollout_spec(cfg, spaces) == RolloutSpec(on_policy=True, global_state=True)
+    assert make_algorithm(cfg.algorithm, spaces).spec.global_state
+    assert rollout_spec(cfg, spaces).fields[-1:] == STATE_FIELDS
     off = load_config(SPREAD_CONFIG, ["algorithm.hp.global_state=false"])
-    assert not reads_state(off.algorithm, spaces)
-    assert not make_algorithm(off.algorithm, spaces).uses_state
+    assert not rollout_spec(off, spaces).global_state
+    assert not make_algorithm(off.algorithm, spaces).spec.global_state
     ippo = load_config(SPREAD_CONFIG, ["algorithm.name=IPPO"])
-    assert not reads_state(ippo.algorithm, spaces)
-    assert not reads_state(cfg.algorithm, spaces[:2])  # no state space known
-    assert buffer_fields("IPPO") == ON_POLICY_FIELDS
+    assert not rollout_spec(ippo, spaces).global_state
+    assert not rollout_spec(cfg, spaces[:2]).global_state  # no state space known
+    assert rollout_spec(ippo, spaces).fields == ON_POLICY_FIELDS

@@ -35,7 +35,8 @@ def same_acting(x, y, explore: bool = True) -> bool:
 
 
 def test_flags_and_names() -> None:
-    assert IPPO.on_policy and MAPPO.on_policy and not MADDPG.on_policy
+    assert all(cls.rollout_spec(None, None).on_policy for cls in (IPPO, MAPPO))
+    assert not MADDPG.rollout_spec(None, None).on_policy
     assert (IPPO.name, MAPPO.name) == ("IPPO", "MAPPO")
     assert make("IPPO").reset_noise(np.ones(3, dtype=bool)) is None
 

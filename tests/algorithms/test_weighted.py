@@ -1,4 +1,4 @@
-"""learn_weighted(): prioritised replay's importance weights scale each row's critic error,
+"""learn_batches() with weights: prioritised replay's importance weights scale each row's critic error,
 and each row's new priority is its mean absolute TD error over the active agents' critics."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ def test_unit_weights_learn_exactly_as_learn(algo: str) -> None:
     one = make(algo, "box")
     two = one.clone()
     m1 = one.learn(b)
-    m2, priorities = two.learn_weighted(b, torch.ones(32))
-    assert m1 == pytest.approx(m2, rel=1e-6) and priorities.shape == (32,)
+    [m2], priorities = two.learn_batches([b], [torch.ones(32)])
+    assert m1 == pytest.approx(m2, rel=1e-6) and priorities is not None
+    assert priorities.shape == (32,)
     p1, p2 = params(one), params(two)
     assert all(torch.allclose(p1[k], p2[k], atol=1e-7) for k in p1)
 
@@ -32,7 +33,7 @@ def test_weights_scale_each_rows_squared_error() -> None:
 def test_zero_weights_leave_the_critics_alone() -> None:
     agent = make("MADDPG", "box")
     before = params(agent)
-    agent.learn_weighted(batch(ACTION_SETS["box"], size=32, seed=2), torch.zeros(32))
+    agent.learn_batches([batch(ACTION_SETS["box"], size=32, seed=2)], [torch.zeros(32)])
     after = params(agent)
     critics = [k for k in before if k.startswith("critic")]
     actors = [k for k in before if k.startswith("actor")]
@@ -48,7 +49,8 @@ def test_priorities_are_mean_abs_td_errors_of_the_active_agents() -> None:
     for a in AGENTS:  # per-row |q - y| by hand, before learning changes the critics
         errs[a] = critic_loss_rows(agent, b, f"critic/{a}", gen)
     agent._torch_gen.set_state(gen)
-    _, priorities = agent.learn_weighted(b, None)
+    _, priorities = agent.learn_batches([b], [torch.ones(16)])  # unit weights: plain loss
+    assert priorities is not None
     expected = torch.cat([errs["speaker_0"][:8],  # listener inactive: the speaker's alone
                           (errs["speaker_0"][8:] + errs["listener_0"][8:]) / 2])
     assert torch.allclose(torch.as_tensor(priorities), expected, rtol=1e-5, atol=1e-6)
@@ -56,7 +58,7 @@ def test_priorities_are_mean_abs_td_errors_of_the_active_agents() -> None:
 
 
 def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torch.Tensor:
-    """Per-row ``|Q(s, a) - y|`` of critic ``name`` ``(B,)``, as learn_weighted sees it."""
+    """Per-row ``|Q(s, a) - y|`` of critic ``name`` ``(B,)``, as a weighted update sees it."""
     from distmarl.algorithms.offpolicy.batch import clean_batch, td_target
 
     _, a = name.split("/")
@@ -75,7 +77,7 @@ def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torc
 @pytest.mark.parametrize("weighted", [False, True])
 def test_learn_batches_is_learn_one_batch_after_another(algo: str, weighted: bool) -> None:
     """A train call's updates run back to back, read from the device once at the end: the
-    same updates, metrics and priorities as one learn call per batch."""
+    same updates, metrics and priorities as one call per batch."""
     from distmarl.buffers.tensors import to_torch_batches
 
     raw = [batch(ACTION_SETS["box"], size=16, seed=s) for s in range(3)]
@@ -83,8 +85,8 @@ def test_learn_batches_is_learn_one_batch_after_another(algo: str, weighted: boo
     two = one.clone()
     weights = [torch.rand(16, generator=torch.Generator().manual_seed(s)) for s in range(3)]
     if weighted:
-        done = [one.learn_weighted(b, w) for b, w in zip(raw, weights)]
-        expected, expected_p = [m for m, _ in done], torch.cat(
+        done = [one.learn_batches([b], [w]) for b, w in zip(raw, weights)]
+        expected, expected_p = [m[0] for m, _ in done], torch.cat(
             [torch.as_tensor(p) for _, p in done])
     else:
         expected, expected_p = [one.learn(b) for b in raw], None

@@ -9,7 +9,7 @@ import pytest
 from distmarl.algorithms import MADDPG
 from distmarl.collect import Collector, evaluate
 from distmarl.envs import make_vector_env
-from distmarl.types import N_STEPS_FIELD, OFF_POLICY_FIELDS
+from distmarl.types import N_STEPS_FIELD, OFF_POLICY_FIELDS, RolloutSpec
 
 NET = {"latent_dim": 8, "encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}
 
@@ -68,7 +68,8 @@ def test_n_step_rows_sum_each_episodes_rewards_once_and_never_cross_a_reset() ->
         one = Collector(venv, MADDPG(*spaces, NET, seed=0), seed=0).collect(steps)
     with make_vector_env("mpe2:simple_spread_v3", envs, mode="sync", seed=0,
                          continuous_actions=True, max_cycles=5) as venv:
-        collector = Collector(venv, MADDPG(*spaces, NET, seed=0), seed=0, n_step=n)
+        collector = Collector(venv, MADDPG(*spaces, NET, seed=0), seed=0,
+                              spec=RolloutSpec(on_policy=False, n_step=n))
         multi = collector.collect(steps)
     data = multi.data
     assert list(data) == [*OFF_POLICY_FIELDS, N_STEPS_FIELD] and multi.env_steps == steps * envs

@@ -47,7 +47,7 @@ def test_no_masked_action_reaches_the_env(name: str, env: type) -> None:
         assert evaluate(venv, algo, episodes=2, seed=1) == [6.0 * 2] * 6
         assert evaluate(venv, RandomPolicy(spaces_of(venv)[1], seed=0), episodes=2,
                         seed=1) == [12.0] * 6
-    if not algo.on_policy:  # the stored next observation carries the next step's mask
+    if not algo.spec.on_policy:  # the stored next observation carries the next step's mask
         nxt = rollout.data["next_obs"]["bob_0"]
         assert set(nxt) == {"observation", "action_mask"}
         metrics = algo.learn({f: {a: v[:32] if not isinstance(v, dict) else
@@ -62,8 +62,7 @@ def test_a_mask_given_to_act_wins_and_a_box_agent_refuses_one() -> None:
     obs = {"a_0": np.zeros((64, 3), np.float32)}
     only_3 = np.tile(np.eye(5, dtype=np.int8)[3], (64, 1))
     assert (algo.act(obs, explore=True, action_mask={"a_0": only_3})["a_0"] == 3).all()
-    actions, extras = algo.act_with_info(obs, action_mask={"a_0": only_3})
-    assert extras == {} and (actions["a_0"] == 3).all()
+    assert (algo.act(obs, explore=False, action_mask={"a_0": only_3})["a_0"] == 3).all()
     boxed = ALGORITHMS["MADDPG"]({"a_0": spaces.Box(-1, 1, (3,), np.float32)},
                                  {"a_0": spaces.Box(-1, 1, (2,), np.float32)}, NET, seed=0)
     with pytest.raises(ValueError, match="masks apply to Discrete actions only"):

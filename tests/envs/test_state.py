@@ -1,4 +1,4 @@
-"""The env's global state (``record_state=True``): ``infos["state"]`` after every reset and step,
+"""The env's global state (``global_state=True``): ``infos["state"]`` after every reset and step,
 the ending step's state in ``infos["final_state"]``, and ``true_next_state`` picking between them.
 
 On mpe2 ``simple_spread`` the state is the three agents' observations side by side, which gives
@@ -18,7 +18,7 @@ def joint(obs: dict[str, np.ndarray], agents: list[str]) -> np.ndarray:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_state_and_final_state_follow_the_episode(mode: str) -> None:
-    with make_vector_env("mpe2:simple_spread_v3", 3, mode=mode, seed=0, record_state=True,
+    with make_vector_env("mpe2:simple_spread_v3", 3, mode=mode, seed=0, global_state=True,
                          continuous_actions=True, max_cycles=4) as venv:
         agents = venv.possible_agents
         assert venv.state_space.shape == (54,)
@@ -45,7 +45,7 @@ def test_state_and_final_state_follow_the_episode(mode: str) -> None:
         assert ends == 2
 
 
-def test_without_record_state_no_state_is_returned() -> None:
+def test_without_global_state_no_state_is_returned() -> None:
     with make_vector_env("mpe2:simple_spread_v3", 2, mode="sync", seed=0,
                          continuous_actions=True) as venv:
         _, infos = venv.reset(seed=0)
@@ -55,4 +55,4 @@ def test_without_record_state_no_state_is_returned() -> None:
 def test_an_env_without_a_state_space_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match=r"TurnBasedParallel has no global "
                                          r"state to record.*state_space is None"):
-        make_vector_env("pettingzoo.classic:tictactoe_v3", 2, mode="sync", record_state=True)
+        make_vector_env("pettingzoo.classic:tictactoe_v3", 2, mode="sync", global_state=True)

@@ -14,7 +14,7 @@ import pytest
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.collect import Collector
 from distmarl.config import load_config
-from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv
+from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
 from distmarl.local import LocalResult, train_local, train_off_policy, train_on_policy
 from distmarl.local.offpolicy import learn
 
@@ -49,8 +49,9 @@ def test_off_policy_default_replay_is_prioritised_3_step_rows_and_updates_priori
     assert train_off_policy(cfg, steps=200, seed=3, log=False).updates == 16
     spaces = env_spaces(cfg.env)
     algo = make_algorithm(cfg.algorithm, spaces, seed=0)
-    buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0])), "seed": 0})
-    collector = Collector(make_venv(cfg.env, seed=0), algo, seed=0, n_step=cfg.buffer.row_steps)
+    spec = rollout_spec(cfg, spaces)
+    buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0]), spec), "seed": 0})
+    collector = Collector(make_venv(cfg.env, seed=0), algo, seed=0, spec=spec)
     for _ in range(40):
         buffer.add(collector.collect(1).data)
     batch = buffer.sample_numpy(32)

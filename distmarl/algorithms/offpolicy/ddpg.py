@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.base import AgentObs, Algorithm, Batch
+from distmarl.algorithms.base import AgentObs, Batch, ReplayLearner
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.grouped_step import grouped_step
 from distmarl.algorithms.common.metrics import to_floats
@@ -43,7 +43,7 @@ from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch, resolve_
 STATE_FORMAT = 1
 
 
-class OffPolicyMultiAgent(Algorithm):
+class OffPolicyMultiAgent(ReplayLearner):
     """Base of MADDPG / MATD3 (see the module docstring); not used on its own."""
 
     name: ClassVar[str] = "OffPolicyMultiAgent"
@@ -129,30 +129,20 @@ class OffPolicyMultiAgent(Algorithm):
 
     # -- learning --------------------------------------------------------------------------
 
-    def learn(self, batch: Batch) -> dict[str, float]:
-        """Update every critic, then (when due) every actor and all targets; see the subclasses.
-
-        All critics take one joint optimiser step (:func:`grouped_step`), then all actors do:
-        the same updates as one network at a time, since no network's parameters appear in
-        another's loss, with one backward pass and one Adam call per phase instead of one per
-        network (1.16x-1.20x the updates/s for speaker-listener's shapes on a CPU)."""
-        return to_floats([self._update(batch, None, with_priorities=False)[0]])[0]
-
-    def learn_weighted(self, batch: Batch, weights: torch.Tensor | None
-                       ) -> tuple[dict[str, float], np.ndarray]:
-        """:meth:`learn` with prioritised replay's importance ``weights`` ``(B,)`` scaling each
-        row's squared critic error (None: all 1). Also returns each row's new priority
-        ``(B,)``: its absolute TD error averaged over the critics of the agents active on it
-        (a row's agents share one priority, since the buffer stores a row of all agents)."""
-        metrics, priorities = self._update(batch, weights, with_priorities=True)
-        assert priorities is not None
-        return to_floats([metrics])[0], priorities.cpu().numpy()
-
     def learn_batches(self, batches: Sequence[Batch],
                       weights: Sequence[torch.Tensor] | None = None
                       ) -> tuple[list[dict[str, float]], np.ndarray | None]:
         """One update per batch, reading nothing back from the device until all are done
-        (:mod:`~distmarl.algorithms.common.metrics`)."""
+        (:mod:`~distmarl.algorithms.common.metrics`). Each updates every critic, then (when
+        due) every actor and all targets; see the subclasses. All critics take one joint
+        optimiser step (:func:`grouped_step`), then all actors do: the same updates as one
+        network at a time, since no network's parameters appear in another's loss, with one
+        backward pass and one Adam call per phase instead of one per network.
+
+        With ``weights`` (prioritised replay's importance weights ``(B,)`` per batch) each
+        row's squared critic error is scaled by its weight, and each row's new priority is its
+        absolute TD error averaged over the critics of the agents active on it (a row's agents
+        share one priority, since the buffer stores a row of all agents)."""
         metrics, priorities = [], []
         for i, batch in enumerate(batches):
             m, p = self._update(batch, None if weights is None else weights[i],
@@ -165,7 +155,7 @@ class OffPolicyMultiAgent(Algorithm):
 
     def _update(self, batch: Batch, weights: torch.Tensor | None, with_priorities: bool
                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
-        """:meth:`learn_weighted`'s update, its metrics and priorities ``(B,)`` left on the
+        """One update of :meth:`learn_batches`, its metrics and priorities ``(B,)`` left on the
         device; the TD-error bookkeeping only when ``with_priorities`` (uniform replay's
         learners need none of it)."""
         b = clean_batch(batch, self.readers, self.codecs, self.device)

@@ -6,7 +6,7 @@ agent's own (network) observation first, then
 
 * the env's global state ``env.state()`` ``(state_dim,)`` when the env has one (a Box
   ``state_space``), ``hp["global_state"]`` is on (the default) and the algorithm was built with
-  ``state_space``: rollouts then record the state (``record_state``) and fragments carry
+  ``state_space``: rollouts then record the state (:class:`~distmarl.types.RolloutSpec`) and fragments carry
   :data:`~distmarl.types.STATE_FIELDS`; input ``(..., obs_dim + state_dim)``;
 * otherwise every other agent's observation in the env's agent order, ``(..., sum obs_dim)``.
   Agents absent at a step contribute zeros.
@@ -31,6 +31,7 @@ from distmarl.algorithms.common.space_tensors import obs_dim
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.config.hparams import default_hp
 from distmarl.networks.inputs import InputSpec, VectorInput
+from distmarl.types import RolloutSpec
 
 
 class MAPPO(OnPolicyMultiAgent):
@@ -45,7 +46,6 @@ class MAPPO(OnPolicyMultiAgent):
 
     name: ClassVar[str] = "MAPPO"
     DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MAPPO")
-    reads_state: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -61,22 +61,23 @@ class MAPPO(OnPolicyMultiAgent):
             raise ValueError(f"state_space must be a gymnasium Box (the env's state_space), got "
                              f"{state_space!r}")
         self._given_state_space = state_space
-        self.state_space = state_space if self.reads_state_with(hp, state_space) else None
+        self.state_space = (state_space if self.rollout_spec(hp, state_space).global_state
+                            else None)
         super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
 
     @classmethod
-    def reads_state_with(cls, hp: Mapping[str, Any] | None,
-                         state_space: spaces.Space | None) -> bool:
-        """Whether a MAPPO built with ``hp`` and ``state_space`` reads the env's global state:
-        ``hp["global_state"]`` (default on) and a state space given."""
+    def rollout_spec(cls, hp: Mapping[str, Any] | None,
+                     state_space: spaces.Space | None) -> RolloutSpec:
+        """On-policy, reading the env's global state where ``hp["global_state"]`` (default
+        on) and a state space is given."""
         use = (hp or {}).get("global_state", cls.DEFAULT_HP["global_state"])
-        return bool(use) and state_space is not None
+        return RolloutSpec(on_policy=True, global_state=bool(use) and state_space is not None)
 
     def _extra_init(self) -> dict[str, Any]:
         return {"state_space": self._given_state_space}
 
     def _value_input(self) -> str:
-        return "own_obs+state" if self.uses_state else "joint_obs"
+        return "own_obs+state" if self.spec.global_state else "joint_obs"
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`OnPolicyMultiAgent.state_dict` plus ``value_input``: what the value networks
@@ -104,16 +105,16 @@ class MAPPO(OnPolicyMultiAgent):
 
     def _critic_inputs(self, group: str, obs: Mapping[str, Input],
                        state: torch.Tensor | None = None) -> list[Input]:
-        """``[obs[agent], state]`` (:attr:`uses_state`) or ``[obs[agent], obs of the other
+        """``[obs[agent], state]`` (:attr:`spec`'s ``global_state``) or ``[obs[agent], obs of the other
         agents in env order]`` per agent of ``group`` (:meth:`_critic_input`)."""
-        if self.uses_state and state is None:
+        if self.spec.global_state and state is None:
             raise ValueError("MAPPO reads the env's global state here, and none was given")
         spec = self._critic_input(group)
         return [combined_tensor(self._named(a, obs, state), spec) for a in self.groups[group]]
 
     def _named(self, agent: str, per_agent: Mapping[str, Any], state: Any) -> list[tuple[str, Any]]:
         """``agent``'s value-input pieces in order, named by role."""
-        if self.uses_state:
+        if self.spec.global_state:
             return [("self", per_agent[agent]), ("state", state)]
         others = [b for b in self.agents if b != agent]
         return [("self", per_agent[agent]),

@@ -50,7 +50,7 @@ from gymnasium import spaces
 
 from distmarl import tree
 from distmarl.agents import shared_groups
-from distmarl.algorithms.base import AgentObs, Algorithm, Batch
+from distmarl.algorithms.base import AgentObs, Batch, FragmentLearner
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet, make_adam
 from distmarl.algorithms.common.observations import Input, batch_size, obs_readers
@@ -64,7 +64,7 @@ from distmarl.algorithms.onpolicy.weights import load_weights, pack_weights
 from distmarl.config.hparams import check_hp, check_hp_value, default_hp
 from distmarl.networks import EvolvableNetwork, make_arch
 from distmarl.networks.inputs import InputSpec
-from distmarl.types import on_policy_fields
+from distmarl.types import RolloutSpec
 
 __all__ = ["OnPolicyMultiAgent"]
 
@@ -74,12 +74,11 @@ FIXED_HP = ("value_norm", "global_state")
 Tensors = dict[str, torch.Tensor]
 
 
-class OnPolicyMultiAgent(Algorithm):
+class OnPolicyMultiAgent(FragmentLearner):
     """Base of IPPO / MAPPO (see the module docstring); not used on its own."""
 
     name: ClassVar[str] = "OnPolicyMultiAgent"
     DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("IPPO")
-    on_policy: ClassVar[bool] = True
     #: the env's global state space when the value networks read it, else None
     state_space: spaces.Box | None = None
 
@@ -131,16 +130,10 @@ class OnPolicyMultiAgent(Algorithm):
     # -- what the value network reads (MAPPO overrides) --------------------------------------
 
     @property
-    def uses_state(self) -> bool:
-        """Whether the value networks read the env's global state: then rollouts must record it
-        (``record_state``) and fragments carry :data:`~distmarl.types.STATE_FIELDS`."""
-        return self.state_space is not None
-
-    @classmethod
-    def buffer_fields(cls, global_state: bool = False) -> tuple[str, ...]:
-        """:data:`~distmarl.types.ON_POLICY_FIELDS`, with
-        :data:`~distmarl.types.STATE_FIELDS` when ``global_state``."""
-        return on_policy_fields(global_state)
+    def spec(self) -> RolloutSpec:
+        """On-policy; with the global state where the value networks read it (then rollouts
+        must record it and fragments carry :data:`~distmarl.types.STATE_FIELDS`)."""
+        return RolloutSpec(on_policy=True, global_state=self.state_space is not None)
 
     def _critic_input(self, group: str) -> InputSpec:
         """What ``value/<group>`` reads. IPPO: the agent's own observation."""
@@ -149,7 +142,7 @@ class OnPolicyMultiAgent(Algorithm):
     def _critic_inputs(self, group: str, obs: Mapping[str, Input],
                        state: torch.Tensor | None = None) -> list[Input]:
         """Value inputs of the group's agents (:meth:`_critic_input`; rows ``(..., )`` as
-        ``obs``), from every agent's network input and (read when :attr:`uses_state`) the
+        ``obs``), from every agent's network input and (read when :attr:`spec`'s ``global_state``) the
         global state ``(..., state_dim)``. IPPO: each agent's own observation."""
         return [obs[a] for a in self.groups[group]]
 
@@ -187,10 +180,10 @@ class OnPolicyMultiAgent(Algorithm):
         """Actions (as :meth:`act`) and ``{"log_prob": {agent: float32 (num_envs,)}, "value":
         {agent: float32 (num_envs,)}}``: the behaviour policy's log-probability of the returned
         action and its value estimate ``V(obs)``, to be stored with the transition. ``state``
-        ``(num_envs, state_dim)``: the env's global state, required when :attr:`uses_state`."""
-        if self.uses_state and state is None:
+        ``(num_envs, state_dim)``: the env's global state, required when :attr:`spec`'s ``global_state``."""
+        if self.spec.global_state and state is None:
             raise ValueError(f"this {self.name} reads the env's global state: pass "
-                             f"state=infos['state'] (a vector env made with record_state=True)")
+                             f"state=infos['state'] (a vector env made with global_state=True)")
         return self._act(obs, explore, action_mask, with_info=True, state=state)
 
     @torch.no_grad()
@@ -227,7 +220,7 @@ class OnPolicyMultiAgent(Algorithm):
                    ) -> dict[str, np.ndarray]:
         """Each group's value network on its agents present in ``x`` (the others' inputs, where
         the value network reads them, zero for absent agents)."""
-        s = acting.state_tensor(state, self.device) if self.uses_state and state is not None \
+        s = acting.state_tensor(state, self.device) if self.spec.global_state and state is not None \
             else None
         out: dict[str, np.ndarray] = {}
         for g, members in self.groups.items():
@@ -292,7 +285,7 @@ class OnPolicyMultiAgent(Algorithm):
                         ) -> torch.Tensor | None:
         """The fragment's ``state`` / ``next_state`` ``(T, E, state_dim)`` when the value
         networks read it (:func:`~distmarl.algorithms.onpolicy.rows.global_state`), else None."""
-        return rows.global_state(frag, field, self.name) if self.uses_state else None
+        return rows.global_state(frag, field, self.name) if self.spec.global_state else None
 
     def _group_rows(self, group: str, frag: Mapping[str, AgentFragment], advantage: Tensors,
                     target: Tensors) -> GroupRows:

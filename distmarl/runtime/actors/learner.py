@@ -23,12 +23,13 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import ray
 
 from distmarl import tree
+from distmarl.algorithms import FragmentLearner, ReplayLearner
 from distmarl.buffers.replay import BUFFER_RATIO
 from distmarl.buffers.tensors import to_torch_batches
 from distmarl.collect import fragment_to_batch
@@ -89,7 +90,7 @@ class LearnerShell:
         self.buffer = buffer
         self.consumer = f"learner-{member}"
         self.weight_sync_updates = weight_sync_updates
-        self.on_policy = self.algo.on_policy
+        self.on_policy = self.algo.spec.on_policy
         self.num_envs = num_envs  # sub-envs per rollout worker: a fragment's E
         self.fields = fields  # the buffer's, in order (off-policy: n-step rows add n_steps)
         self.fragments = (FragmentReader(buffer, self.consumer, member, num_envs)
@@ -153,11 +154,12 @@ class LearnerShell:
 
     def learn(self, read: Readout) -> list[dict[str, float]]:
         """This member's own updates on ``read``; each update's metrics."""
-        if self.fragments is not None:
-            return [self.algo.learn(batch) for batch in read.data]
+        algo = self.algo
+        if isinstance(algo, FragmentLearner):
+            return [algo.learn(batch) for batch in read.data]
         if not read.data:
             return []
-        metrics, errors = self.algo.learn_batches(read.data, read.weights)
+        metrics, errors = cast(ReplayLearner, algo).learn_batches(read.data, read.weights)
         self.learned(read, errors)
         return metrics
 

@@ -30,7 +30,7 @@ from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan, MatchRe
 from distmarl.league.state import member_id
 from distmarl.league.worker import worker_league
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
-from distmarl.types import TransitionChunk
+from distmarl.types import RolloutSpec, TransitionChunk
 
 RETRY_SLEEP_S = 0.01
 
@@ -52,8 +52,8 @@ class RolloutShell:
 
     def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
                  spaces: tuple[Any, ...], buffer: BufferClient, seed: int,
-                 league: LeagueGame | None = None, n_step: int = 1,
-                 record_state: bool = False, store: Store | None = None) -> None:
+                 spec: RolloutSpec | None = None, league: LeagueGame | None = None,
+                 store: Store | None = None) -> None:
         import torch
 
         torch.set_num_threads(1)
@@ -64,10 +64,9 @@ class RolloutShell:
         self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
         self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
         self.action_spaces = spaces[1]
-        self.venv = make_venv(env_cfg, seed=seed,
-                              record_state=self.algo.uses_state or record_state)
-        self.collector = Collector(self.venv, self.algo, seed=seed, n_step=n_step,
-                                   record_state=record_state)
+        spec = self.algo.spec if spec is None else spec  # the run's: its rows, shared
+        self.venv = make_venv(env_cfg, seed=seed, global_state=spec.global_state)
+        self.collector = Collector(self.venv, self.algo, seed=seed, spec=spec)
         self.eval_venv: Any = None
         #: a league's seats and games (a cooperative run's: none)
         self.league = worker_league(league, member, algo_cfg, spaces, env_cfg.kwargs, seed,
