@@ -1,19 +1,37 @@
-"""distmarl's benchmarks, each a module run from the repository root as
-``python -m benchmarks.NAME`` (``--help`` lists its options):
+"""distmarl's benchmarks, run from the repository root as ``python -m benchmarks.KIND.NAME``
+(``--help`` lists a script's options), grouped by what they measure:
 
-* ``throughput``: population env steps/s and updates/s against the single-process trainer and
-  AgileRL in the same run; ``--time-to-target`` times the wall seconds to a score.
-* ``buffer_bench``: replay buffer add / sample rates and bytes per row against a plain ring.
-* ``env_bench``: the vector env's steps/s per core against a plain loop.
-* ``learner_speed``: MADDPG / MATD3 updates per second on CPU or a GPU.
-* ``member_vmap``, ``member_groups``: members updated as one stacked computation against
-  their own updates; ``shared_device``: a stacked group against a learner process per member
-  on one GPU (or CPU).
-* ``scaling``: env steps/s against workers per member, population size, members per learner.
-* ``learning``: evaluation score against env steps, one member per seed.
-* ``spread_reference``: hand-written simple_spread controllers, what a spread score means.
-* ``soak``: a long run sampling every actor's memory and the object store.
+* ``micro``: one component timed in one process. ``buffer_bench`` (replay buffer rates and
+  bytes per row against a plain ring), ``env_bench`` (the vector env's steps/s per core against
+  a plain loop), ``learner_speed`` (MADDPG / MATD3 updates/s on CPU or a GPU), ``member_vmap``
+  and ``member_groups`` (members updated as one stacked computation against their own
+  updates); ``timing`` holds the timing rule they share. ``pytest benchmarks/micro`` runs
+  the same measures as pytest-benchmark tests.
+* ``system``: the whole trainer. ``throughput`` (population env steps/s against the
+  single-process trainer and AgileRL; ``--time-to-target``), ``scaling`` (workers per member,
+  population size, members per learner, nodes), ``fleets`` (the main job on Ray and in
+  process), ``shared_device`` (a stacked group against a learner process per member on one
+  device), ``soak`` (memory over a long run), ``pixels`` (IPPO on pistonball frames against
+  AgileRL).
+* ``learning``: what members learn. ``learning`` (score against env steps, one member per
+  seed), ``population_value`` (evolution against independent members and one member),
+  ``population_size`` (16 members against 4), ``league`` (competitive games against
+  reference players), ``connect_four`` (a self-play population against random legal play),
+  ``spread_reference`` (hand-written spread controllers: what a spread score means).
+* ``analysis``: read a stored run without training. ``tictactoe_exact`` (a tictactoe
+  member's exact results against random play), ``fitness_noise`` (how often an evaluation
+  ranks two members right).
+* ``baselines``: the third-party trainers and buffers (AgileRL, RLlib) measured beside
+  distmarl.
 
-:mod:`benchmarks.timing` holds the timing rule the in-process ones share;
-:mod:`benchmarks.baselines` the third-party baselines (AgileRL, RLlib).
+:mod:`benchmarks.harness` runs the benchmarks that train (a config per seed and arm, each
+run's figures kept in a resumable JSON file), :mod:`benchmarks.stats` holds the mean, standard
+error and paired difference they report, and ``python -m benchmarks.report`` writes
+``docs/benchmarks.md`` from the stored results in ``benchmarks/results``.
 """
+
+from pathlib import Path
+
+#: the repository root: benchmarks run from it, and the example configs live under it
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "examples" / "configs"

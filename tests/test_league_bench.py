@@ -1,5 +1,5 @@
-"""``benchmarks.league --resume``: an earlier ``--json``'s runs found per game and seed, and
-what is missing named before any training starts."""
+"""``benchmarks.learning.league --resume``: an earlier ``--json``'s runs found per game and
+seed, and what is missing named before any training starts."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.league import earlier_runs
+from benchmarks.learning.league import earlier_runs
 
 
 def write_results(tmp_path: Path, seeds: list[int]) -> Path:
+    """An earlier ``--json`` (a harness results file) with a connect_four run per seed."""
     runs = []
     for seed in seeds:
         run = tmp_path / f"league-connect_four-{seed}" / "run"
         (run / "checkpoints").mkdir(parents=True)
-        runs.append({"seed": seed, "run_dir": str(run)})
+        runs.append({"game": "connect_four", "seed": seed, "run_dir": str(run)})
     path = tmp_path / "earlier.json"
-    path.write_text(json.dumps({"connect_four": {"steps": 600_000, "runs": runs}}))
+    path.write_text(json.dumps({"runs": runs}))
     return path
 
 

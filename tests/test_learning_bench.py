@@ -1,4 +1,4 @@
-"""The learning benchmark's measuring parts (benchmarks.learning): the paired difference
+"""The learning benchmark's measuring parts (benchmarks.learning.learning): the paired difference
 between two algorithms, and saved members scoring exactly as they did when trained."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import learning
+from benchmarks.learning import learning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,50 +64,9 @@ def test_rescore_names_the_directory_without_members(tmp_path: Path) -> None:
 def test_final_episodes_below_one_is_refused_by_name() -> None:
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "benchmarks.learning", "--final-episodes", "0"],
+    out = subprocess.run([sys.executable, "-m", "benchmarks.learning.learning",
+                          "--final-episodes", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "--final-episodes must be >= 1, got 0" in out.stderr
 
-
-_PARENT = """
-import os, time
-from concurrent.futures import ProcessPoolExecutor
-import multiprocessing
-from benchmarks import learning
-ctx = multiprocessing.get_context("spawn")
-pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=learning._worker_init,
-                           initargs=(os.getpid(),))
-print(pool.submit(os.getpid).result(), flush=True)
-pool.submit(time.sleep, 120)
-time.sleep(120)
-"""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
-    except FileNotFoundError:
-        return False
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
-def test_job_processes_end_when_the_benchmark_is_killed() -> None:
-    import signal
-    import subprocess
-    import time
-
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT], cwd=ROOT, stdout=subprocess.PIPE,
-                              text=True)
-    try:
-        worker = int(parent.stdout.readline())  # type: ignore[union-attr]
-        assert _alive(worker)
-        parent.send_signal(signal.SIGKILL)  # no chance to shut its pool down
-        parent.wait(timeout=10)
-        deadline = time.monotonic() + 15
-        while _alive(worker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(worker)
-    finally:
-        parent.kill()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks import member_groups
+from benchmarks.micro import member_groups
 
 
 def test_rate_reports_both_ways_over_all_members() -> None:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from benchmarks import member_vmap
+from benchmarks.micro import member_vmap
 
 
 def test_vmap_update_equals_loop_update_per_member_lr() -> None:

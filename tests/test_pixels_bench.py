@@ -8,7 +8,7 @@ import os
 import pytest
 
 from benchmarks.baselines.agilerl_ippo import peak_rss_mib, private_rss_mib
-from benchmarks.pixels import CONFIG, report, row_bytes
+from benchmarks.system.pixels import CONFIG, report, row_bytes
 
 pytest.importorskip("pymunk")
 
@@ -61,7 +61,7 @@ def test_counted_learn_counts_and_restores_the_class() -> None:
 
 
 def test_env_step_times_cover_both_stacks() -> None:
-    from benchmarks.pixels import CONFIG, env_step_ms
+    from benchmarks.system.pixels import CONFIG, env_step_ms
 
     ms = env_step_ms(CONFIG, steps=5, repeats=1)
     assert set(ms) == {"supersuit", "distmarl"} and all(0 < v < 1000 for v in ms.values())

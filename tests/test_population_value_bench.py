@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.population_value import (
+from benchmarks.learning.population_value import (
     ARMS,
     arm_overrides,
     best_fixed_replay,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.scaling import Measured, Point, cpu_times, grid, overrides, report
+from benchmarks.system.scaling import Measured, Point, cpu_times, grid, overrides, report
 
 
 def test_the_grid_adds_gpu_points_only_where_their_learners_fit() -> None:

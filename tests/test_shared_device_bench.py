@@ -1,6 +1,6 @@
 """The shared-device benchmark times real work in each way: its processes all report."""
 
-from benchmarks import shared_device
+from benchmarks.system import shared_device
 
 
 def test_each_way_reports_a_rate_over_all_members() -> None:

@@ -1,11 +1,11 @@
-"""The soak benchmark's verdicts (benchmarks.soak): the level is taken once the replay
+"""The soak benchmark's verdicts (benchmarks.system.soak): the level is taken once the replay
 buffer is full, and the object store is judged on an absolute band."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import soak
+from benchmarks.system import soak
 
 
 def _samples(rows: list[tuple[float, float, float | None]]) -> soak.Samples:

@@ -1,6 +1,6 @@
-"""The hand-written spread controllers of benchmarks.spread_reference: each agent finds, from
-its own observation, the same landmark assignment as one computed from the world's positions,
-and the controllers score as a coordinated / uncoordinated policy should."""
+"""The hand-written spread controllers of ``benchmarks.learning.spread_reference``: each agent
+finds, from its own observation, the same landmark assignment as one computed from the world's
+positions, and the controllers score as a coordinated / uncoordinated policy should."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from mpe2 import simple_spread_v3
 
-from benchmarks import learning
-from benchmarks import spread_reference as ref
+from benchmarks.learning import learning
+from benchmarks.learning import spread_reference as ref
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +108,7 @@ def test_saved_members_come_back_with_their_weights(tmp_path: Path) -> None:
 def test_the_script_refuses_fewer_than_one_episode_by_flag(flag: str) -> None:
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.spread_reference", flag, "0"],
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.learning.spread_reference",
+                           flag, "0"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and f"{flag} must be at least 1, got 0" in proc.stderr

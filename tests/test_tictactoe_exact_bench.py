@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.tictactoe_exact import (
+from benchmarks.analysis.tictactoe_exact import (
     EMPTY,
     State,
     after,

@@ -1,4 +1,4 @@
-"""AgileRL 2.58's IPPO with its CNN on pistonball, the baseline of :mod:`benchmarks.pixels`.
+"""AgileRL 2.58's IPPO with its CNN on pistonball, the baseline of :mod:`benchmarks.system.pixels`.
 
     .venv-bench/bin/python -m benchmarks.baselines.agilerl_ippo --steps 2048 [--json out.json]
 

@@ -11,7 +11,7 @@ never fails. What is measured:
   ``simple_speaker_listener_v4`` by AgileRL's own ``train_multi_agent_off_policy``.
 * :func:`run_agilerl_buffer_add` / :func:`run_rllib_buffer_add` - rows/s added to AgileRL's
   multi-agent replay storage and to RLlib's ``MultiAgentMixInReplayBuffer``, speaker-listener
-  shapes (the ones :mod:`benchmarks.buffer_bench` uses for distmarl's buffer).
+  shapes (the ones :mod:`benchmarks.micro.buffer_bench` uses for distmarl's buffer).
 """
 
 from __future__ import annotations
@@ -390,8 +390,8 @@ def _speaker_listener_step(rows: int, seed: int = 0) -> dict[str, dict[str, np.n
 
 def _rows_per_s(fn: Callable[[], Any], rows: int, seconds: float, warmup: int = 3) -> float:
     """Rows/s of ``fn`` (adding ``rows`` rows per call), timed as buffer_bench.py times
-    distmarl's buffer (:func:`benchmarks.timing.best_rate`) after ``warmup`` calls."""
-    from benchmarks.timing import best_rate
+    distmarl's buffer (:func:`benchmarks.micro.timing.best_rate`) after ``warmup`` calls."""
+    from benchmarks.micro.timing import best_rate
 
     for _ in range(warmup):
         fn()

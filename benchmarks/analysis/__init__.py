@@ -1,0 +1,2 @@
+"""Analysis: figures read from a stored run without training it
+(``python -m benchmarks.analysis.NAME RUN_DIR``)."""

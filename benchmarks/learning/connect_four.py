@@ -1,0 +1,103 @@
+"""Does a masked-action population learn connect four? A trained elite against uniformly
+random legal play.
+
+Per seed: one ``distmarl train`` of the config (default ``examples/configs/connect_four_ippo.yaml``,
+the two players sharing one self-play policy), then its elite (from the last checkpoint) plays
+``--games`` games against :class:`~distmarl.collect.RandomPolicy` restricted to legal moves,
+half as the first player, half as the second. Every move goes through the env, which refuses
+an illegal one: a finished benchmark is also a check that no masked action was played. Prints
+the win, draw and loss rates per seed and the win rate's mean and standard error, beside
+random against random on the same games (the first mover's edge). ``--json`` stores each
+seed's run as it ends (:mod:`benchmarks.harness`); a second call with the same file runs only
+the seeds it lacks.
+
+:mod:`benchmarks.learning.league` measures the league configs, whose runs play their own final
+games against reference players; this benchmark measures the configs without a league
+(``connect_four_ippo.yaml``, ``connect_four_maddpg.yaml``), whose runs play none.
+
+    .venv/bin/python -m benchmarks.learning.connect_four [--config PATH] [--seeds 0 1 2]
+        [--steps 200000] [--games 200] [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import CONFIGS
+from benchmarks.harness import Results, Run, run_all, train_cli
+from benchmarks.stats import mean_se
+
+CONFIG = CONFIGS / "connect_four_ippo.yaml"
+PLAYERS = ("player_0", "player_1")
+
+
+def measure(run: Run, games: int) -> dict[str, Any]:
+    """Train ``run`` in its own process, then play its elite (:func:`play`)."""
+    assert run.seed is not None
+    trained = train_cli(run.config, run.sets, prefix=f"c4-{run.seed}-")
+    return {"train_wall_seconds": trained.seconds, **play(trained.run_dir, games, run.seed)}
+
+
+def play(run_dir: Path, games: int, seed: int) -> dict[str, Any]:
+    """The elite of ``run_dir`` against random legal play, and random against random."""
+    from distmarl.collect import RandomPolicy, Seats, episode_returns
+    from distmarl.collect.evaluation import load_member
+    from distmarl.factory import make_venv
+
+    cfg, elite, member, _ = load_member(run_dir / "checkpoints")
+    venv = make_venv(cfg.env, mode="sync", seed=seed)
+    try:
+        actions = {a: venv.single_action_space(a) for a in venv.possible_agents}
+        outcomes: dict[str, list[float]] = {"trained": [], "random": []}
+        for k, seat in enumerate(PLAYERS):
+            for who, policy in (("trained", elite), ("random", RandomPolicy(actions, seed + 7))):
+                other = PLAYERS[1 - k]
+                seats = Seats({seat: policy, other: RandomPolicy(actions, seed + 100 + k)})
+                per_env = -(-games // 2 // venv.num_envs)
+                returns = episode_returns(venv, seats, per_env, seed=seed + k)[: games // 2]
+                outcomes[who] += [r[seat] for r in returns]
+    finally:
+        venv.close()
+    return {"member": member, **{f"{who}_{kind}": rate(xs, kind) for who, xs in outcomes.items()
+                                 for kind in ("win", "draw", "loss")}}
+
+
+def rate(returns: Sequence[float], kind: str) -> float:
+    """Share of games won (return > 0), drawn (0) or lost (< 0)."""
+    test = {"win": lambda r: r > 0, "draw": lambda r: r == 0, "loss": lambda r: r < 0}[kind]
+    return sum(1 for r in returns if test(r)) / len(returns)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=CONFIG)
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=200_000, help="env steps per member")
+    ap.add_argument("--games", type=int, default=200)
+    ap.add_argument("--json", type=Path, help="results file: each run stored as it ends; "
+                                               "runs already there are not run again")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for every training run (repeatable)")
+    args = ap.parse_args(argv)
+
+    def progress(row: dict[str, Any]) -> None:
+        print(f"seed {row['seed']}: trained elite wins {row['trained_win']:.1%}, draws "
+              f"{row['trained_draw']:.1%}, loses {row['trained_loss']:.1%} of {args.games} "
+              f"games against random legal play (random against random wins "
+              f"{row['random_win']:.1%}); {row['train_wall_seconds']:.0f} s", flush=True)
+
+    runs = [Run.of(args.config, seed, [f"training.max_steps_per_member={args.steps}", *args.set],
+                   games=args.games) for seed in args.seeds]
+    rows = run_all(runs, lambda run: measure(run, args.games), Results(args.json),
+                   on_record=progress)
+    m, se = mean_se([r["trained_win"] for r in rows])
+    se_shown = float("nan") if se is None else se  # one seed: no standard error
+    print(f"win rate against random legal play: {m:.1%} +- {se_shown:.1%} "
+          f"(seeds {args.seeds}, {args.games} games each, {args.steps:,} env steps per member)")
+    return 0
+
+if __name__ == "__main__":
+    raise SystemExit(main())
