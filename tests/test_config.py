@@ -480,3 +480,27 @@ def test_the_old_name_of_max_steps_per_member_is_read_with_a_warning() -> None:
     old["training"]["max_steps"] = old["training"].pop("max_steps_per_member")
     with pytest.warns(RenamedKeyWarning):
         assert stored_config(old).training.max_steps_per_member == 800
+
+
+def test_each_evolution_mode_has_only_its_own_keys() -> None:
+    """A key of another mode beside the mode is dropped with a warning naming the modes that
+    read it; switching the mode by --set (or in a file over its base) leaves the old mode's
+    keys out quietly; an unknown mode names the known ones."""
+    import warnings
+
+    from distmarl.config import AsyncEvolution, ForeignKeyWarning, SyncEvolution
+
+    assert isinstance(load_config(CONFIGS / "tiny.yaml").evolution, SyncEvolution)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        switched = load_config(CONFIGS / "tiny.yaml", ["evolution.mode=async", "evolution.top_frac=0.5"])
+    assert isinstance(switched.evolution, AsyncEvolution) and switched.evolution.top_frac == 0.5
+    assert "tournament" not in json.loads(switched.model_dump_json())["evolution"]
+    with pytest.warns(ForeignKeyWarning, match="'top_frac' is a key of evolution.mode async "
+                                               "and multi_frequency, which mode sync does not"):
+        plain = load_config(CONFIGS / "tiny.yaml", ["evolution.top_frac=0.5"])
+    assert not hasattr(plain.evolution, "top_frac")
+    with pytest.raises(ConfigError, match=r"evolution\.mode: unknown evolution mode 'pbt'; "
+                                          r"choose one of \['async', 'independent', "
+                                          r"'multi_frequency', 'sync'\]"):
+        load_config(CONFIGS / "tiny.yaml", ["evolution.mode=pbt"])

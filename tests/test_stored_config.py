@@ -1,5 +1,6 @@
 """Configs as older checkpoints stored them load with today's schema: the positional league
-shares become the opponents list drawing the same, a stored range dtype is inferred again."""
+shares become the opponents list drawing the same, a stored range dtype is inferred again, an
+evolution section holding every mode's keys keeps its mode's."""
 
 from __future__ import annotations
 
@@ -45,3 +46,21 @@ def test_a_stored_float_dtype_of_an_integer_range_is_inferred_again() -> None:
     with pytest.raises(ConfigError, match="batch_size"):  # today's schema refuses it as stored
         load_config(CONFIGS / "tiny.yaml", ["evolution.hp_config.batch_size.dtype=float"])
     assert stored_config(data).evolution.hp_config["batch_size"].dtype == "int"
+
+
+STORED = Path(__file__).resolve().parent / "data" / "stored_configs"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in STORED.glob("*.json")))
+def test_a_config_stored_when_one_section_held_every_modes_keys_loads_as_its_example(
+        name: str) -> None:
+    """Each example config as checkpoints stored it before ``evolution`` became one model per
+    mode (every mode's keys written out): it loads, quietly, as the example loads today."""
+    import warnings
+
+    data = json.loads((STORED / f"{name}.json").read_text())
+    assert {"tournament", "bottom_frac", "migration_frac"} <= set(data["evolution"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stored = stored_config(data)
+    assert stored == load_config(CONFIGS / f"{name}.yaml")

@@ -16,6 +16,11 @@ import yaml
 from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from distmarl.config.evolution import (
+    EvolutionConfig,
+    MultiFrequencyEvolution,
+    SyncEvolution,
+)
 from distmarl.config.hparams import (
     Hyperparameters,
     IPPOHyperparameters,
@@ -138,63 +143,6 @@ class PopulationConfig(Section):
     members_per_learner: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description="members whose learners share one process, their train calls answered together (members of one network shape updated as one stacked computation); the population is split into groups of at most this many, in member order. auto: on a cluster with GPUs for learners, as many learners as the GPUs take at resources.num_gpus_per_learner each, the members spread over them; on CPU, one learner per core where each then holds 4 members or more, else one member per learner; in one process (--local), all members stack from 8 members on")
     members: list[MemberGroupConfig] | None = Field(None, description="a population of mixed algorithms of one family: groups of members, in member order ({algorithm: MATD3, count: 2}); their counts add up to size. None: every member runs the algorithm section")
     cross_algorithm: Literal["refuse", "convert"] = Field("refuse", description="a mixed population's copies: refuse (tournaments within each algorithm, a member copies only its own algorithm's) or convert (tournaments over all members; a member whose winner runs another algorithm is rebuilt for it and takes its state)")
-
-
-class RLParameterConfig(Section):
-    min: float = Field(description="lower bound")
-    max: float = Field(description="upper bound")
-    grow_factor: float = Field(1.2, gt=0, description="factor of a growing mutation")
-    shrink_factor: float = Field(0.8, gt=0, description="factor of a shrinking mutation")
-    dtype: Literal["int", "float"] | None = Field(None, description="int: values stay whole numbers; null: the hyperparameter's own type (int for batch_size, learn_step, policy_freq, update_epochs; float for the others), filled in when the config loads. A dtype that contradicts the hyperparameter's type is refused")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> RLParameterConfig:
-        if self.min > self.max:
-            raise ValueError(f"min {self.min} is greater than max {self.max}")
-        return self
-
-
-class TournamentConfig(Section):
-    size: int = Field(2, ge=1, description="members drawn per tournament")
-    elitism: bool = Field(True, description="keep the best member unchanged")
-
-
-class MutationConfig(Section):
-    no_mutation: float = Field(0.4, ge=0, description="relative probability of no mutation")
-    architecture: float = Field(0.2, ge=0, description="relative probability of an architecture mutation")
-    new_layer_prob: float = Field(0.2, ge=0, le=1, description="within architecture: layer (vs node) change")
-    parameters: float = Field(0.2, ge=0, description="relative probability of Gaussian weight noise")
-    activation: float = Field(0.0, ge=0, description="relative probability of an activation switch")
-    rl_hp: float = Field(0.2, ge=0, description="relative probability of a hyperparameter mutation")
-    mutation_sd: float = Field(0.1, ge=0, description="scale of the weight noise")
-    activation_selection: list[str] = Field(default_factory=lambda: ["ReLU", "ELU", "GELU"],
-                                            description="activations to choose from")
-    mutate_elite: bool = Field(True, description="whether the elite may mutate")
-    pretrain_mutation: bool = Field(False, description="mutate every member once before training")
-
-
-class SubpopulationConfig(Section):
-    size: int = Field(ge=1, description="members of this sub-population")
-    evo_steps: int = Field(ge=1, description="env steps per member between its evolution steps")
-
-
-class EvolutionConfig(Section):
-    mode: Literal["sync", "async", "independent", "multi_frequency"] = Field("sync", description="generation-synchronous tournaments, asynchronous exploit/explore, independent members (evaluated at each boundary, never selected, copied or mutated: evolution off), or multiple-frequencies PBT (subpopulations evolving at their own evo_steps, with migration)")
-    initial_hp: Literal["config", "sampled"] = Field("config", description="config: every member starts from algorithm.hp (AgileRL); sampled: each member's hp_config hyperparameters are drawn from their ranges (log-uniform for positive ranges), as PBT and random search start")
-    evo_steps: int = Field(10_000, ge=1, description="env steps per member between evolution steps")
-    eval_steps: int | None = Field(None, ge=1, description="max env steps of each fitness evaluation, tighter than env.max_episode_steps: episodes still running then count with their partial scores, and later ones are not played (None: whole episodes, each ending by env.max_episode_steps at the latest)")
-    eval_episodes: int = Field(4, ge=1, description="evaluation episodes per sub-env per fitness value (all members of a generation play the same episodes)")
-    eval_explore: bool = Field(False, description="evaluate (fitness and final score) by sampling each member's policy, as AgileRL's PPO tests do, instead of its deterministic action (mean / arg-max); sampling restarts from each evaluation's seed. Suits on-policy members whose stochastic policy is what learned (in pistonball an arg-max policy moves every piston alike)")
-    eval_loop: int = Field(1, ge=1, description="fitness = mean of the last eval_loop evaluations")
-    final_episodes: int = Field(100, ge=0, description="episodes of the final evaluation of every member on a fixed set (seeded by final_seed), beside a random policy on the same episodes; the elite's is the run's final_score (0: none)")
-    final_seed: int = Field(12345, ge=0, description="seed of the final evaluation's episodes (the same set for every run of an env config)")
-    tournament: TournamentConfig = Field(default_factory=TournamentConfig)
-    mutation: MutationConfig = Field(default_factory=MutationConfig)
-    hp_config: dict[str, RLParameterConfig] = Field(default_factory=dict, description="hyperparameters rl_hp mutations search, with their ranges")
-    bottom_frac: float = Field(0.25, gt=0, le=0.5, description="async mode: share of members that copy")
-    top_frac: float = Field(0.25, gt=0, le=0.5, description="async mode: share they copy from")
-    subpopulations: list[SubpopulationConfig] | None = Field(None, description="multi_frequency mode: sub-populations, fastest first (evo_steps increasing), sizes adding up to population.size; each evolves when its members reach their boundary: bottom_frac of its members clone one of its top_frac, and migration_frac of open slots take better members of other sub-populations")
-    migration_frac: float = Field(0.25, ge=0, le=0.5, description="multi_frequency mode: share of each sub-population open to migrants (just above its losers)")
 
 
 class BufferConfig(Section):
@@ -335,7 +283,7 @@ class ExperimentConfig(Section):
     algorithm: AnyAlgorithmConfig = Field(default_factory=MADDPGConfig,
                                           description="the members' algorithm, hyperparameters and networks")
     population: PopulationConfig = Field(default_factory=PopulationConfig)
-    evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    evolution: EvolutionConfig = Field(default_factory=SyncEvolution, description="evaluation, selection and mutation; the keys besides the common ones depend on evolution.mode")
     buffer: BufferConfig = Field(default_factory=BufferConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     resources: ResourceConfig = Field(default_factory=ResourceConfig)
@@ -364,8 +312,9 @@ class ExperimentConfig(Section):
             buffer = buffer.model_copy(update={"capacity": self.fragment_rows().capacity})
         if buffer is not self.buffer:  # (assignment validates the whole config again)
             self.buffer = buffer
-        if self.evolution.tournament.size > self.population.size:
-            raise ValueError(f"evolution.tournament.size {self.evolution.tournament.size} is larger "
+        evo = self.evolution
+        if isinstance(evo, SyncEvolution) and evo.tournament.size > self.population.size:
+            raise ValueError(f"evolution.tournament.size {evo.tournament.size} is larger "
                              f"than population.size {self.population.size}")
         if self.league.sides and self.league.symmetric:
             raise ValueError("league: set either sides or symmetric: true, not both")
@@ -405,12 +354,9 @@ class ExperimentConfig(Section):
                 ranges[name] = ranges[name].model_copy(update={"dtype": dtype})
 
     def _check_subpopulations(self) -> None:
-        evo, subs = self.evolution, self.evolution.subpopulations
-        if (evo.mode == "multi_frequency") != (subs is not None):
-            raise ValueError("evolution.subpopulations go with evolution.mode: multi_frequency "
-                             "(both or neither)")
-        if subs is None:
+        if not isinstance(self.evolution, MultiFrequencyEvolution):
             return
+        subs = self.evolution.subpopulations
         if len(subs) < 2:
             raise ValueError("evolution.subpopulations: multi_frequency needs at least 2")
         if sum(s.size for s in subs) != self.population.size:
@@ -429,10 +375,10 @@ class ExperimentConfig(Section):
     def member_evo_steps(self) -> list[int]:
         """Each member's env steps between its evolution steps (multi_frequency: its
         sub-population's; members numbered through the sub-populations in order)."""
-        subs = self.evolution.subpopulations
-        if subs is None:
-            return [self.evolution.evo_steps] * self.num_members
-        return [s.evo_steps for s in subs for _ in range(s.size)]
+        evo = self.evolution
+        if not isinstance(evo, MultiFrequencyEvolution):
+            return [evo.evo_steps] * self.num_members
+        return [s.evo_steps for s in evo.subpopulations for _ in range(s.size)]
 
     def _check_groups(self, searched: set[str]) -> None:
         groups = [g.model_dump() for g in self.population.members or []]
@@ -447,8 +393,9 @@ class ExperimentConfig(Section):
                              "section (mixed algorithms are for cooperative games)")
         check_group_ranges(groups, {n: (p.min, p.max)
                                     for n, p in self.evolution.hp_config.items()})
-        if self.population.cross_algorithm == "refuse":
-            check_group_tournaments(groups, self.evolution.tournament.size)
+        evo = self.evolution
+        if self.population.cross_algorithm == "refuse" and isinstance(evo, SyncEvolution):
+            check_group_tournaments(groups, evo.tournament.size)
         for i, _ in enumerate(groups):
             self.group_algorithm(i, searched)
 

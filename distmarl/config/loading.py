@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from distmarl.config.evolution import EVOLUTION_MODES, keys_of_mode
 from distmarl.config.experiment import ALGORITHM_CONFIGS, ExperimentConfig
 from distmarl.config.section import UNKNOWN_KEY, ConfigError
 
@@ -53,6 +54,8 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
                 raise ConfigError(f"--set {key}: '{part}' is not a section")
             node = child
         node[parts[-1]] = yaml_load(raw)
+        if parts == ["evolution", "mode"]:  # the old mode's keys go with it
+            data["evolution"] = keys_of_mode(data["evolution"], data["evolution"]["mode"])
     return data
 
 
@@ -68,22 +71,32 @@ def deep_merge(base: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
+#: the sections that are one of several models, by the key that chooses: its choices
+UNION_SECTIONS: dict[str, tuple[str, Mapping[str, Any]]] = {
+    "algorithm": ("name", ALGORITHM_CONFIGS), "evolution": ("mode", EVOLUTION_MODES)}
+
+
 def _error_location(error: Mapping[str, Any]) -> str:
-    """The dotted path of a validation error: the algorithm section's tag left out
+    """The dotted path of a validation error: a union section's tag left out
     (``algorithm.hp.lr``, not ``algorithm.IPPO.hp.lr``), an unknown key added."""
     loc = [str(p) for p in error["loc"] if p != "function-after"]
-    if len(loc) > 1 and loc[0] == "algorithm" and loc[1] in ALGORITHM_CONFIGS:
+    if len(loc) > 1 and loc[0] in UNION_SECTIONS and loc[1] in UNION_SECTIONS[loc[0]][1]:
         del loc[1]
     if error["type"] == UNKNOWN_KEY:
         loc.append(error["ctx"]["key"])
-    if error["type"] == "union_tag_invalid":
-        loc.append("name")
+    if error["type"] == "union_tag_invalid" and loc and loc[-1] in UNION_SECTIONS:
+        loc.append(UNION_SECTIONS[loc[-1]][0])
     return ".".join(loc)
 
 
 def _error_message(error: Mapping[str, Any]) -> str:
     if error["type"] == "union_tag_invalid":
-        return f"unknown algorithm '{error['ctx']['tag']}'; choose one of {sorted(ALGORITHM_CONFIGS)}"
+        loc = [str(p) for p in error["loc"]]
+        key, choices = UNION_SECTIONS[loc[-1] if loc and loc[-1] in UNION_SECTIONS
+                                      else "algorithm"]
+        what = "algorithm" if key == "name" else "evolution mode"
+        known = sorted(str(c) for c in choices)
+        return f"unknown {what} '{error['ctx']['tag']}'; choose one of {known}"
     return str(error["msg"]).removeprefix("Value error, ")
 
 
@@ -139,7 +152,12 @@ def read_config_data(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]
         return data
     if not isinstance(base, str):
         raise ConfigError(f"config file {path}: base must be a file path, got {base!r}")
-    return deep_merge(read_config_data(path.parent / base, (*chain, path)), data)
+    under = read_config_data(path.parent / base, (*chain, path))
+    evolution = data.get("evolution")
+    mode = evolution.get("mode") if isinstance(evolution, Mapping) else None
+    if mode is not None and isinstance(under.get("evolution"), Mapping):
+        under["evolution"] = keys_of_mode(under["evolution"], mode)  # the base's mode's go
+    return deep_merge(under, data)
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from distmarl.config.evolution import EVOLUTION_MODES, EvolutionBase, SyncEvolution
 from distmarl.config.experiment import (
     ExperimentConfig,
     IPPOConfig,
@@ -62,12 +63,30 @@ def markdown() -> str:
                 label = config.model_fields["name"].default
                 out += ["", f"### `algorithm.hp` of {label}", "",
                         *_table(_rows(hp, "algorithm.hp."))]
+        elif name == "evolution":
+            out += _evolution(field)
         elif model is not None:
             out += ["", f"## `{name}`", ""]
             if field.description:
                 out += [_cell(field.description), ""]
             out += _table(_rows(model, f"{name}."))
     return "\n".join(out) + "\n"
+
+
+def _evolution(field: FieldInfo) -> list[str]:
+    """The common keys of every ``evolution.mode``, then each mode's own."""
+    modes = " | ".join(EVOLUTION_MODES)
+    first = ("evolution.mode", modes, json.dumps("sync"),
+             SyncEvolution.model_fields["mode"].description or "")
+    out = ["", "## `evolution`", "", _cell(field.description or ""), "",
+           *_table(iter([first, *_rows(EvolutionBase, "evolution.", skip={"mode"})]))]
+    common = set(EvolutionBase.model_fields)
+    for mode, model in EVOLUTION_MODES.items():
+        own = set(model.model_fields) - common
+        if own:
+            out += ["", f"### `evolution` keys of mode {mode}", "",
+                    *_table(_rows(model, "evolution.", skip=common))]
+    return out
 
 
 def _top_level() -> Iterator[tuple[str, str, str, str]]:

@@ -2,7 +2,8 @@
 
 A section rejects keys it does not have, suggesting the closest valid name. The error carries
 the key in its context, so the message names the full dotted path (``algorithm.hp.lr_actr``).
-A key that was renamed is still read under its old name, with a warning saying the new one.
+A key that was renamed is still read under its old name, with a warning saying the new one; a
+key of another mode (``evolution.tournament`` in an ``async`` run) is dropped with a warning.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class RenamedKeyWarning(UserWarning):
     """A config key was written under its old name (it is read under the new one)."""
 
 
+class ForeignKeyWarning(UserWarning):
+    """A config key of a sibling model (another mode's) was written: it does nothing here."""
+
+
 def closest(name: str, known: list[str]) -> str | None:
     """The known name closest to ``name``, or None when none is close."""
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
@@ -41,12 +46,16 @@ class Section(BaseModel):
     ELSEWHERE: ClassVar[dict[str, str]] = {}
     #: keys this section used to have: old name -> the field it is now
     RENAMED: ClassVar[dict[str, str]] = {}
+    #: keys of a sibling model that this one lacks (another ``evolution.mode``'s): key -> why
+    #: it does nothing here; read with a warning and dropped, so that a base config of one
+    #: mode can be run in another
+    FOREIGN: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
-            data = cls._renamed(data)
+            data = cls._foreign(cls._renamed(data))
             known = sorted(cls.model_fields)
             for key in data:
                 if key not in cls.model_fields:
@@ -57,6 +66,15 @@ class Section(BaseModel):
                         UNKNOWN_KEY, "unknown key '{key}'{hint} (valid keys: {valid})",
                         {"key": str(key), "hint": hint, "valid": str(known)})
         return data
+
+    @classmethod
+    def _foreign(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``data`` without its keys of :attr:`FOREIGN` (each warned)."""
+        foreign = [k for k in data if k in cls.FOREIGN]
+        for key in foreign:
+            warnings.warn(f"config key '{key}' is {cls.FOREIGN[key]}: ignored",
+                          ForeignKeyWarning, stacklevel=2)
+        return {k: v for k, v in data.items() if k not in foreign} if foreign else data
 
     @classmethod
     def _renamed(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -8,7 +8,8 @@ scored (``distmarl evaluate``):
   opponent shares) become the ``league.opponents`` list that draws the same opponents;
   ``self_share`` goes (self-play by share is no longer offered);
 - an ``evolution.hp_config`` range's ``dtype`` is dropped, to be inferred again from its
-  hyperparameter's type (an integer one stored as ``float`` would be refused).
+  hyperparameter's type (an integer one stored as ``float`` would be refused);
+- ``evolution`` keeps the keys of its mode only (one section held every mode's keys).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from distmarl.config.evolution import keys_of_mode
 from distmarl.config.experiment import ExperimentConfig
 
 __all__ = ["stored_config"]
@@ -33,9 +35,12 @@ def stored_config(data: Mapping[str, Any]) -> ExperimentConfig:
         league["opponents"] = _opponents(league)
         for key in OLD_LEAGUE_KEYS:
             league.pop(key, None)
-    for spec in (out.get("evolution") or {}).get("hp_config", {}).values():
-        if isinstance(spec, dict):
-            spec.pop("dtype", None)
+    evolution = out.get("evolution")
+    if isinstance(evolution, dict):
+        out["evolution"] = evolution = keys_of_mode(evolution, evolution.get("mode", "sync"))
+        for spec in evolution.get("hp_config", {}).values():
+            if isinstance(spec, dict):
+                spec.pop("dtype", None)
     return ExperimentConfig.model_validate(out)
 
 

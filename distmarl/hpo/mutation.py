@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from distmarl.config import MutationConfig
 from distmarl.hpo.hyperparams import HyperparameterConfig
 
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
@@ -71,6 +72,13 @@ class Mutations:
         self.activation_selection = tuple(activation_selection or DEFAULT_ACTIVATIONS)
         self.mutate_elite = bool(mutate_elite)
         self.rng = np.random.default_rng(rand_seed)
+
+    @classmethod
+    def from_config(cls, cfg: MutationConfig, rand_seed: int | None = None) -> Mutations:
+        """The mutations ``evolution.mutation`` describes."""
+        return cls(cfg.no_mutation, cfg.architecture, cfg.new_layer_prob, cfg.parameters,
+                   cfg.activation, cfg.rl_hp, cfg.mutation_sd, cfg.activation_selection,
+                   cfg.mutate_elite, rand_seed)
 
     def plan(self, hps: Sequence[Mapping[str, Any]], hp_config: HyperparameterConfig | None,
              rng: np.random.Generator | None = None,

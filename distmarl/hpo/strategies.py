@@ -239,10 +239,7 @@ def make_strategy(evo: EvolutionConfig, members: int, hp_config: HyperparameterC
                   labels: Sequence[str] | None = None) -> EvolutionStrategy:
     """The strategy ``evo.mode`` names, for ``members`` members whose copies stay within
     ``labels`` (a league's sides, a mixed population's algorithms; None: all together)."""
-    m = evo.mutation
-    mutations = Mutations(m.no_mutation, m.architecture, m.new_layer_prob, m.parameters,
-                          m.activation, m.rl_hp, m.mutation_sd, m.activation_selection,
-                          m.mutate_elite)
+    mutations = Mutations.from_config(evo.mutation)
     if evo.mode == "independent":
         return Independent()
     if evo.mode == "async":
@@ -251,8 +248,6 @@ def make_strategy(evo: EvolutionConfig, members: int, hp_config: HyperparameterC
         if labels is not None:  # the config refuses it: sub-populations would mix the labels
             raise ValueError("multi_frequency sub-populations cannot keep copies within "
                              f"groups of members ({sorted(set(labels))})")
-        if evo.subpopulations is None:
-            raise ValueError("evolution.subpopulations: multi_frequency mode needs them")
         subs = consecutive([s.size for s in evo.subpopulations])
         return MultipleFrequencies(MultiFrequency(subs, evo.top_frac, evo.bottom_frac,
                                                   evo.migration_frac), mutations, hp_config)

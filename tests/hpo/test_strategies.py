@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from distmarl.config import EvolutionConfig, load_config
+from distmarl.config import ConfigError, EvolutionConfig, load_config
 from distmarl.hpo import (
     AsyncExploit,
     HyperparameterConfig,
@@ -403,5 +403,5 @@ def test_multi_frequency_strategy_numbers_members_through_its_subpopulations() -
     assert freq.subpopulations == [[0, 1], [2, 3, 4]]
     assert (freq.top_frac, freq.bottom_frac, freq.migration_frac) == (0.5, 0.25, 0.5)
     assert strategy.due([False, False, True, True, True]) == [Group((2, 3, 4), 1)]
-    with pytest.raises(ValueError, match="subpopulations"):
-        make_strategy(EvolutionConfig(mode="multi_frequency"), 4, HP)
+    with pytest.raises(ConfigError, match=r"evolution\.subpopulations: Field required"):
+        evolution("evolution.mode=multi_frequency")

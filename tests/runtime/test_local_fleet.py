@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from distmarl.config import ExperimentConfig, load_config
+from distmarl.config import ExperimentConfig, MultiFrequencyEvolution, load_config
 from distmarl.runtime.trainer import train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
     else:
         sets += ["buffer.learning_starts=32", "algorithm.hp.batch_size=16",
                  "training.chunk_steps=8"]
-    if cfg.evolution.subpopulations is not None:
+    if isinstance(cfg.evolution, MultiFrequencyEvolution):
         sizes = [s.size for s in cfg.evolution.subpopulations]
         subs = ", ".join(f"{{size: {n}, evo_steps: {step * (k + 1)}}}"
                          for k, n in enumerate(sizes))
