@@ -371,7 +371,6 @@ ROWS: list[Row] = [
         lambda c: load_config(TINY, ["evolution.mode=multi_frequency",
                                      "evolution.subpopulations=[{size: 1, evo_steps: 100}, "
                                      "{size: 1, evo_steps: 400}]",
-                                     "evolution.tournament.size=1",
                                      "population.members=[{algorithm: MADDPG, count: 1}, "
                                      "{algorithm: MATD3, count: 1}]"]),
         ConfigError, r"population\.members go with evolution\.mode sync or async"),

@@ -286,7 +286,7 @@ def test_asynchronous_evolution_completes_and_copies_only_from_the_top(tmp_path:
     from distmarl.runtime.trainer import train
 
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
-                               "evolution.mode=async", "evolution.tournament.size=2",
+                               "evolution.mode=async",
                                "evolution.bottom_frac=0.34", "evolution.top_frac=0.34",
                                "evolution.evo_steps=100", "training.max_steps_per_member=300",
                                "evolution.final_episodes=2"])
