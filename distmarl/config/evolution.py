@@ -95,19 +95,19 @@ class _Exploiting(EvolutionBase):
 class AsyncEvolution(_Exploiting):
     """Asynchronous exploit / explore (PBT): each member evolves at its own boundary."""
 
-    mode: Literal["async"] = Field("async", description="see evolution.mode")
+    mode: Literal["async"] = Field(description="see evolution.mode (written: a section without one is sync)")
 
 
 class IndependentEvolution(EvolutionBase):
     """Members trained apart: evaluated at each boundary, never selected, copied or mutated."""
 
-    mode: Literal["independent"] = Field("independent", description="see evolution.mode")
+    mode: Literal["independent"] = Field(description="see evolution.mode (written: a section without one is sync)")
 
 
 class MultiFrequencyEvolution(_Exploiting):
     """Multiple-frequencies PBT: sub-populations evolving at their own ``evo_steps``."""
 
-    mode: Literal["multi_frequency"] = Field("multi_frequency", description="see evolution.mode")
+    mode: Literal["multi_frequency"] = Field(description="see evolution.mode (written: a section without one is sync)")
     subpopulations: list[SubpopulationConfig] = Field(description="multi_frequency mode: sub-populations, fastest first (evo_steps increasing), sizes adding up to population.size; each evolves when its members reach their boundary: bottom_frac of its members clone one of its top_frac, and migration_frac of open slots take better members of other sub-populations")
     migration_frac: float = Field(0.25, ge=0, le=0.5, description="multi_frequency mode: share of each sub-population open to migrants (just above its losers)")
 

@@ -51,8 +51,7 @@ from distmarl.config.section import Section
 class EnvConfig(Section):
     spec: str = Field("mpe2:simple_speaker_listener_v4",
                       description="env to build: 'package.module:env' or 'package.module:callable'")
-    kwargs: dict[str, Any] = Field(default_factory=lambda: {"continuous_actions": True, "max_cycles": 25},
-                                   description="keyword arguments passed to the env constructor")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments passed to the env constructor (none: the env's own defaults)")
     wrappers: list[str | dict[str, Any]] = Field(
         default_factory=list,
         description="SuperSuit wrappers applied in order, e.g. [{resize: {x_size: 64, y_size: 64}}, {frame_stack: 4}]")
