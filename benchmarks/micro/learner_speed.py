@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from benchmarks.micro.member_groups import random_batch
 from distmarl.algorithms import MADDPG, MATD3
 from distmarl.algorithms.base import Algorithm
 
@@ -31,19 +32,8 @@ NET_CONFIG = {"latent_dim": 64, "encoder_config": {"hidden_size": [64]},
 
 
 def make_batch(size: int, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
-    """A random batch in ``OFF_POLICY_FIELDS`` form (every row active, 5% terminated)."""
-    g = torch.Generator().manual_seed(seed)
-    batch: dict[str, dict[str, torch.Tensor]] = {f: {} for f in (
-        "obs", "action", "reward", "next_obs", "terminated", "truncated", "active")}
-    for agent, space in OBS.items():
-        batch["obs"][agent] = torch.randn(size, *space.shape, generator=g)
-        batch["next_obs"][agent] = torch.randn(size, *space.shape, generator=g)
-        batch["action"][agent] = torch.rand(size, *ACT[agent].shape, generator=g)
-        batch["reward"][agent] = torch.randn(size, 1, generator=g)
-        batch["terminated"][agent] = (torch.rand(size, 1, generator=g) < 0.05).float()
-        batch["truncated"][agent] = torch.zeros(size, 1)
-        batch["active"][agent] = torch.ones(size, 1)
-    return batch
+    """A random batch in ``OFF_POLICY_FIELDS`` form, every row active."""
+    return random_batch(OBS, ACT, size, torch.Generator().manual_seed(seed))
 
 
 def updates_per_second(algo: Algorithm, batch: dict, seconds: float) -> float:
