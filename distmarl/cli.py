@@ -359,7 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: 0)")
     pl.add_argument("--video", metavar="PATH", help="write the frames to PATH (.gif, or .mp4 "
                                                     "with the video extra)")
-    pl.add_argument("--fps", type=int, default=15, help="frames per second of the video (default 15)")
+    pl.add_argument("--fps", type=int, default=15,
+                    help="frames per second of the video (default 15)")
     pl.add_argument("--human", action="store_true", help="draw in a window (the env's human "
                                                          "render mode) instead")
     pl.set_defaults(func=_play)

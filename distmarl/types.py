@@ -6,8 +6,8 @@ Only these cross process boundaries: numpy arrays inside plain dicts and NamedTu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -58,19 +58,73 @@ class PriorityUpdate(NamedTuple):
     td_errors: np.ndarray
 
 
-class SampleRequest(NamedTuple):
-    """One consumer's sample call: up to ``num_batches`` batches of ``batch_size`` rows,
-    its newest unseen rows mixed with replay at ``replay_ratio``; prioritised replay's
-    exponents ``alpha`` / ``beta`` and the TD errors of its last call's batches
-    (``priorities``, applied first). The replay ratio is typed loosely here (a float, the
-    buffer's own ratio, or None) so this module needs nothing of the buffer's."""
+@dataclass(frozen=True)
+class ReadSpec:
+    """How one consumer reads the replay buffer (plain data: learners send it to the buffer
+    actor). Make one with :meth:`stream`, :meth:`mixin` or :meth:`replay`.
 
-    batch_size: int
-    consumer: str
-    num_batches: int
-    replay_ratio: Any
+    ``kind``: ``"stream"``, only rows the consumer has not received, each once, oldest first
+    (an on-policy learner's fragments); ``"mixin"``, the newest unreceived rows with replay
+    at ``replay_ratio`` (the replayed share of a batch, in ``(0, 1)``); ``"replay"``, replay
+    only. ``member``: only that member's rows. Replay is uniform, or where the buffer keeps
+    priorities drawn by this consumer's own TD errors, with exponents ``alpha`` / ``beta``
+    (None: the buffer's)."""
+
+    kind: Literal["stream", "mixin", "replay"]
+    replay_ratio: float | None = None
+    member: int | None = None
     alpha: float | None = None
     beta: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("stream", "mixin", "replay"):
+            raise ValueError(f"read kind must be stream, mixin or replay, got {self.kind!r}")
+        if (self.kind == "mixin") != (self.replay_ratio is not None):
+            raise ValueError(f"a {self.kind} read {'needs' if self.kind == 'mixin' else 'has no'}"
+                             f" replay_ratio, got {self.replay_ratio}")
+        if self.replay_ratio is not None and not 0.0 < float(self.replay_ratio) < 1.0:
+            raise ValueError(f"replay_ratio must be in (0, 1), got {self.replay_ratio} (only "
+                             "new rows, each once: a stream read; only replay: a replay read)")
+        if self.kind == "stream" and (self.alpha is not None or self.beta is not None):
+            raise ValueError("a stream read replays nothing: it takes no alpha or beta")
+
+    @classmethod
+    def stream(cls, member: int | None = None) -> ReadSpec:
+        return cls("stream", member=member)
+
+    @classmethod
+    def mixin(cls, replay_ratio: float, member: int | None = None, alpha: float | None = None,
+              beta: float | None = None) -> ReadSpec:
+        return cls("mixin", float(replay_ratio), member, alpha, beta)
+
+    @classmethod
+    def replay(cls, member: int | None = None, alpha: float | None = None,
+               beta: float | None = None) -> ReadSpec:
+        return cls("replay", None, member, alpha, beta)
+
+    @classmethod
+    def from_ratio(cls, replay_ratio: float | None, alpha: float | None = None,
+                   beta: float | None = None) -> ReadSpec:
+        """A member's read from its ``replay_ratio`` hyperparameter: mix-in, or replay only
+        where it is None."""
+        if replay_ratio is None:
+            return cls.replay(alpha=alpha, beta=beta)
+        return cls.mixin(replay_ratio, alpha=alpha, beta=beta)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class SampleRequest(NamedTuple):
+    """One consumer's read: up to ``num_batches`` batches of ``batch_size`` rows as ``spec``
+    says (the buffer registers it when it differs from the consumer's registered one), and
+    the TD errors of its last read's batches (``priorities``, prioritised replay: applied
+    first)."""
+
+    consumer: str
+    batch_size: int
+    num_batches: int
+    spec: ReadSpec
     priorities: PriorityUpdate | None = None
 
 

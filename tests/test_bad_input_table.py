@@ -106,7 +106,7 @@ def buffer_fingerprint(buf: MultiAgentReplayBuffer) -> str:
 def filled_buffer() -> MultiAgentReplayBuffer:
     buf = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=0)
     buf.add(rows(np.arange(30)), member=1)
-    buf.sample_numpy(4, "learner-0")
+    buf.read(4, "learner-0")
     return buf
 
 

@@ -80,6 +80,10 @@ ENDS_AT_THE_ERROR = [
      "evolution.hp_config.lr_actor: min 1.0 is greater than max 0.1"),
     ("population.size=0", "population.size: Input should be greater than or equal to 1 (got 0)"),
     (f"env.kwargs={[0] * 40}", "env.kwargs: Input should be a valid dictionary"),
+    # a ratio of 0 once meant "stream the new rows"; a replaying learner mixes in or replays
+    ("buffer.replay_ratio=0", "buffer.replay_ratio: Input should be greater than 0 (got 0)"),
+    ("algorithm.hp.replay_ratio=0",
+     "algorithm.hp.replay_ratio: must be within (0, 1) or null (got 0)"),
 ]
 
 

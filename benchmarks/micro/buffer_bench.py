@@ -119,7 +119,7 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
     for _ in range(fill // 1000):
         ring.add(big)
         buf.save_to_memory(*big, is_vectorised=True)
-    buf.sample_numpy(1024, "learner")
+    buf.read(1024, "learner")
 
     def plain() -> None:
         ring.add(step)
@@ -127,7 +127,7 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
 
     def ours() -> None:
         buf.save_to_memory(*step, is_vectorised=True)
-        to_torch(buf.sample_numpy(1024, "learner").data)  # tensors as a learner gets them
+        to_torch(buf.read(1024, "learner").data)  # tensors as a learner gets them
 
     per = MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0, replay_ratio=0.5,
                                  prioritized={"alpha": 0.6, "beta": 0.4, "eps": 1e-6})
@@ -137,7 +137,7 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
 
     def prioritized() -> None:
         per.save_to_memory(*step, is_vectorised=True)
-        batch = per.sample_numpy(1024, "learner")
+        batch = per.read(1024, "learner")
         per.update_priorities("learner", batch.indices, td_errors)
 
     label = f"{capacity // 1000}k rows"
@@ -148,7 +148,7 @@ def bench_add_sample(seconds: float, capacity: int, fill: int) -> dict[str, floa
         f"distmarl add+sample(1024) calls/s ({label})": rate(ours, seconds),
         f"prioritized add+sample(1024)+update calls/s ({label})": per_rate,
         f"prioritized+update / plain add+sample ({label})": per_rate / plain_rate,
-        f"distmarl sampled rows/s ({label})": rate(lambda: buf.sample_numpy(1024, "x"), seconds) * 1024,
+        f"distmarl sampled rows/s ({label})": rate(lambda: buf.read(1024, "x"), seconds) * 1024,
         f"plain sampled rows/s ({label})": rate(lambda: ring.sample(1024), seconds) * 1024,
     }
 
@@ -209,7 +209,7 @@ def bench_actor(seconds: float) -> dict[str, float]:
     from distmarl.buffers.wire import unpack_batches
     from distmarl.runtime.actors.buffer import make_buffer_actor
     from distmarl.runtime.cluster import init_ray
-    from distmarl.types import PriorityUpdate, TransitionChunk
+    from distmarl.types import PriorityUpdate, ReadSpec, SampleRequest, TransitionChunk
 
     init_ray(num_cpus=2, dashboard=False)
     kwargs = {"memory_size": 100_000, "field_names": FIELDS, "agent_ids": AGENTS,
@@ -229,32 +229,36 @@ def bench_actor(seconds: float) -> dict[str, float]:
         def run(self, seconds: float, method: str, per_call: int) -> float:
             """Batches/s, keeping one request queued behind the one in service (a learner
             prefetches its next batch while it trains on the last). ``prioritized``: the
-            prioritised buffer, each call carrying TD errors for the batches of the one
-            before it, as a learner's do."""
+            prioritised buffer, packed, each call carrying TD errors for the batches of the
+            one before it, as a learner's do."""
             target = prioritized if method == "prioritized" else buffer
-            call = getattr(target, "sample_many_packed" if method == "prioritized" else method)
-            args = (1024, self.name) if per_call == 1 else (1024, self.name, per_call)
+            packed = method != "sample"
+            call = target.sample_packed if packed else target.sample
+            spec = ReadSpec.mixin(0.5)
             errors = np.random.default_rng(0).random(1024 * per_call)
             update = None
-            refs, done_batches, start = [call.remote(*args)], 0, time.perf_counter()
+
+            def ask() -> Any:
+                return call.remote([SampleRequest(self.name, 1024, per_call, spec, update)])
+
+            refs, done_batches, start = [ask()], 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
-                extra = (None, 0.5, None, None, update) if method == "prioritized" else ()
-                refs.append(call.remote(*args, *extra))
-                got = ray.get(refs.pop(0))
-                if method.endswith("_packed") or method == "prioritized":
+                refs.append(ask())
+                [got] = ray.get(refs.pop(0))
+                if packed:
                     got = unpack_batches(got)
-                    if method == "prioritized" and got:
-                        idx = np.concatenate([b.indices for b in got])
-                        update = PriorityUpdate(idx, errors[:len(idx)])
-                done_batches += len(got) if isinstance(got, list) else 1
+                if method == "prioritized" and got:
+                    idx = np.concatenate([b.indices for b in got])
+                    update = PriorityUpdate(idx, errors[:len(idx)])
+                done_batches += len(got)
             ray.get(refs)
             return done_batches / (time.perf_counter() - start)
 
     out = {}
     cases = {"actor sample(1024) calls/s, 4 readers": ("sample", 1),
              "actor sample_packed(1024) calls/s, 4 readers": ("sample_packed", 1),
-             "actor batches of 1024/s, 4 readers, sample_many_packed 4 per call":
-                 ("sample_many_packed", 4),
+             "actor batches of 1024/s, 4 readers, sample_packed 4 per call":
+                 ("sample_packed", 4),
              "actor prioritized batches of 1024/s, 4 readers, 4 per call + priority updates":
                  ("prioritized", 4)}
     for key, (method, per_call) in cases.items():

@@ -43,7 +43,7 @@ def test_plain_ring_add(benchmark: Any) -> None:
 @pytest.mark.benchmark(group="buffer: sample 1024 rows")
 def test_distmarl_sample(benchmark: Any) -> None:
     buf = filled()
-    batch = benchmark(buf.sample_numpy, 1024, "learner")
+    batch = benchmark(buf.read, 1024, "learner")
     assert batch is not None
 
 
@@ -53,7 +53,7 @@ def test_prioritized_sample_and_update(benchmark: Any) -> None:
     errors = np.random.default_rng(2).random(1024)
 
     def round_trip() -> None:
-        batch = buf.sample_numpy(1024, "learner")
+        batch = buf.read(1024, "learner")
         assert batch is not None
         buf.update_priorities("learner", batch.indices, errors)
 

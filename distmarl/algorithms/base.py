@@ -103,9 +103,9 @@ class Algorithm(ABC):
                  net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None = None,
                  device: str | torch.device = "cpu", seed: int | None = None) -> None:
         """The constructor every algorithm has (one whose :meth:`rollout_spec` can read the
-        env's global state also takes ``state_space=``). It sets what every algorithm needs first: agents (in
-        observation-space order), their spaces, the net_config, device, hyperparameters (the
-        defaults of ``name`` with ``hp`` over them, checked by
+        env's global state also takes ``state_space=``). It sets what every algorithm needs
+        first: agents (in observation-space order), their spaces, the net_config, device,
+        hyperparameters (the defaults of ``name`` with ``hp`` over them, checked by
         :func:`distmarl.config.hparams.check_hp`) and the seeded numpy and torch generators."""
         self.agents = list(observation_spaces)
         if set(self.agents) != set(action_spaces):

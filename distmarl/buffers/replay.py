@@ -5,11 +5,13 @@ Usage (one env step at a time, or a whole vectorised step)::
     buf = MultiAgentReplayBuffer(100_000, ["obs", "action", "reward", "next_obs", "done"],
                                  agent_ids=["speaker_0", "listener_0"], replay_ratio=0.5)
     buf.save_to_memory(obs, action, reward, next_obs, done, is_vectorised=True)  # (num_envs, ...)
-    batch = buf.sample(256, consumer="learner-0")  # tuple in field order, agent -> tensor
+    buf.register("learner-0", ReadSpec.mixin(0.5, member=0))  # how this consumer reads
+    batch = buf.sample(256, "learner-0")  # tuple in field order, agent -> tensor
 
-Extensions over AgileRL: rows tagged with a population ``member``; per-consumer sampling
-(``replay_ratio``: mix-in of new rows and replay, ``mixin`` fixed-size or RLlib's, in-order
-streaming, or uniform replay; :mod:`distmarl.buffers.sampling`); prioritised replay, a
+Extensions over AgileRL: rows tagged with a population ``member``; per-consumer reads
+registered once (:meth:`~MultiAgentReplayBuffer.register` a
+:class:`~distmarl.types.ReadSpec`: a mix-in of new rows and replay, fixed-size or RLlib's,
+in-order streaming, or replay only; :mod:`distmarl.buffers.readers`); prioritised replay, a
 sum-tree per consumer (:mod:`distmarl.buffers.priorities`); ``learning_starts``; a
 samples-per-insert rate limiter; state_dict and Arrow files. A bad save raises
 ``ValueError`` before any row is written.
@@ -23,8 +25,8 @@ replacement (AgileRL's ``random.sample`` draws without, and raises ``ValueError`
 second positional argument of ``sample`` is ``consumer`` (AgileRL ignores extra arguments);
 the first save fixes each column's shape and dtype; ``save_to_memory`` returns the rows
 written; AgileRL's private ``memory`` deque, ``experience``, ``_add`` and
-``_process_transition`` do not exist. ``sample_numpy`` keeps the stored dtypes (uint8 frames,
-int8 boards, int64 actions): what distmarl's learners read.
+``_process_transition`` do not exist. ``read`` keeps the stored dtypes (uint8 frames, int8
+boards, int64 actions): what distmarl's learners read.
 
 The buffer composes its parts, each owning and serialising its own state: a
 :class:`~distmarl.buffers.layout.ColumnLayout` (the schema; checks saves, reassembles batches),
@@ -48,21 +50,10 @@ from distmarl.buffers.priorities import PriorityParams
 from distmarl.buffers.sampling import ConsumerState, Sampler, SampleToInsertRatio, check_ratio
 from distmarl.buffers.schema import BufferSchema, stack_values
 from distmarl.buffers.storage import PRIORITY_COLUMN, RingStorage
-from distmarl.types import SampleBatch
+from distmarl.types import ReadSpec, SampleBatch
 
 #: Version of the :meth:`MultiAgentReplayBuffer.state_dict` layout; a load refuses others.
 STATE_VERSION = 1
-
-
-class BufferRatio:
-    """The default of ``sample(..., replay_ratio=)``: the buffer's own ``replay_ratio``."""
-
-    def __repr__(self) -> str:
-        return "BUFFER_RATIO"
-
-
-#: ``replay_ratio`` argument meaning "the ratio the buffer was built with".
-BUFFER_RATIO = BufferRatio()
 
 
 class MultiAgentReplayBuffer:
@@ -72,17 +63,15 @@ class MultiAgentReplayBuffer:
     :param field_names: transition fields in order, e.g. ``["obs", "action", "reward", ...]``.
     :param agent_ids: every agent that appears in a row.
     :param device: torch device that :meth:`sample` puts tensors on (None: CPU).
-    :param replay_ratio: how a consumer's batch mixes new rows and replay
-        (:mod:`distmarl.buffers.sampling`). None: uniform replay. ``r`` in ``(0, 1)``: mix-in,
-        ``round(batch * (1 - r))`` rows are the *newest* rows the consumer has not received and
-        the rest uniform replay; older unreceived rows are passed over (reachable by replay,
-        counted as the consumer's ``skipped``). ``0``: streaming, every new row exactly once,
-        oldest first, and nothing else.
-    :param mixin: how a mix-in ``replay_ratio`` in ``(0, 1)`` builds a batch. ``"fixed"``:
-        ``batch_size`` rows, the newest unreceived first (above). ``"rllib"``: RLlib's
-        ``MultiAgentMixInReplayBuffer``, a variable batch of the *oldest* unreceived rows (up
-        to the new share; the rest stay queued) plus replay in the ratio, nothing when no row
-        is new (:mod:`distmarl.buffers.sampling`).
+    :param replay_ratio: how a consumer that registered no read of its own
+        (:meth:`register`) reads: None, replay only; ``r`` in ``(0, 1)``, a mix-in of the
+        consumer's newest unreceived rows with replay (``r`` the replayed share).
+    :param mixin: how mix-in reads build a batch. ``"fixed"``: ``batch_size`` rows, the newest
+        unreceived first, older unreceived rows passed over (reachable by replay, counted as
+        the consumer's ``skipped``). ``"rllib"``: RLlib's ``MultiAgentMixInReplayBuffer``, a
+        variable batch of the *oldest* unreceived rows (up to the new share; the rest stay
+        queued) plus replay in the ratio, nothing when no row is new
+        (:mod:`distmarl.buffers.readers`).
     :param learning_starts: :meth:`sample` returns None until this many rows were added.
     :param seed: seed of the sampling generator.
     :param samples_per_insert: optional rate limit, sampled rows allowed per inserted row.
@@ -118,7 +107,7 @@ class MultiAgentReplayBuffer:
         self.prioritized = None if prioritized is None else PriorityParams(**prioritized)
         self.mixin = mixin
         self.rate_limiter = self._make_rate_limiter()
-        self._sampler = Sampler(seed, self.prioritized, mixin)
+        self._sampler = self._make_sampler()
         # Both exist from the first save on (the schema is inferred from it), or from a load.
         self._layout: ColumnLayout | None = None
         self.storage: RingStorage | None = None
@@ -216,28 +205,23 @@ class MultiAgentReplayBuffer:
             return False
         return self.rate_limiter is None or self.rate_limiter.can_sample(batch_size, len(self))
 
-    def sample_numpy(self, batch_size: int, consumer: str = "default",
-                     member: int | None = None,
-                     replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
-                     alpha: float | None = None, beta: float | None = None,
-                     ) -> SampleBatch | None:
-        """A batch as numpy arrays (see :class:`~distmarl.types.SampleBatch`), new rows first,
-        or None before ``learning_starts``, while rate-limited, or when there is nothing to
-        return.
+    def register(self, consumer: str, spec: ReadSpec) -> None:
+        """``consumer`` reads as ``spec`` says from now on: streamed, mixed in or replayed,
+        one member's rows or all, prioritised replay's exponents (register again after they
+        change). ValueError naming what is wrong."""
+        self._sampler.register(consumer, spec)
 
-        ``member`` restricts the batch to that member's rows; ``replay_ratio`` overrides the
-        buffer's ratio for this call (an on-policy learner streams its own member's rows with
-        ``member=m, replay_ratio=0`` while off-policy learners mix in replay). With prioritised
-        replay the batch carries importance ``weights`` and ``alpha`` / ``beta`` override the
-        buffer's exponents for this consumer (a member's own values)."""
+    def read(self, batch_size: int, consumer: str = "default") -> SampleBatch | None:
+        """``consumer``'s next batch as its registered read says (else the buffer's default),
+        as numpy arrays in the stored dtypes (see :class:`~distmarl.types.SampleBatch`), new
+        rows first; None before ``learning_starts``, while rate-limited, or when there is
+        nothing to return. With prioritised replay the batch carries importance ``weights``."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        r = self.replay_ratio if isinstance(replay_ratio, BufferRatio) else check_ratio(replay_ratio)
         if not self.can_sample(batch_size):
             return None
         assert self.storage is not None and self._layout is not None
-        indices, num_new, weights = self._sampler.draw(self.storage, int(batch_size), consumer,
-                                                       member, r, alpha, beta)
+        indices, num_new, weights = self._sampler.draw(self.storage, consumer, int(batch_size))
         if len(indices) == 0:
             return None
         if self.rate_limiter is not None:
@@ -253,15 +237,14 @@ class MultiAgentReplayBuffer:
             return 0
         return self._sampler.update_priorities(self.storage, consumer, indices, td_errors)
 
-    def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
-               replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
+    def sample(self, batch_size: int, consumer: str = "default"
                ) -> tuple[dict[str, Any], ...] | None:
         """A batch as AgileRL's ``sample`` returns it: a tuple in ``field_names`` order of
         ``agent -> float32 torch.Tensor`` on ``device`` (every field, integer and bool ones
         included; dict / tuple values per key), shape ``(batch_size, *field_shape)`` with
-        scalar fields as ``(batch_size, 1)``; None when :meth:`sample_numpy` is.
-        :meth:`sample_numpy` keeps the stored dtypes (what distmarl's learners read)."""
-        batch = self.sample_numpy(batch_size, consumer, member, replay_ratio)
+        scalar fields as ``(batch_size, 1)``; None when :meth:`read` is. :meth:`read` keeps
+        the stored dtypes (what distmarl's learners read)."""
+        batch = self.read(batch_size, consumer)
         if batch is None:
             return None
         from distmarl.buffers.tensors import to_float_torch
@@ -321,6 +304,7 @@ class MultiAgentReplayBuffer:
             "consumers": sampler["consumers"],
             "rate_limiter": None if self.rate_limiter is None else self.rate_limiter.state_dict(),
             "rng": sampler["rng"],
+            "readers": sampler["readers"],
             "priorities": priorities,
         }
         return {"meta": meta, "columns": stored["columns"]}
@@ -343,11 +327,12 @@ class MultiAgentReplayBuffer:
                                  f"agents {layout.agent_ids}, this buffer {mine}")
             storage = RingStorage(self.memory_size, layout.schema.columns)
             storage.load_state_dict({"counter": meta["counter"], "columns": state["columns"]})
-        sampler = Sampler(self.seed, self.prioritized, self.mixin)
+        sampler = self._make_sampler()
         priorities = {name: {**p, "priorities": state["columns"][PRIORITY_COLUMN.format(name)]}
                       for name, p in meta.get("priorities", {}).items()}
         sampler.load_state_dict({"consumers": meta["consumers"], "rng": meta["rng"],
-                                 "priorities": priorities}, self.memory_size, int(meta["counter"]))
+                                 "readers": meta.get("readers", {}), "priorities": priorities},
+                                self.memory_size, int(meta["counter"]))
         limiter = self._make_rate_limiter()
         if limiter is not None and meta["rate_limiter"] is not None:
             limiter.load_state_dict(meta["rate_limiter"])
@@ -369,6 +354,11 @@ class MultiAgentReplayBuffer:
         buf = cls(device=device, **state["meta"]["config"])
         buf.load_state_dict(state)
         return buf
+
+    def _make_sampler(self) -> Sampler:
+        default = (ReadSpec.replay() if self.replay_ratio is None
+                   else ReadSpec.mixin(self.replay_ratio))
+        return Sampler(self.seed, self.prioritized, self.mixin, default)
 
     def _make_rate_limiter(self) -> SampleToInsertRatio | None:
         if self.samples_per_insert is None:

@@ -1,31 +1,13 @@
-"""Which rows a sample returns: per-consumer new rows, uniform or prioritised replay, rate
-limiting.
+"""The consumers of a buffer: each one's place in the stream of rows (:class:`ConsumerState`),
+its registered read (:class:`~distmarl.types.ReadSpec`, drawn by a
+:class:`~distmarl.buffers.readers.Reader`) and, with prioritised replay, its own priorities;
+plus the samples-per-insert rate limiter.
 
-A batch of ``batch_size`` rows drawn with ``replay_ratio``:
-
-- ``None``: uniform replay, every row drawn uniformly (with replacement) from the stored rows.
-- ``r`` in ``(0, 1)``, mix-in, in one of two modes (the buffer's ``mixin``):
-
-  - ``"fixed"`` (the default): always ``batch_size`` rows. The new part is the *newest*
-    ``round(batch_size * (1 - r))`` rows this consumer has not received, the rest uniform
-    replay (a row added just before a sample comes back in that sample). Older unreceived
-    rows are passed over: they are never returned as new, stay reachable by replay, and are
-    counted in the consumer's ``skipped``. With no new rows the batch is all replay.
-  - ``"rllib"``: RLlib's ``MultiAgentMixInReplayBuffer``, a batch of variable size. The new
-    part is the *oldest* unreceived rows, up to ``batch_size * (1 - r)`` rounded up or down
-    at random to that mean; unreceived rows beyond it stay queued for later samples. Replay
-    rows are added in the ratio: ``batch_size - new_share`` when the new part is full, else
-    ``n_new * r / (1 - r)`` rounded at random (never more than ``batch_size - new_share``).
-    One new row at ``r=0.333`` and ``batch_size=5`` gives 1.5 rows on average. With no new
-    rows nothing is returned.
-
-  A consumer seen for the first time starts at the oldest stored row.
-- ``0``, streaming: only new rows, each exactly once and oldest first (an on-policy learner
-  reads its member's rows this way); a batch holds fewer rows when fewer are new.
-
-Rows the ring overwrote before a consumer received them count as its ``dropped`` in every
-mode. Pure index arithmetic over :class:`~distmarl.buffers.storage.RingStorage`'s global row
-indices; nothing here copies row data.
+A consumer seen for the first time starts at the oldest stored row, and reads as the buffer's
+default spec says until it registers its own (again after a mutation changes it). Rows the ring
+overwrote before a consumer received them count as its ``dropped``. Pure index arithmetic
+over :class:`~distmarl.buffers.storage.RingStorage`'s global row indices; nothing here copies
+row data.
 """
 
 from __future__ import annotations
@@ -41,11 +23,17 @@ from distmarl.buffers.priorities import (
     PriorityParams,
     check_priority_params,
 )
+from distmarl.buffers.readers import (
+    MIXIN_MODES,
+    NO_ROWS,
+    PrioritizedReplay,
+    Reader,
+    Replay,
+    UniformReplay,
+    make_reader,
+)
 from distmarl.buffers.storage import RingStorage
-
-_NO_ROWS = np.empty(0, dtype=np.int64)
-#: The buffer's ``mixin`` settings (see the module docstring).
-MIXIN_MODES = ("fixed", "rllib")
+from distmarl.types import ReadSpec
 
 
 @dataclass
@@ -71,7 +59,7 @@ class ConsumerState:
         """
         start = self._first_stored(storage)
         if limit <= 0 or start >= storage.counter:
-            return _NO_ROWS
+            return NO_ROWS
         if member is None:
             stop = min(storage.counter, start + limit)
             taken = np.arange(start, stop, dtype=np.int64)
@@ -92,7 +80,7 @@ class ConsumerState:
             unreceived = stop - start
             taken = np.arange(stop - min(max(limit, 0), unreceived), stop, dtype=np.int64)
         else:
-            mine = _member_rows(storage, start, member) if start < stop else _NO_ROWS
+            mine = _member_rows(storage, start, member) if start < stop else NO_ROWS
             unreceived = len(mine)
             taken = mine[unreceived - min(max(limit, 0), unreceived):]
         self.cursor = stop
@@ -131,60 +119,38 @@ def _member_rows(storage: RingStorage, start: int, member: int) -> np.ndarray:
 
 
 def check_ratio(replay_ratio: float | None) -> float | None:
-    """The ratio as given (None or in ``[0, 1)``), else ValueError naming it."""
-    if replay_ratio is not None and not 0.0 <= float(replay_ratio) < 1.0:
-        raise ValueError(f"replay_ratio must be None or in [0, 1), got {replay_ratio}")
+    """A buffer's default ``replay_ratio`` as given (None, or in ``(0, 1)``), else ValueError
+    naming it."""
+    if replay_ratio is not None and not 0.0 < float(replay_ratio) < 1.0:
+        raise ValueError(f"replay_ratio must be None (replay only) or in (0, 1), got "
+                         f"{replay_ratio} (a consumer that reads only new rows, each once, "
+                         "registers a stream read: ReadSpec.stream())")
     return replay_ratio
 
 
-def new_row_share(batch_size: int, replay_ratio: float | None) -> int:
-    """How many of ``batch_size`` rows should be new rows: ``round(batch_size * (1 - r))``."""
-    if replay_ratio is None:
-        return 0
-    return round(batch_size * (1.0 - replay_ratio))
-
-
-def random_round(value: float, rng: np.random.Generator) -> int:
-    """``value`` rounded up with probability ``value % 1``, else down: an integer whose mean
-    is ``value`` (RLlib's ``round_up_or_down``)."""
-    low = int(np.floor(value))
-    return low + int(rng.random() < value - low)
-
-
-def uniform_rows(
-    storage: RingStorage, count: int, rng: np.random.Generator, member: int | None
-) -> np.ndarray:
-    """``count`` stored rows drawn uniformly with replacement (only ``member``'s when given)."""
-    if count <= 0 or storage.size == 0:
-        return _NO_ROWS
-    if member is None:
-        return storage.oldest + rng.integers(0, storage.size, size=count, dtype=np.int64)
-    stored = storage.stored_indices()
-    mine = stored[storage.members_of(stored) == member]
-    if len(mine) == 0:
-        return _NO_ROWS
-    drawn: np.ndarray = mine[rng.integers(0, len(mine), size=count)]
-    return drawn
-
-
 class Sampler:
-    """The consumers' cursors and the replay generator: picks the global rows of each batch.
+    """The consumers' cursors, registered reads and priorities, and the replay generator.
 
     :param seed: seed of the generator that draws replay rows.
-    :param prioritized: prioritised replay's parameters (None: uniform replay). The replay
-        part of a batch is then drawn from the consumer's own priorities
-        (:mod:`distmarl.buffers.priorities`); new rows of the mix-in part get weight 1.
+    :param prioritized: prioritised replay's parameters (None: uniform replay). Replay is then
+        drawn from each consumer's own priorities (:mod:`distmarl.buffers.priorities`); new
+        rows of a mix-in get weight 1.
+    :param mixin: how mix-in reads build a batch (:data:`~distmarl.buffers.readers.MIXIN_MODES`).
+    :param default: the read of a consumer that registered none.
     """
 
     def __init__(self, seed: int | None, prioritized: PriorityParams | None = None,
-                 mixin: str = "fixed") -> None:
+                 mixin: str = "fixed", default: ReadSpec | None = None) -> None:
         if mixin not in MIXIN_MODES:
             raise ValueError(f"mixin must be one of {list(MIXIN_MODES)}, got {mixin!r}")
         self.rng = np.random.default_rng(seed)
         self.prioritized = prioritized
         self.mixin = mixin
+        self.default = ReadSpec.replay() if default is None else default
         self.consumers: dict[str, ConsumerState] = {}
         self.priorities: dict[str, ConsumerPriorities] = {}
+        self.specs: dict[str, ReadSpec] = {}
+        self._readers: dict[str, Reader] = {}
 
     def consumer(self, name: str, storage: RingStorage | None) -> ConsumerState:
         """The named consumer; a new one starts at the oldest stored row."""
@@ -194,45 +160,40 @@ class Sampler:
             state = self.consumers[name] = ConsumerState(cursor=oldest)
         return state
 
-    def draw(self, storage: RingStorage, batch_size: int, consumer: str, member: int | None,
-             replay_ratio: float | None, alpha: float | None = None, beta: float | None = None
-             ) -> tuple[np.ndarray, int, np.ndarray | None]:
-        """Global indices of one batch, new rows first, how many are new, and the rows'
-        importance weights (None without prioritised replay). See the module docstring for
-        what each ``replay_ratio`` returns; ``alpha`` and ``beta`` override the buffer's
-        prioritised-replay exponents for this consumer (a member's own, evolved values)."""
-        state = self.consumer(consumer, storage)
-        if replay_ratio == 0:
-            new = state.stream(storage, batch_size, member)
-            return new, len(new), None
-        if replay_ratio is None:
-            new, num_replay = _NO_ROWS, batch_size
-        elif self.mixin == "rllib":
-            new, num_replay = self._rllib_split(state, storage, batch_size, member, replay_ratio)
-            if len(new) == 0:
-                return _NO_ROWS, 0, None
-        else:
-            new = state.mix_in(storage, new_row_share(batch_size, replay_ratio), member)
-            num_replay = batch_size - len(new)
-        if self.prioritized is None:
-            replay = uniform_rows(storage, num_replay, self.rng, member)
-            return (np.concatenate([new, replay]) if len(new) else replay), len(new), None
-        tree = self._tree(consumer, storage, member, alpha)
-        replay, weights = tree.draw(storage, num_replay, self._beta(beta), self.rng)
-        ones = np.ones(len(new), dtype=np.float32)
-        return np.concatenate([new, replay]), len(new), np.concatenate([ones, weights])
+    def register(self, consumer: str, spec: ReadSpec) -> None:
+        """``consumer`` reads as ``spec`` says from now on (checked here: ValueError naming
+        what is wrong)."""
+        if self.specs.get(consumer) == spec:
+            return
+        self._replay(consumer, spec)
+        self.specs[consumer] = spec
+        self._readers.pop(consumer, None)
 
-    def _rllib_split(self, state: ConsumerState, storage: RingStorage, batch_size: int,
-                     member: int | None, replay_ratio: float) -> tuple[np.ndarray, int]:
-        """RLlib's mix-in (module docstring): the oldest unreceived rows up to a randomly
-        rounded new share, and how many replay rows go with them."""
-        share = batch_size * (1.0 - replay_ratio)
-        max_new = random_round(share, self.rng)
-        new = state.stream(storage, max_new, member)
-        if np.isclose(len(new), share):
-            return new, batch_size - max_new
-        in_ratio = random_round(len(new) * replay_ratio / (1.0 - replay_ratio), self.rng)
-        return new, min(batch_size - max_new, in_ratio)
+    def spec(self, consumer: str) -> ReadSpec:
+        """How ``consumer`` reads: its registered spec, else the default."""
+        return self.specs.get(consumer, self.default)
+
+    def draw(self, storage: RingStorage, consumer: str, batch_size: int
+             ) -> tuple[np.ndarray, int, np.ndarray | None]:
+        """Global indices of ``consumer``'s next batch, new rows first, how many are new, and
+        the rows' importance weights (None without prioritised replay)."""
+        reader = self._readers.get(consumer)
+        if reader is None:
+            spec = self.spec(consumer)
+            reader = self._readers[consumer] = make_reader(spec, self.mixin,
+                                                           self._replay(consumer, spec))
+        return reader.draw(self.consumer(consumer, storage), storage, batch_size, self.rng)
+
+    def _replay(self, consumer: str, spec: ReadSpec) -> Replay:
+        """How ``consumer``'s replayed rows are drawn: uniformly, or by its own priorities
+        with ``spec``'s exponents (the buffer's where it has none)."""
+        if self.prioritized is None:
+            return UniformReplay()
+        alpha = self.prioritized.alpha if spec.alpha is None else float(spec.alpha)
+        beta = self.prioritized.beta if spec.beta is None else float(spec.beta)
+        check_priority_params(alpha, beta)
+        return PrioritizedReplay(lambda storage: self._tree(consumer, storage, spec.member,
+                                                            alpha), beta)
 
     def update_priorities(self, storage: RingStorage, consumer: str, indices: np.ndarray,
                           td_errors: np.ndarray) -> int:
@@ -247,27 +208,15 @@ class Sampler:
         return tree.update(storage, indices, td_errors, self.prioritized.eps)
 
     def _tree(self, consumer: str, storage: RingStorage, member: int | None,
-              alpha: float | None) -> ConsumerPriorities:
-        assert self.prioritized is not None
-        a = self.prioritized.alpha if alpha is None else float(alpha)
+              alpha: float) -> ConsumerPriorities:
         tree = self.priorities.get(consumer)
         if tree is None:
-            check_priority_params(a, self.prioritized.beta)
-            tree = self.priorities[consumer] = ConsumerPriorities(storage.capacity, a, member)
+            tree = self.priorities[consumer] = ConsumerPriorities(storage.capacity, alpha, member)
         elif tree.member != member:
             raise ValueError(f"consumer {consumer!r} sampled member {tree.member}'s rows "
                              f"before; it cannot sample member {member}'s")
-        if a != tree.alpha:
-            check_priority_params(a, self.prioritized.beta)
-            tree.set_alpha(a)
+        tree.set_alpha(alpha)
         return tree
-
-    def _beta(self, beta: float | None) -> float:
-        assert self.prioritized is not None
-        if beta is None:
-            return self.prioritized.beta
-        check_priority_params(self.prioritized.alpha, beta)
-        return float(beta)
 
     def stats(self, storage: RingStorage | None) -> dict[str, dict[str, int]]:
         """Per consumer: its counters and ``pending`` (unreceived rows still stored)."""
@@ -275,26 +224,31 @@ class Sampler:
                 for name, s in self.consumers.items()}
 
     def state_dict(self, storage: RingStorage | None = None) -> dict[str, Any]:
-        """``consumers`` (name -> counters), ``rng`` (the generator's state) and
-        ``priorities`` (name -> :meth:`ConsumerPriorities.state_dict`, its arrays aligned
-        with ``storage``'s stored rows)."""
+        """``consumers`` (name -> counters), ``rng`` (the generator's state), ``readers``
+        (name -> its registered spec) and ``priorities`` (name ->
+        :meth:`ConsumerPriorities.state_dict`, its arrays aligned with ``storage``'s stored
+        rows)."""
         return {"consumers": {name: s.state_dict() for name, s in self.consumers.items()},
                 "rng": self.rng.bit_generator.state,
+                "readers": {name: spec.to_json() for name, spec in self.specs.items()},
                 "priorities": {name: t.state_dict(storage)
                                for name, t in self.priorities.items()}}
 
     def load_state_dict(self, state: Mapping[str, Any], capacity: int = 0,
                         counter: int = 0) -> None:
         """Load :meth:`state_dict` into a sampler of a ring of ``capacity`` rows whose
-        newest row is ``counter - 1``."""
+        newest row is ``counter - 1`` (a state written before reads were registered has no
+        ``readers``: its consumers register again)."""
         consumers = {str(name): ConsumerState.from_state(c)
                      for name, c in state["consumers"].items()}
         priorities = {str(name): ConsumerPriorities.from_state(capacity, p, counter)
                       for name, p in state.get("priorities", {}).items()}
         if self.prioritized is None:  # prioritised replay switched off: nothing to keep
             priorities = {}
+        specs = {str(name): ReadSpec(**spec) for name, spec in state.get("readers", {}).items()}
         self.rng.bit_generator.state = state["rng"]
-        self.consumers, self.priorities = consumers, priorities
+        self.consumers, self.priorities, self.specs = consumers, priorities, specs
+        self._readers = {}
 
 
 class SampleToInsertRatio:

@@ -44,7 +44,8 @@ class ChunkRows:
         every step must have been written."""
         if self.written != self.num_steps:
             raise ValueError(f"{self.written} of {self.num_steps} steps written")
-        return {f: {a: tree.map(_steps_as_rows, v) for a, v in per.items()} for f, per in self.arrays.items()}
+        return {f: {a: tree.map(_steps_as_rows, v) for a, v in per.items()}
+                for f, per in self.arrays.items()}
 
 
 def _allocate(value: Any, num_steps: int) -> Any:

@@ -146,7 +146,7 @@ class PopulationConfig(Section):
 
 class BufferConfig(Section):
     capacity: int = Field(REPLAY_CAPACITY, ge=1, description="rows the shared buffer holds (a row: one env step of every agent). Left out: 100000 for members that replay (MADDPG, MATD3); for IPPO and MAPPO twice the rows of the fragments that can wait unread (members x (workers_per_member + 1) x learn_step x env.num_envs), which is all they need")
-    replay_ratio: float | None = Field(None, ge=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch (the rest new); on-policy learners always read their member's new rows only")
+    replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio); on-policy learners always read their member's new rows only, each once")
     learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample (off-policy; on-policy members learn from their first fragment)")
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")

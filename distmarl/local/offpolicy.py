@@ -63,7 +63,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
             owed += rollout.env_steps / algo.hp["learn_step"]
         t = time.perf_counter()
         while owed >= 1:  # the updates these transitions are owed
-            batch = buffer.sample_numpy(int(algo.hp["batch_size"]))
+            batch = buffer.read(int(algo.hp["batch_size"]))
             if batch is None:  # rate-limited (buffer.samples_per_insert): owed until more data
                 break
             metrics = learn(algo, buffer, batch)

@@ -105,9 +105,9 @@ def test_sample_experiences_from_memory(state) -> None:
             assert isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float32
 
 
-def test_every_sampled_field_is_float32_while_sample_numpy_stays_compact() -> None:
+def test_every_sampled_field_is_float32_while_read_stays_compact() -> None:
     """AgileRL returns float32 for every field (int64 actions, int8 boards, uint8 frames, bool
-    dones); the values are unchanged. ``sample_numpy`` keeps the stored dtypes."""
+    dones); the values are unchanged. ``read`` keeps the stored dtypes."""
     fields = ["obs", "board", "action", "done"]
     buffer = MultiAgentReplayBuffer(10, fields, ["a"], seed=0)
     frames = np.arange(2 * 4 * 4 * 3, dtype=np.uint8).reshape(2, 4, 4, 3)
@@ -120,7 +120,7 @@ def test_every_sampled_field_is_float32_while_sample_numpy_stays_compact() -> No
     assert torch.equal(obs["a"], torch.from_numpy(frames)[rows].float())
     assert torch.equal(board["a"], torch.from_numpy(boards)[rows].float())
     assert torch.equal(done["a"][:, 0], (rows == 0).float())
-    compact = buffer.sample_numpy(4).data
+    compact = buffer.read(4).data
     assert [c["a"].dtype for c in compact] == [np.uint8, np.int8, np.int64, np.bool_]
 
 

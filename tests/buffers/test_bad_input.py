@@ -53,7 +53,7 @@ BAD_CHUNKS: list[tuple[str, Callable, list[str]]] = [
 def filled() -> MultiAgentReplayBuffer:
     buf = MultiAgentReplayBuffer(20, FIELDS, AGENTS, seed=0, replay_ratio=0.5)
     buf.add(rows(np.arange(18)))  # next write would wrap: a partial write would show
-    buf.sample_numpy(4, "c")
+    buf.read(4, "c")
     return buf
 
 
@@ -130,4 +130,4 @@ def test_bad_buffer_config(kwargs, words) -> None:
 def test_bad_batch_size() -> None:
     buf = filled()
     with pytest.raises(ValueError, match="batch_size"):
-        buf.sample_numpy(0)
+        buf.read(0)

@@ -8,6 +8,7 @@ import torch
 
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.wire import pack_batches, unpack_batches
+from distmarl.types import ReadSpec
 from tests.fakes import AGENTS, FIELDS, check_aligned, ids_of, rows, step_args
 
 
@@ -33,7 +34,7 @@ def test_uniform_samples_are_aligned_across_fields_and_agents() -> None:
     buf = make(64)
     for start in range(0, 200, 8):  # wraps three times
         buf.save_to_memory(*step_args(np.arange(start, start + 8)), is_vectorised=True)
-    batch = buf.sample_numpy(256)
+    batch = buf.read(256)
     ids = check_aligned(batch.data)
     assert ids.min() >= 200 - 64 and ids.max() < 200
     np.testing.assert_array_equal(ids, batch.indices)
@@ -60,7 +61,7 @@ def test_single_env_saves_and_agilerl_helpers() -> None:
     assert buf.save_to_memory_single_env(*tuple({a: v[0] for a, v in f.items()} for f in step_args(np.array([3])))) == 1
     assert buf.save_to_memory_vect_envs(*step_args(np.arange(4, 7))) == 3
     assert len(buf) == 7 and buf.counter == 7
-    ids = check_aligned(buf.sample_numpy(50).data)
+    ids = check_aligned(buf.read(50).data)
     assert set(ids) == set(range(7))
     # stack_transitions: values over steps -> (steps, ...), per key (nested dicts too)
     steps = [{"a": np.full(2, i), "b": {"x": np.full(3, i), "n": i}} for i in range(4)]
@@ -74,7 +75,7 @@ def test_python_floats_and_float64_are_stored_as_float32() -> None:
     buf = MultiAgentReplayBuffer(10, ["obs", "reward"], ["a"], seed=0)
     buf.save_to_memory({"a": np.zeros(2, dtype=np.float64)}, {"a": 1.5})
     buf.save_to_memory({"a": np.ones(2, dtype=np.float32)}, {"a": 2})  # int into a float column
-    obs, reward = buf.sample_numpy(8).data
+    obs, reward = buf.read(8).data
     assert obs["a"].dtype == np.float32 and reward["a"].dtype == np.float32
     assert set(reward["a"][:, 0]) <= {1.5, 2.0}
 
@@ -89,7 +90,7 @@ def test_dict_and_tuple_observations_are_stored_per_key() -> None:
         buf.save_to_memory(obs, {"a": np.full(2, i, np.float32), "b": np.full(2, i, np.float32)},
                            is_vectorised=True)
     assert [c.name for c in buf.schema.columns][:4] == ["a/obs/pos", "a/obs/img", "b/obs/0", "b/obs/1"]
-    obs, reward = buf.sample_numpy(32).data
+    obs, reward = buf.read(32).data
     assert obs["a"]["img"].shape == (32, 3, 4) and obs["a"]["img"].dtype == np.uint8
     assert isinstance(obs["b"], tuple) and obs["b"][1].shape == (32, 1)
     np.testing.assert_array_equal(obs["a"]["pos"][:, 0], reward["a"][:, 0])
@@ -103,14 +104,14 @@ def test_mix_in_share_of_new_rows_is_exact() -> None:
     r = 0.25
     buf = make(10_000, replay_ratio=r)
     buf.add(rows(np.arange(1000)))
-    buf.sample_numpy(64, "learner")  # drain the backlog first
+    buf.read(64, "learner")  # drain the backlog first
     while buf.stats()["consumers"]["learner"]["pending"]:
-        buf.sample_numpy(64, "learner")
+        buf.read(64, "learner")
     next_id, new_total, total = 1000, 0, 0
     for _ in range(500):
         buf.add(rows(np.arange(next_id, next_id + 64)))  # more than 48 new rows per sample
         next_id += 64
-        batch = buf.sample_numpy(64, "learner")
+        batch = buf.read(64, "learner")
         assert len(batch.indices) == 64
         assert batch.num_new == round(64 * (1 - r)) == 48
         new_total += batch.num_new
@@ -125,7 +126,7 @@ def test_mix_in_returns_the_just_added_rows_behind_a_backlog() -> None:
     large the backlog the first sample passed over."""
     buf = make(100_000, replay_ratio=0.75)
     buf.add(rows(np.arange(4000)))
-    first = buf.sample_numpy(64, "learner")
+    first = buf.read(64, "learner")
     assert first.num_new == 16
     np.testing.assert_array_equal(first.indices[:16], np.arange(3984, 4000))  # the newest
     assert buf.stats()["consumers"]["learner"]["skipped"] == 4000 - 16
@@ -134,7 +135,7 @@ def test_mix_in_returns_the_just_added_rows_behind_a_backlog() -> None:
         just_added = np.arange(next_id, next_id + 8)
         buf.add(rows(just_added))
         next_id += 8
-        batch = buf.sample_numpy(64, "learner")
+        batch = buf.read(64, "learner")
         ids = check_aligned(batch.data)
         assert len(ids) == 64 and batch.num_new == 8
         np.testing.assert_array_equal(ids[:8], just_added)
@@ -149,14 +150,14 @@ def test_mix_in_returns_the_just_added_rows_behind_a_backlog() -> None:
 def test_mix_in_consumer_seen_first_gets_the_newest_rows() -> None:
     buf = make(10_000, replay_ratio=0.5)
     buf.add(rows(np.arange(300)))
-    batch = buf.sample_numpy(32, "late")
+    batch = buf.read(32, "late")
     assert batch.num_new == 16
     np.testing.assert_array_equal(batch.indices[:16], np.arange(284, 300))
     buf.add(rows(np.arange(300, 305)))
-    after = buf.sample_numpy(32, "late")  # fewer new rows than the share: all of them
+    after = buf.read(32, "late")  # fewer new rows than the share: all of them
     assert after.num_new == 5 and len(after.indices) == 32
     np.testing.assert_array_equal(after.indices[:5], np.arange(300, 305))
-    assert buf.sample_numpy(32, "late").num_new == 0  # nothing new: all replay
+    assert buf.read(32, "late").num_new == 0  # nothing new: all replay
     c = buf.consumers["late"]
     assert (c.cursor, c.received_new, c.skipped, c.dropped) == (305, 21, 284, 0)
 
@@ -170,7 +171,7 @@ def test_mix_in_passes_over_older_rows_when_more_arrive_than_the_share() -> None
     for n in [40, 3, 16, 17, 100, 1]:
         buf.add(rows(np.arange(next_id, next_id + n)))
         next_id += n
-        batch = buf.sample_numpy(32, "c")
+        batch = buf.read(32, "c")
         new = batch.indices[: batch.num_new].tolist()
         assert new == list(range(next_id - min(n, 16), next_id))
         received.extend(new)
@@ -183,30 +184,35 @@ def test_mix_in_with_member_filter_returns_that_members_newest_rows() -> None:
     buf = make(1000, replay_ratio=0.5)
     for start in range(0, 120, 10):
         buf.add(rows(np.arange(start, start + 10)), member=(start // 10) % 3)
-    batch = buf.sample_numpy(16, "m1", member=1)
+    buf.register("m1", ReadSpec.mixin(0.5, member=1))
+    batch = buf.read(16, "m1")
     ids = check_aligned(batch.data)
     assert batch.num_new == 8 and set((ids // 10) % 3) == {1}
     np.testing.assert_array_equal(ids[:8], np.arange(102, 110))  # member 1's newest rows
     assert buf.consumers["m1"].skipped == 40 - 8  # member 1's older rows, not the others'
 
 
-def test_replay_ratio_zero_streams_each_new_row_once_then_none() -> None:
-    """r = 0 is in-order streaming: a backlog comes back oldest first, each row once."""
-    buf = make(1000, replay_ratio=0.0)
+def test_a_stream_read_returns_each_new_row_once_then_none() -> None:
+    """In-order streaming: a backlog comes back oldest first, each row once."""
+    buf = make(1000)
+    for consumer in ("c", "slow"):
+        buf.register(consumer, ReadSpec.stream())
     buf.add(rows(np.arange(50)))
-    a = buf.sample_numpy(32, "c")
-    b = buf.sample_numpy(32, "c")
+    a = buf.read(32, "c")
+    b = buf.read(32, "c")
     assert len(a.indices) == 32 and len(b.indices) == 18  # fewer when fewer are new
     assert a.num_new == 32 and b.num_new == 18
     np.testing.assert_array_equal(np.concatenate([a.indices, b.indices]), np.arange(50))
-    assert buf.sample_numpy(32, "c") is None  # none new
+    assert buf.read(32, "c") is None  # none new
     buf.add(rows(np.arange(50, 55)))
-    np.testing.assert_array_equal(buf.sample_numpy(32, "c").indices, np.arange(50, 55))
+    np.testing.assert_array_equal(buf.read(32, "c").indices, np.arange(50, 55))
 
 
 def test_consumers_are_independent() -> None:
-    buf = make(1000, replay_ratio=0.0)
+    buf = make(1000)
     streams: dict[str, list[int]] = {f"learner-{i}": [] for i in range(4)}
+    for name in streams:
+        buf.register(name, ReadSpec.stream())
     rng = np.random.default_rng(1)
     next_id = 0
     for _ in range(60):
@@ -215,85 +221,101 @@ def test_consumers_are_independent() -> None:
         next_id += n
         for name, got in streams.items():
             if rng.random() < 0.5:  # consumers read at different paces
-                batch = buf.sample_numpy(int(rng.integers(1, 40)), name)
+                batch = buf.read(int(rng.integers(1, 40)), name)
                 if batch is not None:
                     got.extend(check_aligned(batch.data).tolist())
     for name, got in streams.items():
-        while (batch := buf.sample_numpy(64, name)) is not None:
+        while (batch := buf.read(64, name)) is not None:
             got.extend(check_aligned(batch.data).tolist())
         assert got == list(range(next_id)), name
 
 
 def test_consumer_that_falls_behind_counts_dropped_rows() -> None:
-    buf = make(10, replay_ratio=0.0)
+    buf = make(10)
+    buf.register("slow", ReadSpec.stream())
     buf.add(rows(np.arange(4)))
-    assert buf.sample_numpy(2, "slow").indices.tolist() == [0, 1]
+    assert buf.read(2, "slow").indices.tolist() == [0, 1]
     buf.add(rows(np.arange(4, 20)))  # rows 2..9 are overwritten before "slow" reads them
-    assert buf.sample_numpy(100, "slow").indices.tolist() == list(range(10, 20))
+    assert buf.read(100, "slow").indices.tolist() == list(range(10, 20))
     assert buf.consumers["slow"].dropped == 8
 
 
 def test_member_filter_returns_only_that_members_rows() -> None:
-    buf = make(1000, replay_ratio=0.0)
+    buf = make(1000)
     for start in range(0, 120, 10):
         buf.add(rows(np.arange(start, start + 10)), member=(start // 10) % 3)
     mine = []
-    while (batch := buf.sample_numpy(7, "m1", member=1)) is not None:
+    buf.register("m1", ReadSpec.stream(member=1))
+    while (batch := buf.read(7, "m1")) is not None:
         mine.extend(batch.indices.tolist())
     expected = [i for i in range(120) if (i // 10) % 3 == 1]
     assert mine == expected
     uniform = MultiAgentReplayBuffer(1000, FIELDS, AGENTS, seed=0)
     for start in range(0, 120, 10):
         uniform.add(rows(np.arange(start, start + 10)), member=(start // 10) % 3)
-    ids = ids_of(uniform.sample_numpy(200, member=2).data[0]["speaker_0"])
+    uniform.register("two", ReadSpec.replay(member=2))
+    ids = ids_of(uniform.read(200, "two").data[0]["speaker_0"])
     assert set((ids // 10) % 3) == {2}
 
 
 def test_learning_starts() -> None:
     buf = make(100, learning_starts=30)
     buf.add(rows(np.arange(29)))
-    assert buf.sample(8) is None and buf.sample_numpy(8) is None
+    assert buf.sample(8) is None and buf.read(8) is None
     buf.add(rows(np.arange(29, 30)))
-    assert buf.sample_numpy(8) is not None
+    assert buf.read(8) is not None
 
 
 def test_same_seed_same_samples() -> None:
     a, b = make(100), make(100)
     for buf in (a, b):
         buf.add(rows(np.arange(80)))
-    np.testing.assert_array_equal(a.sample_numpy(32).indices, b.sample_numpy(32).indices)
+    np.testing.assert_array_equal(a.read(32).indices, b.read(32).indices)
 
 
-def test_per_call_replay_ratio_streams_one_members_rows_from_a_mixing_buffer() -> None:
-    """An on-policy learner asks for its own member's new rows only (member=m, r=0) from a
-    buffer built for mix-in; other consumers keep the buffer's ratio."""
+def test_a_registered_read_streams_one_members_rows_from_a_mixing_buffer() -> None:
+    """An on-policy learner registers a stream of its own member's rows in a buffer built
+    for mix-in; other consumers keep the buffer's default read, or register their own."""
     buf = make(1000, replay_ratio=0.5)
     for start in range(0, 80, 10):
         buf.add(rows(np.arange(start, start + 10)), member=(start // 10) % 2)
     got = []
-    while (batch := buf.sample_numpy(6, "onpolicy-1", member=1, replay_ratio=0.0)) is not None:
+    buf.register("onpolicy-1", ReadSpec.stream(member=1))
+    while (batch := buf.read(6, "onpolicy-1")) is not None:
         assert batch.num_new == len(batch.indices)  # nothing replayed
         got.extend(check_aligned(batch.data).tolist())
     assert got == [i for i in range(80) if (i // 10) % 2 == 1]  # each once, in order
-    mixed = buf.sample_numpy(10, "offpolicy")
+    mixed = buf.read(10, "offpolicy")
     assert mixed.num_new == 5 and len(mixed.indices) == 10  # the buffer's own 0.5
-    uniform = buf.sample_numpy(10, "u", replay_ratio=None)
+    buf.register("u", ReadSpec.replay())
+    uniform = buf.read(10, "u")
     assert uniform.num_new == 0 and len(uniform.indices) == 10
+    buf.register("offpolicy", ReadSpec.replay())  # registered again: replay only from now on
+    assert buf.read(10, "offpolicy").num_new == 0
 
 
-def test_per_call_replay_ratio_out_of_range_is_named() -> None:
-    buf = make(100, replay_ratio=0.5)
-    buf.add(rows(np.arange(10)))
-    for bad in (1.0, -0.1):
-        with pytest.raises(ValueError, match=r"replay_ratio must be None or in \[0, 1\), got"):
-            buf.sample_numpy(4, "c", replay_ratio=bad)
-    assert buf.consumers == {}  # nothing moved
+def test_a_read_without_meaning_is_named() -> None:
+    """A mix-in ratio outside (0, 1) (0 once meant streaming: a stream read says so), a
+    ratio on a stream or replay read, exponents on a stream; a buffer's default ratio too."""
+    for bad in (1.0, 0.0, -0.1):
+        with pytest.raises(ValueError, match=r"replay_ratio must be in \(0, 1\), got .*a "
+                                             r"stream read"):
+            ReadSpec.mixin(bad)
+    with pytest.raises(ValueError, match="a stream read has no replay_ratio"):
+        ReadSpec("stream", 0.5)
+    with pytest.raises(ValueError, match="a mixin read needs replay_ratio"):
+        ReadSpec("mixin")
+    with pytest.raises(ValueError, match="a stream read replays nothing"):
+        ReadSpec("stream", alpha=0.5)
+    with pytest.raises(ValueError, match=r"replay_ratio must be None \(replay only\) or in "
+                                         r"\(0, 1\), got 0.0 .*ReadSpec.stream"):
+        make(100, replay_ratio=0.0)
 
 
 def test_packed_batches_round_trip_exactly() -> None:
     buf = make(1000, replay_ratio=0.5)
     buf.add(rows(np.arange(300)), member=2)
-    batches = [buf.sample_numpy(64, "c") for _ in range(3)]
+    batches = [buf.read(64, "c") for _ in range(3)]
     back = unpack_batches(pack_batches(batches))
     assert len(back) == 3 and unpack_batches(pack_batches([])) == []
     for a, b in zip(batches, back, strict=True):

@@ -4,7 +4,8 @@ The ``rllib`` assertions are ported from RLlib 2.60, ``rllib/utils/replay_buffer
 test_multi_agent_mixin_replay_buffer.py`` (``test_mixin_sampling_timesteps``, and the batch
 sizes of ``test_mixin_sampling_episodes``), one row per ``add`` as RLlib's single-timestep
 batches are. RLlib returns an empty batch where distmarl returns None (counted as 0 rows);
-RLlib's ``replay_ratio=1.0`` (replay only) is distmarl's ``replay_ratio=None``.
+RLlib's ``replay_ratio=1.0`` (replay only) is distmarl's ``replay_ratio=None``, its ``0.0`` (new
+rows only) a stream read (``ReadSpec.stream()``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.io import read_state
+from distmarl.types import ReadSpec
 from tests.fakes import AGENTS, FIELDS, rows
 
 CAPACITY = 10
@@ -30,8 +32,11 @@ class Rows:
 
     def __init__(self, replay_ratio: float | None, mixin: str = "rllib",
                  capacity: int = CAPACITY) -> None:
+        stream = replay_ratio == 0.0  # RLlib's 0.0: new rows only, a stream read here
         self.buf = MultiAgentReplayBuffer(capacity, FIELDS, AGENTS, seed=0, mixin=mixin,
-                                          replay_ratio=replay_ratio)
+                                          replay_ratio=None if stream else replay_ratio)
+        if stream:
+            self.buf.register("learner", ReadSpec.stream())
         self.next_id = 0
 
     def add(self, n: int = 1) -> None:
@@ -39,7 +44,7 @@ class Rows:
         self.next_id += n
 
     def sample(self, batch_size: int) -> int:
-        batch = self.buf.sample_numpy(batch_size, "learner")
+        batch = self.buf.read(batch_size, "learner")
         return 0 if batch is None else len(batch.indices)
 
 
@@ -98,12 +103,12 @@ def test_mixin_sampling_half_replay_as_rllib() -> None:
 def test_rllib_mode_returns_the_oldest_unread_rows_and_keeps_the_rest_queued() -> None:
     b = Rows(0.5, capacity=100)
     b.add(10)
-    first = b.buf.sample_numpy(4, "learner")
+    first = b.buf.read(4, "learner")
     assert first.num_new == 2 and first.indices[:2].tolist() == [0, 1]  # oldest first
-    second = b.buf.sample_numpy(4, "learner")
+    second = b.buf.read(4, "learner")
     assert second.indices[:2].tolist() == [2, 3]  # the rest stayed queued
     seen = [*first.indices[:2], *second.indices[:2]]
-    while (batch := b.buf.sample_numpy(4, "learner")) is not None:
+    while (batch := b.buf.read(4, "learner")) is not None:
         seen.extend(batch.indices[:batch.num_new])
     assert seen == list(range(10))  # every row exactly once, in order; then nothing
     assert b.buf.stats()["consumers"]["learner"]["skipped"] == 0
@@ -114,14 +119,14 @@ def test_fixed_mode_differs_from_rllib_as_documented() -> None:
     the newest unread rows first, older unread rows skipped."""
     b = Rows(0.333, mixin="fixed")
     b.add(6)
-    batch = b.buf.sample_numpy(3, "learner")
+    batch = b.buf.read(3, "learner")
     assert len(batch.indices) == 3 and batch.num_new == 2
     assert batch.indices[:2].tolist() == [4, 5]  # the newest two; rows 0..3 skipped
     assert b.buf.stats()["consumers"]["learner"]["skipped"] == 4
     assert [b.sample(5) for _ in range(3)] == [5, 5, 5]  # nothing new: all replay
     rllib = Rows(0.333)
     rllib.add(6)
-    assert rllib.buf.sample_numpy(3, "learner").indices[:2].tolist() == [0, 1]
+    assert rllib.buf.read(3, "learner").indices[:2].tolist() == [0, 1]
 
 
 def test_rllib_mode_with_members_and_prioritised_replay() -> None:
@@ -129,7 +134,8 @@ def test_rllib_mode_with_members_and_prioritised_replay() -> None:
                                  prioritized={"alpha": 0.6, "beta": 0.4, "eps": 1e-6})
     buf.add(rows(np.arange(0, 6)), member=0)
     buf.add(rows(np.arange(6, 12)), member=1)
-    batch = buf.sample_numpy(4, "m1", member=1)
+    buf.register("m1", ReadSpec.mixin(0.5, member=1))
+    batch = buf.read(4, "m1")
     assert batch.num_new == 2 and batch.indices[:2].tolist() == [6, 7]
     assert set(batch.indices[2:].tolist()) <= set(range(6, 12))  # member 1's replay only
     assert batch.weights is not None and len(batch.weights) == len(batch.indices)
@@ -153,9 +159,9 @@ def test_buffer_files_written_before_the_setting_load_as_fixed() -> None:
     buf = MultiAgentReplayBuffer.load(BEFORE_MIXIN)
     assert buf.mixin == "fixed" and buf.counter == 50
     assert buf.consumers["stream"].cursor == 8 and buf.consumers["learner"].skipped == 36
-    nxt = buf.sample_numpy(8, "learner")
+    nxt = buf.read(8, "learner")
     assert nxt.num_new == 4 and nxt.indices.tolist() == [46, 47, 48, 49, 9, 40, 43, 29]
     # the same state in a buffer built in the rllib mode: the queued rows come oldest first
     rllib = MultiAgentReplayBuffer(64, FIELDS, AGENTS, seed=3, replay_ratio=0.5, mixin="rllib")
     rllib.load_state_dict(read_state(BEFORE_MIXIN))
-    assert rllib.sample_numpy(8, "stream").indices[:4].tolist() == [8, 9, 10, 11]
+    assert rllib.read(8, "stream").indices[:4].tolist() == [8, 9, 10, 11]

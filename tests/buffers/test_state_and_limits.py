@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from distmarl.buffers import MultiAgentReplayBuffer, SampleToInsertRatio
+from distmarl.types import ReadSpec
 from tests.fakes import AGENTS, FIELDS, check_aligned, rows
 
 
@@ -17,7 +19,7 @@ def test_rate_limiter_holds_samples_per_insert() -> None:
                                  samples_per_insert=4, error_buffer=256)
     buf.add(rows(np.arange(100)))
     sampled = 0
-    while (batch := buf.sample_numpy(64)) is not None:
+    while (batch := buf.read(64)) is not None:
         sampled += len(batch.indices)
     # offset = 4 * 100 = 400; sampling stops once inserts * 4 - samples < 400 - 256
     assert 400 - 256 - 64 < 100 * 4 - sampled <= 400 - 256 + 64
@@ -27,7 +29,7 @@ def test_rate_limiter_holds_samples_per_insert() -> None:
     assert not buf.can_insert(200)  # (300 * 4 - 256) > 400 + 256
     buf.add(rows(np.arange(100, 132)))  # 32 more rows allow 128 more sampled rows
     extra = 0
-    while (batch := buf.sample_numpy(64)) is not None:
+    while (batch := buf.read(64)) is not None:
         extra += len(batch.indices)
     assert extra == 128
 
@@ -50,33 +52,34 @@ def test_rate_limiter_keeps_the_ratio_over_a_long_run() -> None:
 def test_state_dict_round_trip_restores_rows_cursors_and_rng() -> None:
     a = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3, replay_ratio=0.5)
     a.add(rows(np.arange(70)), member=2)
-    a.sample_numpy(10, "x")
+    a.read(10, "x")
     b = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=99, replay_ratio=0.5)
     b.load_state_dict(a.state_dict())
     assert (len(b), b.counter) == (50, 70)
     assert b.consumers["x"].cursor == a.consumers["x"].cursor
     for _ in range(3):
-        sa, sb = a.sample_numpy(16, "x"), b.sample_numpy(16, "x")
+        sa, sb = a.read(16, "x"), b.read(16, "x")
         np.testing.assert_array_equal(sa.indices, sb.indices)
         check_aligned(sb.data)
     a.add(rows(np.arange(70, 75)))
     b.add(rows(np.arange(70, 75)))
-    np.testing.assert_array_equal(a.sample_numpy(8, "y").indices, b.sample_numpy(8, "y").indices)
+    np.testing.assert_array_equal(a.read(8, "y").indices, b.read(8, "y").indices)
 
 
 def test_state_with_consumers_without_skipped_counts_loads() -> None:
     """Saved states whose consumers carry no ``skipped`` counter load with zero skipped."""
-    a = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3, replay_ratio=0.0)
+    a = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3)
+    a.register("x", ReadSpec.stream())
     a.add(rows(np.arange(30)))
-    a.sample_numpy(10, "x")
+    a.read(10, "x")
     state = a.state_dict()
     assert state["meta"]["consumers"]["x"] == {"cursor": 10, "received_new": 10, "dropped": 0,
                                                "skipped": 0}
     del state["meta"]["consumers"]["x"]["skipped"]
-    b = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3, replay_ratio=0.0)
-    b.load_state_dict(state)
+    b = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3)
+    b.load_state_dict(state)  # its consumers' registered reads come with it
     assert b.consumers["x"] == a.consumers["x"]
-    np.testing.assert_array_equal(b.sample_numpy(32, "x").indices, np.arange(10, 30))
+    np.testing.assert_array_equal(b.read(32, "x").indices, np.arange(10, 30))
 
 
 @pytest.mark.parametrize("suffix", [".arrow", ".parquet"])
@@ -84,7 +87,7 @@ def test_save_load_round_trip(tmp_path, suffix) -> None:
     a = MultiAgentReplayBuffer(40, FIELDS, AGENTS, seed=3, replay_ratio=0.25, learning_starts=5)
     a.add(rows(np.arange(30)), member=1)
     a.add(rows(np.arange(30, 55)), member=4)
-    a.sample_numpy(10, "learner-0")
+    a.read(10, "learner-0")
     path = a.save(tmp_path / f"buf{suffix}")
     b = MultiAgentReplayBuffer.load(path)
     assert b.config() == a.config()
@@ -94,8 +97,8 @@ def test_save_load_round_trip(tmp_path, suffix) -> None:
     for key in sa["columns"]:
         np.testing.assert_array_equal(sa["columns"][key], sb["columns"][key], err_msg=key)
         assert sa["columns"][key].dtype == sb["columns"][key].dtype
-    np.testing.assert_array_equal(a.sample_numpy(16, "learner-0").indices,
-                                  b.sample_numpy(16, "learner-0").indices)
+    np.testing.assert_array_equal(a.read(16, "learner-0").indices,
+                                  b.read(16, "learner-0").indices)
     assert not list(tmp_path.glob(".*tmp*"))  # atomic write left no temporary file
 
 
@@ -116,7 +119,7 @@ def test_saved_file_reads_with_pandas(tmp_path) -> None:
 def test_empty_buffer_round_trip(tmp_path) -> None:
     a = MultiAgentReplayBuffer(10, FIELDS, AGENTS, seed=0)
     b = MultiAgentReplayBuffer.load(a.save(tmp_path / "empty.arrow"))
-    assert len(b) == 0 and b.sample_numpy(4) is None
+    assert len(b) == 0 and b.read(4) is None
     b.add(rows(np.arange(3)))
     assert len(b) == 3
 
@@ -165,4 +168,32 @@ def test_load_state_into_mismatched_buffer_changes_nothing() -> None:
     b.add(rows(np.arange(100, 103)))
     with pytest.raises(ValueError, match="column 'listener_0/obs' has shape"):
         b.load_state_dict(state)
-    assert b.counter == 3 and b.sample_numpy(3).indices.max() <= 2
+    assert b.counter == 3 and b.read(3).indices.max() <= 2
+
+
+#: A prioritised buffer file written before consumers registered their reads (each asked with
+#: its settings in every call), and the next three reads of each consumer it gave then.
+BEFORE_SPECS = Path(__file__).parent / "data" / "buffer_before_read_specs.arrow"
+
+
+def test_a_buffer_written_before_reads_were_registered_reads_on_as_it_did() -> None:
+    """Its consumers register what they used to ask for in each call and get the very rows,
+    new / replay split and importance weights they got then (cursors, trees and the
+    generator all came back)."""
+    expected = json.loads(BEFORE_SPECS.with_suffix(".json").read_text())
+    buf = MultiAgentReplayBuffer.load(BEFORE_SPECS)
+    assert sorted(buf.consumers) == sorted(expected)
+    specs = {"learner-0": ReadSpec.mixin(0.25, alpha=0.8, beta=0.5),
+             "ippo-1": ReadSpec.stream(member=1), "replay-0": ReadSpec.replay(member=0)}
+    for name, spec in specs.items():
+        buf.register(name, spec)
+    for name, reads in expected.items():  # "default" reads as the buffer's replay_ratio says
+        for want in reads:
+            got = buf.read(6, name)
+            assert got is not None and want is not None
+            indices, num_new, weights = want
+            assert got.indices.tolist() == indices and got.num_new == num_new, name
+            if weights is None:
+                assert got.weights is None
+            else:
+                np.testing.assert_allclose(got.weights, weights, atol=1e-6)

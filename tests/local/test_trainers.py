@@ -54,7 +54,7 @@ def test_off_policy_default_replay_is_prioritised_3_step_rows_and_updates_priori
     collector = Collector(make_venv(cfg.env, seed=0), algo, seed=0, spec=spec)
     for _ in range(40):
         buffer.add(collector.collect(1).data)
-    batch = buffer.sample_numpy(32)
+    batch = buffer.read(32)
     assert batch is not None and batch.weights is not None
     column = "__priority__/default"  # every stored row's priority, oldest (index 0) first
     before = buffer.state_dict()["columns"][column].copy()

@@ -6,8 +6,8 @@ agent's own (network) observation first, then
 
 * the env's global state ``env.state()`` ``(state_dim,)`` when the env has one (a Box
   ``state_space``), ``hp["global_state"]`` is on (the default) and the algorithm was built with
-  ``state_space``: rollouts then record the state (:class:`~distmarl.types.RolloutSpec`) and fragments carry
-  :data:`~distmarl.types.STATE_FIELDS`; input ``(..., obs_dim + state_dim)``;
+  ``state_space``: rollouts then record the state (:class:`~distmarl.types.RolloutSpec`) and
+  fragments carry :data:`~distmarl.types.STATE_FIELDS`; input ``(..., obs_dim + state_dim)``;
 * otherwise every other agent's observation in the env's agent order, ``(..., sum obs_dim)``.
   Agents absent at a step contribute zeros.
 
@@ -105,8 +105,8 @@ class MAPPO(OnPolicyMultiAgent):
 
     def _critic_inputs(self, group: str, obs: Mapping[str, Input],
                        state: torch.Tensor | None = None) -> list[Input]:
-        """``[obs[agent], state]`` (:attr:`spec`'s ``global_state``) or ``[obs[agent], obs of the other
-        agents in env order]`` per agent of ``group`` (:meth:`_critic_input`)."""
+        """``[obs[agent], state]`` (:attr:`spec`'s ``global_state``) or ``[obs[agent], obs of
+        the other agents in env order]`` per agent of ``group`` (:meth:`_critic_input`)."""
         if self.spec.global_state and state is None:
             raise ValueError("MAPPO reads the env's global state here, and none was given")
         spec = self._critic_input(group)

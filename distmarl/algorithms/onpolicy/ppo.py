@@ -142,8 +142,8 @@ class OnPolicyMultiAgent(FragmentLearner):
     def _critic_inputs(self, group: str, obs: Mapping[str, Input],
                        state: torch.Tensor | None = None) -> list[Input]:
         """Value inputs of the group's agents (:meth:`_critic_input`; rows ``(..., )`` as
-        ``obs``), from every agent's network input and (read when :attr:`spec`'s ``global_state``) the
-        global state ``(..., state_dim)``. IPPO: each agent's own observation."""
+        ``obs``), from every agent's network input and (read when :attr:`spec`'s
+        ``global_state``) the global state ``(..., state_dim)``. IPPO: each agent's own observation."""
         return [obs[a] for a in self.groups[group]]
 
     # -- acting ----------------------------------------------------------------------------
@@ -180,7 +180,8 @@ class OnPolicyMultiAgent(FragmentLearner):
         """Actions (as :meth:`act`) and ``{"log_prob": {agent: float32 (num_envs,)}, "value":
         {agent: float32 (num_envs,)}}``: the behaviour policy's log-probability of the returned
         action and its value estimate ``V(obs)``, to be stored with the transition. ``state``
-        ``(num_envs, state_dim)``: the env's global state, required when :attr:`spec`'s ``global_state``."""
+        ``(num_envs, state_dim)``: the env's global state, required when :attr:`spec`'s
+        ``global_state``."""
         if self.spec.global_state and state is None:
             raise ValueError(f"this {self.name} reads the env's global state: pass "
                              f"state=infos['state'] (a vector env made with global_state=True)")
@@ -220,16 +221,16 @@ class OnPolicyMultiAgent(FragmentLearner):
                    ) -> dict[str, np.ndarray]:
         """Each group's value network on its agents present in ``x`` (the others' inputs, where
         the value network reads them, zero for absent agents)."""
-        s = acting.state_tensor(state, self.device) if self.spec.global_state and state is not None \
-            else None
+        reads = self.spec.global_state and state is not None
+        s = acting.state_tensor(state, self.device) if reads else None
         out: dict[str, np.ndarray] = {}
         for g, members in self.groups.items():
             present = [a for a in members if a in x]
             if present:
                 full = acting.padded_obs(x, self.inputs, batch_size(x[present[0]]), self.device)
                 inputs = dict(zip(members, self._critic_inputs(g, full, s)))
-                out.update(acting.per_agent(self.values(g, tree.concat([inputs[a] for a in present])),
-                                            present))
+                joined = tree.concat([inputs[a] for a in present])
+                out.update(acting.per_agent(self.values(g, joined), present))
         return out
 
     # -- learning --------------------------------------------------------------------------

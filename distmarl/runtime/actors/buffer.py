@@ -2,17 +2,20 @@
 
 The actor holds one core buffer and forwards calls; everything it sends or receives is plain
 data (numpy arrays in dicts and NamedTuples). Every call carries many rows: ``add`` a whole
-vectorised chunk, ``sample`` a whole batch. Calls run one at a time in the actor, so the buffer
-needs no locks.
+vectorised chunk, ``sample`` whole batches for one or more consumers. Calls run one at a time
+in the actor, so the buffer needs no locks.
 
-    buffer = make_buffer_actor(BufferSpec(...))
+    buffer = make_buffer_actor(buffer_kwargs)
     ray.get(buffer.add.remote(TransitionChunk(data, member=3)))
-    batch = ray.get(buffer.sample.remote(1024, "learner-3"))  # SampleBatch | None
-    batches = unpack_batches(ray.get(buffer.sample_many_packed.remote(1024, "learner-3", 4)))
+    request = SampleRequest("learner-3", 1024, 4, ReadSpec.mixin(0.5))
+    [batches] = ray.get(buffer.sample.remote([request]))  # up to 4 SampleBatch
+    [packed] = ray.get(buffer.sample_packed.remote([request]))  # unpack_batches(packed)
 
-The ``*_packed`` methods return the batches as one ``bytes`` object
+Each request carries its consumer's :class:`~distmarl.types.ReadSpec`, registered when it
+differs from the one the consumer has (a mutation changed it, or a restarted buffer forgot
+it). ``sample_packed`` returns each request's batches as one ``bytes`` object
 (:mod:`distmarl.buffers.wire`): Ray sends it at a fraction of the cost of a dozen arrays, so
-learners use them.
+replaying learners use it.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import Any, NamedTuple
 
 import ray
 
+from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
-from distmarl.buffers.replay import BUFFER_RATIO, BufferRatio
 from distmarl.buffers.wire import pack_batches
 from distmarl.types import PriorityUpdate, SampleBatch, SampleRequest, TransitionChunk
 
@@ -57,56 +60,30 @@ class BufferShell:
         rows = self.buffer.add(chunk.data, member=chunk.member)
         return AddResult(True, rows, self.buffer.counter)
 
-    def sample(self, batch_size: int, consumer: str = "default", member: int | None = None,
-               replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> SampleBatch | None:
-        """One batch (see :meth:`MultiAgentReplayBuffer.sample_numpy`), or None."""
-        return self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio)
+    def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
+        """Each request's batches, in order (a learner hosting several members reads every
+        member's in one call): its spec registered, its ``priorities`` (the TD errors of the
+        consumer's last batches) applied, then up to ``num_batches`` batches (stopping at the
+        first that comes back empty)."""
+        return [self._read(r) for r in requests]
 
-    def sample_many(self, batch_size: int, consumer: str, num_batches: int,
-                    member: int | None = None,
-                    replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
-                    alpha: float | None = None, beta: float | None = None,
-                    priorities: PriorityUpdate | None = None) -> list[SampleBatch]:
-        """Up to ``num_batches`` batches in one call (stops at the first None): a learner that
-        does several updates per step pays Ray's per-call cost once. With prioritised replay,
-        ``priorities`` (the consumer's TD errors of its last call's batches) are applied
-        first, so a learner's priority updates ride on its next sample call."""
-        if priorities is not None:
-            self.buffer.update_priorities(consumer, priorities.indices, priorities.td_errors)
+    def sample_packed(self, requests: Sequence[SampleRequest]) -> list[bytes]:
+        """:meth:`sample`, each request's batches as one bytes object (``unpack_batches``)."""
+        return [pack_batches(batches) for batches in self.sample(requests)]
+
+    def _read(self, request: SampleRequest) -> list[SampleBatch]:
+        buffer, consumer = self.buffer, request.consumer
+        buffer.register(consumer, request.spec)
+        if request.priorities is not None:
+            buffer.update_priorities(consumer, request.priorities.indices,
+                                     request.priorities.td_errors)
         out = []
-        for _ in range(num_batches):
-            batch = self.buffer.sample_numpy(batch_size, consumer, member, replay_ratio,
-                                             alpha, beta)
+        for _ in range(request.num_batches):
+            batch = buffer.read(request.batch_size, consumer)
             if batch is None:
                 break
             out.append(batch)
         return out
-
-    def sample_packed(self, batch_size: int, consumer: str = "default",
-                      member: int | None = None,
-                      replay_ratio: float | BufferRatio | None = BUFFER_RATIO) -> bytes:
-        """:meth:`sample` as one bytes object (``unpack_batches`` gives a list of 0 or 1
-        batches): Ray sends one byte string far cheaper than a dozen arrays."""
-        return self.sample_many_packed(batch_size, consumer, 1, member, replay_ratio)
-
-    def sample_many_packed(self, batch_size: int, consumer: str, num_batches: int,
-                           member: int | None = None,
-                           replay_ratio: float | BufferRatio | None = BUFFER_RATIO,
-                           alpha: float | None = None, beta: float | None = None,
-                           priorities: PriorityUpdate | None = None) -> bytes:
-        """:meth:`sample_many` as one bytes object (read it with ``unpack_batches``)."""
-        return pack_batches(self.sample_many(batch_size, consumer, num_batches, member,
-                                             replay_ratio, alpha, beta, priorities))
-
-    def sample_requests(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        """Each request's :meth:`sample_many`, in order: a learner hosting several members
-        draws every member's own batches in one call."""
-        return [self.sample_many(r.batch_size, r.consumer, r.num_batches, None, r.replay_ratio,
-                                 r.alpha, r.beta, r.priorities) for r in requests]
-
-    def sample_requests_packed(self, requests: Sequence[SampleRequest]) -> list[bytes]:
-        """:meth:`sample_requests`, each request's batches as one bytes object."""
-        return [pack_batches(batches) for batches in self.sample_requests(requests)]
 
     def update_priorities(self, consumer: str, update: PriorityUpdate) -> int:
         """``consumer``'s priorities from TD errors (see
@@ -139,11 +116,10 @@ class BufferShell:
 
 
 def _chunk_rows(chunk: TransitionChunk) -> int:
+    """Rows in ``chunk`` (the leading axis of any of its arrays)."""
     for per_agent in chunk.data.values():
         for value in per_agent.values():
-            while isinstance(value, dict | tuple):
-                value = next(iter(value.values())) if isinstance(value, dict) else value[0]
-            return len(value)
+            return len(tree.first_leaf(value))
     return 0
 
 

@@ -64,12 +64,10 @@ class BufferClient(Protocol):
         """Store ``chunk``; an ``AddResult`` (``accepted`` False: retry later)."""
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        """Each request's replay batches (up to its ``num_batches``), in one buffer call."""
+        """Each request's batches (up to its ``num_batches``), in one buffer call."""
 
-    def read_member(self, rows: int, consumer: str, num_batches: int, member: int
-                    ) -> tuple[list[SampleBatch], dict[str, Any]]:
-        """``member``'s rows ``consumer`` has not received, in batches of ``rows`` (at most
-        ``num_batches``), oldest first, and the buffer's stats right after."""
+    def stats(self) -> dict[str, Any]:
+        """The buffer's sizes and consumers' counters."""
 
 
 class RemoteBuffer:
@@ -82,18 +80,16 @@ class RemoteBuffer:
         return ray.get(self.handle.add.remote(chunk))
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
+        if all(r.spec.kind == "stream" for r in requests):
+            # unpacked: Ray hands a fragment's arrays over out of band (one copy, in the
+            # object store), where packing them into one bytes object would copy them twice
+            return list(ray.get(self.handle.sample.remote(list(requests))))
         # packed: Ray sends one byte string far cheaper than a dozen arrays
         return [unpack_batches(b)
-                for b in ray.get(self.handle.sample_requests_packed.remote(list(requests)))]
+                for b in ray.get(self.handle.sample_packed.remote(list(requests)))]
 
-    def read_member(self, rows: int, consumer: str, num_batches: int, member: int
-                    ) -> tuple[list[SampleBatch], dict[str, Any]]:
-        # unpacked: Ray hands a fragment's arrays over out of band (one copy, in the object
-        # store), where packing them into one bytes object first would copy them twice more
-        sampled = self.handle.sample_many.remote(rows, consumer, num_batches, member=member,
-                                                 replay_ratio=0.0)
-        stats = self.handle.stats.remote()
-        return ray.get(sampled), ray.get(stats)
+    def stats(self) -> dict[str, Any]:
+        return dict(ray.get(self.handle.stats.remote()))
 
 
 class LocalBuffer:
@@ -108,9 +104,7 @@ class LocalBuffer:
         return self.shell.add(chunk)
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        return self.shell.sample_requests(requests)
+        return self.shell.sample(requests)
 
-    def read_member(self, rows: int, consumer: str, num_batches: int, member: int
-                    ) -> tuple[list[SampleBatch], dict[str, Any]]:
-        return (self.shell.sample_many(rows, consumer, num_batches, member=member,
-                                       replay_ratio=0.0), self.shell.stats())
+    def stats(self) -> dict[str, Any]:
+        return dict(self.shell.stats())

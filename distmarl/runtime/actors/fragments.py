@@ -5,8 +5,8 @@ vectorised steps of its ``num_envs`` sub-envs, ``rows = learn_step * num_envs`` 
 agent, time-major (row ``t * num_envs + e``), with the behaviour policy's ``log_prob`` and
 ``value`` -- in one buffer ``add`` tagged with the member, so a fragment is one block of
 consecutive global row indices. :class:`FragmentReader` streams the member's rows that its
-consumer has not received yet, oldest first (``member=<its member>, replay_ratio=0``): each read of
-``rows`` rows is one whole fragment, returned once, and never to another member's learner.
+consumer has not received yet, oldest first (``ReadSpec.stream(member)``): each read of ``rows``
+rows is one whole fragment, returned once, and never to another member's learner.
 
 Everything a fragment's advantages need is in its rows: ``next_value`` is the behaviour value
 network's estimate of the true next observation (the final one at a truncation), from which
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from distmarl.runtime.actors.clients import BufferClient
-from distmarl.types import MemberID, SampleBatch
+from distmarl.types import MemberID, ReadSpec, SampleBatch, SampleRequest
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class FragmentReader:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.buffer, self.consumer, self.member, self.num_envs = buffer, consumer, member, num_envs
+        self.spec = ReadSpec.stream(member)
         self.next_row = 0  # every new fragment starts at or after this global row
         self.dropped = 0  # the consumer's drop count as last seen
         self.discarded_rows = 0
@@ -75,8 +76,7 @@ class FragmentReader:
             raise ValueError(f"learn_step and max_fragments must be >= 1, got {learn_step}, "
                              f"{max_fragments}")
         rows = learn_step * self.num_envs
-        batches, stats = self.buffer.read_member(rows, self.consumer, max_fragments,
-                                                 self.member)
+        batches, stats = self._stream(rows, max_fragments)
         problem = self._overwritten(batches, stats)
         good: list[SampleBatch] = []
         for i, batch in enumerate(batches):
@@ -92,9 +92,15 @@ class FragmentReader:
     def discard_pending(self) -> int:
         """Receive and drop every row of the member not read yet (fragments collected by a
         policy the learner no longer has); returns how many rows that was."""
-        batches, stats = self.buffer.read_member(DISCARD_ROWS, self.consumer, 1, self.member)
+        batches, stats = self._stream(DISCARD_ROWS, 1)
         self.dropped = _dropped(stats, self.consumer)
         return self._drop(batches)
+
+    def _stream(self, rows: int, num_batches: int) -> tuple[list[SampleBatch], dict[str, Any]]:
+        """Up to ``num_batches`` batches of the member's unreceived rows, ``rows`` each,
+        oldest first, and the buffer's stats right after."""
+        request = SampleRequest(self.consumer, rows, num_batches, self.spec)
+        return self.buffer.sample([request])[0], self.buffer.stats()
 
     def used(self) -> list[tuple[int, int]]:
         """``(first, stop)`` global row ranges of the fragments :meth:`read` returned, in order

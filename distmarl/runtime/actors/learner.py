@@ -30,7 +30,6 @@ import ray
 
 from distmarl import tree
 from distmarl.algorithms import FragmentLearner, ReplayLearner
-from distmarl.buffers.replay import BUFFER_RATIO
 from distmarl.buffers.tensors import to_torch_batches
 from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
@@ -39,7 +38,13 @@ from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.runtime.resources import learner_device
-from distmarl.types import OFF_POLICY_FIELDS, PriorityUpdate, SampleBatch, SampleRequest
+from distmarl.types import (
+    OFF_POLICY_FIELDS,
+    PriorityUpdate,
+    ReadSpec,
+    SampleBatch,
+    SampleRequest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +138,9 @@ class LearnerShell:
         which may evolve) and the TD errors of the last call's prioritised batches, which go
         back with it (and are then no longer this learner's to send)."""
         hp = self.algo.hp
-        ratio = BUFFER_RATIO if hp["replay_ratio"] is None else hp["replay_ratio"]
-        request = SampleRequest(int(hp["batch_size"]), self.consumer, num_updates, ratio,
-                                hp["prioritized_replay_alpha"], hp["prioritized_replay_beta"],
+        spec = ReadSpec.from_ratio(hp["replay_ratio"], hp["prioritized_replay_alpha"],
+                                   hp["prioritized_replay_beta"])
+        request = SampleRequest(self.consumer, int(hp["batch_size"]), num_updates, spec,
                                 self._priorities)
         self._priorities = None
         return request

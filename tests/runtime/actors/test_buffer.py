@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from distmarl.runtime.actors.buffer import BufferShell, make_buffer_actor
-from distmarl.types import TransitionChunk
+from distmarl.types import ReadSpec, SampleRequest, TransitionChunk
 from tests.fakes import AGENTS, FIELDS, check_aligned, rows
 
 pytestmark = pytest.mark.ray
@@ -19,6 +19,12 @@ READERS, BATCH, RATIO = 4, 32, 0.5
 
 def buffer_kwargs(**kw) -> dict:
     return {"memory_size": 10_000, "field_names": FIELDS, "agent_ids": AGENTS, "seed": 0, **kw}
+
+
+def request(consumer: str, rows: int, batches: int = 1, spec: ReadSpec | None = None
+            ) -> list[SampleRequest]:
+    """One consumer's read, as the actor's ``sample`` takes it (default: replay only)."""
+    return [SampleRequest(consumer, rows, batches, spec or ReadSpec.replay())]
 
 
 def _writer_cls(ray):
@@ -50,9 +56,11 @@ def _reader_cls(ray):
 
         def read(self, calls: int) -> int:
             for _ in range(calls):
-                batch = ray.get(self.buffer.sample.remote(BATCH, self.name))
-                if batch is None:
+                [got] = ray.get(self.buffer.sample.remote(
+                    request(self.name, BATCH, spec=ReadSpec.mixin(RATIO))))
+                if not got:
                     continue
+                batch = got[0]
                 ids = check_aligned(batch.data)
                 self.new_ids.extend(ids[: batch.num_new].tolist())
                 self.new_parts.append(batch.indices[: batch.num_new].tolist())
@@ -113,7 +121,7 @@ def test_rate_limited_add_is_refused_and_stores_nothing(ray_local) -> None:
     assert first.accepted and first.counter == 10
     refused = ray.get(buffer.add.remote(TransitionChunk(rows(np.arange(10, 70)))))
     assert (refused.accepted, refused.rows, refused.counter) == (False, 0, 10)
-    batches = ray.get(buffer.sample_many.remote(16, "c", 10))
+    [batches] = ray.get(buffer.sample.remote(request("c", 16, 10)))
     # samples may run ahead of inserts by error_buffer - offset = 40 - 10: 40 rows, 2 batches of 16
     assert len(batches) == 2
     assert ray.get(buffer.add.remote(TransitionChunk(rows(np.arange(10, 40))))).accepted
@@ -123,14 +131,14 @@ def test_rate_limited_add_is_refused_and_stores_nothing(ray_local) -> None:
 
 def test_save_and_load_through_the_actor(ray_local, tmp_path) -> None:
     ray = ray_local
-    a = make_buffer_actor(buffer_kwargs(replay_ratio=0.0), num_cpus=0)
+    a = make_buffer_actor(buffer_kwargs(), num_cpus=0)
     ray.get(a.add.remote(TransitionChunk(rows(np.arange(40)), member=2)))
-    ray.get(a.sample.remote(15, "learner-2", 2))
+    ray.get(a.sample.remote(request("learner-2", 15, spec=ReadSpec.stream(2))))
     path = ray.get(a.save.remote(str(tmp_path / "buffer.arrow")))
     b = make_buffer_actor(buffer_kwargs(), num_cpus=0)
     stats = ray.get(b.load.remote(path))
     assert stats["counter"] == 40 and stats["consumers"]["learner-2"]["cursor"] == 15
-    batch = ray.get(b.sample.remote(100, "learner-2", 2))
+    [[batch]] = ray.get(b.sample.remote(request("learner-2", 100, spec=ReadSpec.stream(2))))
     np.testing.assert_array_equal(batch.indices, np.arange(15, 40))
     with pytest.raises(FileNotFoundError, match=r"missing\.arrow"):
         ray.get(b.load.remote(str(tmp_path / "missing.arrow")))
@@ -165,13 +173,14 @@ def test_packed_sampling_through_the_actor_streams_one_members_rows(ray_local) -
     ray.get([buffer.add.remote(TransitionChunk(rows(np.arange(s, s + 20)), member=(s // 20) % 2))
              for s in range(0, 200, 20)])
     mine: list[int] = []
-    while batches := unpack_batches(ray.get(buffer.sample_many_packed.remote(
-            16, "onpolicy-0", 3, member=0, replay_ratio=0.0))):
+    while batches := unpack_batches(ray.get(buffer.sample_packed.remote(
+            request("onpolicy-0", 16, 3, ReadSpec.stream(member=0))))[0]):
         for batch in batches:
             assert batch.num_new == len(batch.indices)
             mine.extend(check_aligned(batch.data).tolist())
     assert mine == [i for i in range(200) if (i // 20) % 2 == 0]
-    one = unpack_batches(ray.get(buffer.sample_packed.remote(32, "off")))
+    one = unpack_batches(ray.get(buffer.sample_packed.remote(
+        request("off", 32, spec=ReadSpec.mixin(0.5))))[0])
     assert len(one) == 1 and one[0].num_new == 16 and len(one[0].indices) == 32
     ray.kill(buffer)
 
@@ -180,17 +189,16 @@ def test_one_call_samples_each_consumers_own_batches_as_separate_calls_would() -
     """A learner hosting several members draws their batches in one call: each request gets
     what its own call would have (the same rows, the same new / replay split), in order."""
     from distmarl.buffers.wire import unpack_batches
-    from distmarl.types import SampleRequest
 
     shells = [BufferShell(buffer_kwargs()) for _ in range(2)]
     for shell in shells:
         for s in range(0, 200, 20):
             shell.add(TransitionChunk(rows(np.arange(s, s + 20))))
-    requests = [SampleRequest(16, "learner-0", 3, 0.5), SampleRequest(8, "learner-1", 2, 0.25),
-                SampleRequest(16, "learner-0", 2, 0.5)]
-    together = [unpack_batches(packed) for packed in shells[0].sample_requests_packed(requests)]
-    apart = [shells[1].sample_many(r.batch_size, r.consumer, r.num_batches,
-                                   replay_ratio=r.replay_ratio) for r in requests]
+    half, quarter = ReadSpec.mixin(0.5), ReadSpec.mixin(0.25)
+    requests = [SampleRequest("learner-0", 16, 3, half), SampleRequest("learner-1", 8, 2, quarter),
+                SampleRequest("learner-0", 16, 2, half)]
+    together = [unpack_batches(packed) for packed in shells[0].sample_packed(requests)]
+    apart = [shells[1].sample([r])[0] for r in requests]
     assert [len(b) for b in together] == [3, 2, 2]
     for mine, theirs in zip(together, apart, strict=True):
         for a, b in zip(mine, theirs, strict=True):
