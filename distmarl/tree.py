@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 __all__ = ["Tree", "concat", "first_leaf", "flatten", "leaves", "map", "map_all", "prune",
            "stack", "take", "unflatten", "unstack"]
@@ -106,30 +105,33 @@ def prune(tree: Tree) -> Tree:
     return tree
 
 
-def _torch_or_numpy(parts: Sequence[Any], numpy_fn: Callable[..., Any],
-                    torch_fn: Callable[..., Any], axis: int) -> Any:
-    """``numpy_fn`` when every part is an array, else ``torch_fn`` over tensors of them."""
+def _joined(parts: Sequence[Any], axis: int, stacked: bool) -> Any:
+    """NumPy's stack / concatenate when every part is an array, else torch's over tensors
+    of them (torch is imported only then: buffer and env processes never need it)."""
     if all(isinstance(p, np.ndarray) for p in parts):
-        return numpy_fn(parts, axis=axis)
-    return torch_fn([torch.as_tensor(p) for p in parts], dim=axis)
+        return (np.stack if stacked else np.concatenate)(parts, axis=axis)
+    import torch
+
+    return (torch.stack if stacked else torch.cat)([torch.as_tensor(p) for p in parts],
+                                                   dim=axis)
 
 
 def stack(trees: Sequence[Tree], axis: int = 0) -> Tree:
     """Like trees stacked leaf by leaf along a new ``axis`` (NumPy where every leaf is an
     array, else torch)."""
-    return map(lambda *xs: _torch_or_numpy(xs, np.stack, torch.stack, axis), *trees)
+    return map(lambda *xs: _joined(xs, axis, stacked=True), *trees)
 
 
 def concat(trees: Sequence[Tree], axis: int = 0) -> Tree:
     """Like trees joined leaf by leaf along ``axis`` (rows, by default; NumPy where every
     leaf is an array, else torch)."""
-    return map(lambda *xs: _torch_or_numpy(xs, np.concatenate, torch.cat, axis), *trees)
+    return map(lambda *xs: _joined(xs, axis, stacked=False), *trees)
 
 
 def take(tree: Tree, index: Any) -> Tree:
-    """Rows ``index`` (an int, slice, index array or tuple of them) of every leaf."""
-    return map(lambda x: (x if isinstance(x, np.ndarray | torch.Tensor)
-                          else np.asarray(x))[index], tree)
+    """Rows ``index`` (an int, slice, index array or tuple of them) of every leaf (arrays
+    and tensors as they are, anything else as an array)."""
+    return map(lambda x: (x if hasattr(x, "shape") else np.asarray(x))[index], tree)
 
 
 def unstack(tree: Tree, n: int) -> list[Tree]:

@@ -20,7 +20,7 @@ import ray
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.cluster import init_ray
-from distmarl.types import TransitionChunk
+from distmarl.types import ReadSpec, SampleRequest, TransitionChunk
 
 FIELDS = ["obs", "action", "reward", "next_obs", "terminated", "truncated"]
 NUM_ENVS = 4
@@ -87,8 +87,9 @@ def main() -> None:
     batches = 0
     while pending:
         _, pending = ray.wait(pending, timeout=0.05)
-        for name in new_rows:
-            for batch in ray.get(buffer.sample_many.remote(256, name, 4)):
+        requests = [SampleRequest(name, 256, 4, ReadSpec.mixin(0.5)) for name in new_rows]
+        for name, got in zip(new_rows, ray.get(buffer.sample.remote(requests)), strict=True):
+            for batch in got:
                 new_rows[name] += batch.num_new
                 batches += 1
     stats = ray.get(buffer.stats.remote())

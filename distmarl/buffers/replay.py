@@ -347,11 +347,16 @@ class MultiAgentReplayBuffer:
 
     @classmethod
     def load(cls, path: str | Path, device: Any = None) -> MultiAgentReplayBuffer:
-        """A buffer rebuilt from a file written by :meth:`save`."""
+        """A buffer rebuilt from a file written by :meth:`save`. A file whose default
+        ``replay_ratio`` was 0 (written when 0 meant streaming) gets None (replay only): a
+        consumer that streams registers a stream read."""
         from distmarl.buffers.io import read_state
 
         state = read_state(Path(path))
-        buf = cls(device=device, **state["meta"]["config"])
+        config = dict(state["meta"]["config"])
+        if config.get("replay_ratio") == 0:
+            config["replay_ratio"] = None
+        buf = cls(device=device, **config)
         buf.load_state_dict(state)
         return buf
 

@@ -197,3 +197,22 @@ def test_a_buffer_written_before_reads_were_registered_reads_on_as_it_did() -> N
                 assert got.weights is None
             else:
                 np.testing.assert_allclose(got.weights, weights, atol=1e-6)
+
+
+def test_a_file_of_a_buffer_whose_default_was_streaming_loads(tmp_path) -> None:
+    """Written when ``replay_ratio=0`` meant streaming: it loads with replay only as the
+    default, its consumers' places kept; a streaming consumer registers its stream."""
+    a = MultiAgentReplayBuffer(50, FIELDS, AGENTS, seed=3)
+    a.add(rows(np.arange(30)))
+    a.register("x", ReadSpec.stream())
+    a.read(10, "x")
+    state = a.state_dict()
+    state["meta"]["config"]["replay_ratio"] = 0.0
+    del state["meta"]["readers"]
+    from distmarl.buffers.io import write_state
+
+    b = MultiAgentReplayBuffer.load(write_state(state, tmp_path / "old.arrow"))
+    assert b.replay_ratio is None and b.consumers["x"].cursor == 10
+    b.register("x", ReadSpec.stream())
+    np.testing.assert_array_equal(b.read(32, "x").indices, np.arange(10, 30))
+

@@ -1,6 +1,6 @@
 """Start-up: every actor process imports its module; what it does not need stays out (numba
-is for the buffer's prioritised replay only, matplotlib for plots only), since each import is
-paid once per process and a run starts many."""
+is for the buffer's prioritised replay only, matplotlib for plots only, torch for learners and
+acting, not the buffer), since each import is paid once per process and a run starts many."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ def test_actor_modules_leave_numba_and_matplotlib_unimported() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_buffer_actor_and_the_envs_leave_torch_unimported() -> None:
+    code = ("import json, sys\n"
+            "import distmarl.runtime.actors.buffer, distmarl.envs, distmarl.tree\n"
+            "print(json.dumps('torch' in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is False
 
 
 def test_the_first_tree_compiles_the_kernels_once() -> None:
