@@ -66,11 +66,11 @@ def _state_space(spaces: tuple[Any, ...]) -> Any:
 def rollout_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...]) -> RolloutSpec:
     """What the rollouts of ``cfg``'s run record: its family, the env's global state where any
     member's algorithm reads it (``spaces[2]``: the env's state space; the buffer's rows are
-    shared, so every member's rows carry it then), and ``buffer.n_step``."""
+    shared, so every member's rows carry it then), and ``replay.n_step``."""
     state_space = _state_space(spaces)
     global_state = any(algorithm_class(a.name).rollout_spec(a.hp.as_dict(), state_space)
                        .global_state for a in cfg.member_algorithm_configs())
-    return RolloutSpec(on_policy(cfg.algorithm.name), global_state, cfg.buffer.row_steps)
+    return RolloutSpec(on_policy(cfg.algorithm.name), global_state, cfg.row_steps)
 
 
 def converted(cfg: AlgorithmConfig, name: str, hp: Mapping[str, Any] | None = None
@@ -94,18 +94,14 @@ def make_venv(cfg: EnvConfig, num_envs: int | None = None, seed: int | None = No
 
 
 def check_on_policy_buffer(cfg: ExperimentConfig) -> None:
-    """ValueError (naming the field) when the buffer config cannot carry an on-policy
-    population's fragments: a rate limit (each row is read exactly once, so a
-    ``samples_per_insert`` limit would stall writers or readers), or a ``capacity`` below
-    :data:`FRAGMENT_CAPACITY_MARGIN` times the rows that can wait unread (per member, one
-    fragment per worker plus one, of the largest ``learn_step`` mutation may reach)."""
+    """ValueError (naming the field) when the buffer cannot carry an on-policy population's
+    fragments: a ``capacity`` below :data:`FRAGMENT_CAPACITY_MARGIN` times the rows that can
+    wait unread (per member, one fragment per worker plus one, of the largest ``learn_step``
+    mutation may reach). (A rate limit, which would stall them, is a replay setting they
+    have none of.)"""
     if not on_policy(cfg.algorithm.name):
         return
     b = cfg.buffer
-    if b.samples_per_insert is not None:
-        raise ValueError(f"buffer.samples_per_insert must be null for the on-policy algorithm "
-                         f"{cfg.algorithm.name} (each row is read exactly once), got "
-                         f"{b.samples_per_insert}")
     waiting = cfg.fragment_rows()
     if b.capacity < waiting.capacity:
         raise ValueError(f"buffer.capacity {b.capacity} is too small for {cfg.algorithm.name}: "
@@ -123,7 +119,7 @@ def check_buffer_memory(cfg: ExperimentConfig, spaces: EnvSpaces,
 
     spec = rollout_spec(cfg, spaces)
     nbytes = row_bytes(spec.fields, spaces.observation, spaces.action,
-                       spaces.state if spec.global_state else None, cfg.buffer.row_steps)
+                       spaces.state if spec.global_state else None, cfg.row_steps)
     problem = buffer_memory_problem(cfg.buffer.capacity, nbytes,
                                     machine_memory() if memory is None else memory,
                                     len(spaces.observation))
@@ -142,14 +138,16 @@ def buffer_kwargs(cfg: ExperimentConfig, agents: list[str], spec: RolloutSpec
     """The buffer actor's arguments, for rows as ``spec`` says (:func:`rollout_spec`).
     On-policy runs get no ``learning_starts`` (a fragment is learned as soon as it arrives)
     and are checked by :func:`check_on_policy_buffer`."""
-    b = cfg.buffer
     check_on_policy_buffer(cfg)
-    fields = list(spec.buffer_fields)
-    return {"memory_size": b.capacity, "field_names": fields,
-            "agent_ids": agents, "replay_ratio": b.replay_ratio,
-            "learning_starts": 0 if spec.on_policy else b.learning_starts,
-            "seed": cfg.seed, "samples_per_insert": b.samples_per_insert,
-            "error_buffer": b.error_buffer, "prioritized": b.prioritized}
+    out: dict[str, Any] = {"memory_size": cfg.buffer.capacity,
+                           "field_names": list(spec.buffer_fields), "agent_ids": agents,
+                           "seed": cfg.seed, "learning_starts": 0}
+    r = cfg.replay
+    if r is not None:
+        out |= {"replay_ratio": r.replay_ratio, "learning_starts": r.learning_starts,
+                "samples_per_insert": r.samples_per_insert, "error_buffer": r.error_buffer,
+                "prioritized": r.prioritized}
+    return out
 
 
 class CompetitiveGameWarning(UserWarning):

@@ -136,7 +136,7 @@ OFF_POLICY_FIELDS: tuple[str, ...] = (
     "obs", "action", "reward", "next_obs", "terminated", "truncated", "active",
 )
 
-#: The field n-step off-policy rows add (``buffer.n_step > 1``), after ``OFF_POLICY_FIELDS``:
+#: The field n-step off-policy rows add (``replay.n_step > 1``), after ``OFF_POLICY_FIELDS``:
 #: how many env steps the row spans (1 .. n), so a learner bootstraps with ``gamma ** n_steps``;
 #: such rows' ``reward`` holds the window's ``n`` rewards undiscounted, shape ``(n,)``.
 N_STEPS_FIELD = "n_steps"

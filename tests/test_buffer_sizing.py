@@ -59,7 +59,7 @@ def test_a_capacity_the_user_sets_is_kept_and_replay_keeps_its_default() -> None
 
 
 #: MADDPG's critics read every agent's view: 6 agents keep building them quick
-FEW = ["env.kwargs={n_agents: 6}", "buffer.n_step=1", "buffer.capacity=64"]
+FEW = ["env.kwargs={n_agents: 6}", "replay.n_step=1", "buffer.capacity=64"]
 
 
 @pytest.mark.parametrize(("sets", "agents"), [(IPPO, 100), (FEW, 6)], ids=["IPPO", "MADDPG"])

@@ -32,7 +32,7 @@ BAD_CONFIGS = [
     ("unknown nested key", {"buffer": {"capacty": 5}}, ["buffer", "'capacty'", "did you mean 'capacity'"]),
     ("unknown deep key", {"evolution": {"mutation": {"rl_hpp": 0.1}}}, ["evolution.mutation", "did you mean 'rl_hp'"]),
     ("out of range", {"buffer": {"capacity": -1}}, ["buffer.capacity", "greater than or equal to 1", "-1"]),
-    ("replay ratio 1", {"buffer": {"replay_ratio": 1.0}}, ["buffer.replay_ratio", "less than 1"]),
+    ("replay ratio 1", {"replay": {"replay_ratio": 1.0}}, ["replay.replay_ratio", "less than 1"]),
     ("bad algorithm", {"algorithm": {"name": "DQN"}}, ["algorithm.name", "'DQN'"]),
     ("hp bounds", {"evolution": {"hp_config": {"lr_actor": {"min": 0.1, "max": 0.01}}}},
      ["evolution.hp_config.lr_actor", "min 0.1 is greater than max 0.01"]),
@@ -81,7 +81,7 @@ ENDS_AT_THE_ERROR = [
     ("population.size=0", "population.size: Input should be greater than or equal to 1 (got 0)"),
     (f"env.kwargs={[0] * 40}", "env.kwargs: Input should be a valid dictionary"),
     # a ratio of 0 once meant "stream the new rows"; a replaying learner mixes in or replays
-    ("buffer.replay_ratio=0", "buffer.replay_ratio: Input should be greater than 0 (got 0)"),
+    ("replay.replay_ratio=0", "replay.replay_ratio: Input should be greater than 0 (got 0)"),
     ("algorithm.hp.replay_ratio=0",
      "algorithm.hp.replay_ratio: must be within (0, 1) or null (got 0)"),
 ]
@@ -130,9 +130,9 @@ def test_defaults_validate_and_every_field_has_a_description() -> None:
 def test_yaml_round_trip_and_overrides(tmp_path) -> None:
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump({"name": "x", "buffer": {"capacity": 5000}}))
-    cfg = load_config(path, ["buffer.replay_ratio=0.5", "algorithm.hp.lr_actor=1e-3",
+    cfg = load_config(path, ["replay.replay_ratio=0.5", "algorithm.hp.lr_actor=1e-3",
                              "env.kwargs.max_cycles=50", "population.size=2"])
-    assert cfg.buffer.capacity == 5000 and cfg.buffer.replay_ratio == 0.5
+    assert cfg.buffer.capacity == 5000 and cfg.replay.replay_ratio == 0.5
     assert cfg.algorithm.hp.lr_actor == 1e-3
     # a member's replay_ratio left null starts from the buffer's
     assert cfg.algorithm.hp.as_dict() == {**default_hp("MADDPG"), **PER_FILLED,
@@ -411,26 +411,61 @@ def test_league_opponents_are_a_list_of_sources_set_as_a_yaml_flow_list() -> Non
             load_config(tiny, [f"league.{knob}=0.5"])
 
 
-@pytest.mark.parametrize(("name", "expected"), [("MADDPG", (3, True)), ("MATD3", (3, True)),
-                                                ("IPPO", (1, False)), ("MAPPO", (1, False))])
-def test_replay_defaults_follow_the_algorithm_family(name, expected) -> None:
+@pytest.mark.parametrize("name", ["MADDPG", "MATD3"])
+def test_replaying_members_get_a_replay_section_with_its_defaults(name: str) -> None:
     cfg = config_from_dict({"algorithm": {"name": name}})
-    assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == expected
-    assert cfg.buffer.row_steps == expected[0]
+    assert cfg.replay is not None and (cfg.replay.n_step, cfg.replay.prioritized_replay) == (
+        3, True)
+    assert cfg.row_steps == 3
     uniform = config_from_dict({"algorithm": {"name": name},
-                                "buffer": {"n_step": 1, "prioritized_replay": False}})
-    assert (uniform.buffer.n_step, uniform.buffer.prioritized_replay) == (1, False)
-    assert uniform.buffer.prioritized is None
-    # the resolved values are what a saved config holds: loading it again changes nothing
+                                "replay": {"n_step": 1, "prioritized_replay": False}})
+    assert uniform.replay is not None and uniform.replay.prioritized is None
+    assert uniform.row_steps == 1
+    # what a saved config holds: loading it again changes nothing
     assert config_from_dict(json.loads(cfg.model_dump_json())) == cfg
+
+
+@pytest.mark.parametrize("name", ["IPPO", "MAPPO"])
+def test_members_that_read_their_own_fragments_have_no_replay_section(name: str) -> None:
+    cfg = config_from_dict({"algorithm": {"name": name}})
+    assert cfg.replay is None and cfg.row_steps == 1
+    assert config_from_dict(json.loads(cfg.model_dump_json())) == cfg
+    with pytest.raises(ConfigError, match=rf"replay: {name} members read their own fragments "
+                                          "once, in order: they have no replay settings"):
+        config_from_dict({"algorithm": {"name": name}, "replay": {"n_step": 3}})
+
+
+def test_switching_to_an_on_policy_algorithm_leaves_the_base_s_replay_section_out() -> None:
+    """``tiny.yaml`` (MADDPG) sets ``replay.learning_starts``; run as IPPO by ``--set`` it
+    loads without a replay section, and one given in the same ``--set`` is still refused."""
+    tiny = CONFIGS / "tiny.yaml"
+    assert load_config(tiny).replay is not None
+    as_ippo = ["algorithm.name=IPPO", "algorithm.hp={learn_step: 4}", "evolution.hp_config={}"]
+    assert load_config(tiny, as_ippo).replay is None
+    with pytest.raises(ConfigError, match="replay: IPPO members read their own fragments"):
+        load_config(tiny, [*as_ippo, "replay.n_step=2"])
+
+
+def test_a_replay_key_written_where_it_was_is_read_where_it_is() -> None:
+    """``buffer.n_step`` and the others moved to ``replay``: read there, with a warning that
+    says where; both at once is an error naming them."""
+    from distmarl.config import MovedKeyWarning
+
+    with pytest.warns(MovedKeyWarning, match="'buffer.n_step' is now 'replay.n_step'"):
+        cfg = config_from_dict({"buffer": {"n_step": 1, "capacity": 500},
+                                "training": {"learning_delay": 7}})
+    assert cfg.replay is not None and (cfg.replay.n_step, cfg.replay.learning_delay) == (1, 7)
+    assert cfg.buffer.capacity == 500
+    with pytest.raises(ConfigError, match=r"'buffer\.n_step' moved to 'replay.n_step', and both "
+                                          "are set"):
+        config_from_dict({"buffer": {"n_step": 1}, "replay": {"n_step": 2}})
 
 
 def test_a_mixed_population_takes_its_family_s_replay_defaults() -> None:
     cfg = config_from_dict({"population": {"size": 4, "members": [
         {"algorithm": "MADDPG", "count": 2}, {"algorithm": "MATD3", "count": 2}]}})
-    assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == (3, True)
-    with pytest.raises(ConfigError, match=r"buffer\.n_step 3: IPPO members learn from whole"):
-        config_from_dict({"algorithm": {"name": "IPPO"}, "buffer": {"n_step": 3}})
+    assert cfg.replay is not None
+    assert (cfg.replay.n_step, cfg.replay.prioritized_replay) == (3, True)
 
 
 @pytest.mark.parametrize("value,why", [("0", "greater than or equal to 1 (got 0)"),

@@ -36,7 +36,7 @@ AGILERL_OVERRIDES = ["name=speaker_listener_maddpg_agilerl", "algorithm.hp.batch
                      "algorithm.hp.actor_reg=0", "evolution.evo_steps=10000",
                      "evolution.eval_episodes=1", "evolution.mutation.architecture=0.2",
                      "evolution.mutation.parameters=0.2", "training.max_steps_per_member=60000",
-                     "buffer.prioritized_replay=false", "buffer.n_step=1"]
+                     "replay.prioritized_replay=false", "replay.n_step=1"]
 
 
 def test_agilerl_config_is_the_main_one_with_agilerl_s_example_settings() -> None:

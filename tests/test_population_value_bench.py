@@ -16,19 +16,19 @@ from benchmarks.learning.population_value import (
 
 def test_each_arm_spends_the_same_total_env_steps() -> None:
     assert arm_overrides("evolving", 4, 5000, 60000) == [
-        "training.max_steps_per_member=60000", "buffer.prioritized_replay=false", "buffer.n_step=1"]
+        "training.max_steps_per_member=60000", "replay.prioritized_replay=false", "replay.n_step=1"]
     assert "evolution.mode=independent" in arm_overrides("independent", 4, 5000, 60000)
     single = arm_overrides("single", 4, 5000, 60000)
     assert {"training.max_steps_per_member=240000", "population.size=1",
             "evolution.evo_steps=20000"} <= set(single)
     assert "evolution.initial_hp=sampled" in arm_overrides("sampled", 4, 5000, 60000)
     per = arm_overrides("per_nstep", 4, 5000, 60000)
-    assert {"buffer.prioritized_replay=true", "buffer.n_step=3"} <= set(per)
-    assert "buffer.prioritized_replay=false" not in per
+    assert {"replay.prioritized_replay=true", "replay.n_step=3"} <= set(per)
+    assert "replay.prioritized_replay=false" not in per
     mixed = arm_overrides("mixed", 4, 5000, 60000)
     assert mixed[1] == ("population.members=[{algorithm: MADDPG, count: 2}, "
                         "{algorithm: MATD3, count: 2}]")
-    assert "buffer.replay_ratio=0.75" in arm_overrides("replay_0.75", 4, 5000, 60000)
+    assert "replay.replay_ratio=0.75" in arm_overrides("replay_0.75", 4, 5000, 60000)
     # the whole search space replaced: the ratio is the only hyperparameter mutated
     assert arm_overrides("replay_evolved_alone", 4, 5000, 60000)[2] == (
         "evolution.hp_config={replay_ratio: {min: 0.05, max: 0.95}}")

@@ -21,8 +21,6 @@ BAD = [
     ("missing package", ["env.spec=not_a_package_xyz:env"], ["not_a_package_xyz"]),
     ("net_config for no such group", ["algorithm.net_config.bob.encoder_config.hidden_size=[3]"],
      ["bob", "speaker_0", "listener_0"]),
-    ("on-policy with a rate limit", [*ON_POLICY, "buffer.samples_per_insert=4"],
-     ["buffer.samples_per_insert must be null", "IPPO"]),
     ("on-policy fragments overflow the buffer", [*ON_POLICY, "buffer.capacity=100"],
      ["buffer.capacity 100 is too small for IPPO", "at least 256"]),
 ]

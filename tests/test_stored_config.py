@@ -1,6 +1,7 @@
 """Configs as older checkpoints stored them load with today's schema: the positional league
 shares become the opponents list drawing the same, a stored range dtype is inferred again, an
-evolution section holding every mode's keys keeps its mode's."""
+evolution section holding every mode's keys keeps its mode's, the replay keys written in
+``buffer`` and ``training`` move to ``replay``."""
 
 from __future__ import annotations
 

@@ -80,15 +80,15 @@ ARMS = ("evolving", "independent", "single", "sampled", "per_nstep", "mixed", "m
 
 
 #: every arm but ``per_nstep`` replays uniformly, one env step per row
-UNIFORM = ["buffer.prioritized_replay=false", "buffer.n_step=1"]
+UNIFORM = ["replay.prioritized_replay=false", "replay.n_step=1"]
 
 
 def arm_overrides(arm: str, size: int, evo_steps: int, steps: int) -> list[str]:
     """``--set`` overrides that make ``arm`` from a config with ``size`` members,
     ``evo_steps`` and ``steps`` env steps per member."""
     if arm == "per_nstep":
-        return [f"training.max_steps_per_member={steps}", "buffer.prioritized_replay=true",
-                "buffer.n_step=3"]
+        return [f"training.max_steps_per_member={steps}", "replay.prioritized_replay=true",
+                "replay.n_step=3"]
     return [*_population_overrides(arm, size, evo_steps, steps), *UNIFORM]
 
 
@@ -111,7 +111,7 @@ def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> li
     if arm == "matd3":
         return [f"training.max_steps_per_member={steps}", "algorithm.name=MATD3"]
     if arm in REPLAY_ARMS:
-        return [f"training.max_steps_per_member={steps}", f"buffer.replay_ratio={REPLAY_ARMS[arm]}"]
+        return [f"training.max_steps_per_member={steps}", f"replay.replay_ratio={REPLAY_ARMS[arm]}"]
     if arm == "pbt":
         return [f"training.max_steps_per_member={steps}", "population.size=6", "evolution.mode=async"]
     if arm == "mf_pbt":
@@ -120,10 +120,10 @@ def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> li
                 f"evolution.subpopulations=[{{size: 3, evo_steps: {evo_steps}}}, "
                 f"{{size: 3, evo_steps: {4 * evo_steps}}}]"]
     if arm == "replay_evolved":
-        return [f"training.max_steps_per_member={steps}", "buffer.replay_ratio=0.5",
+        return [f"training.max_steps_per_member={steps}", "replay.replay_ratio=0.5",
                 "evolution.hp_config.replay_ratio={min: 0.05, max: 0.95}"]
     if arm == "replay_evolved_alone":
-        return [f"training.max_steps_per_member={steps}", "buffer.replay_ratio=0.5",
+        return [f"training.max_steps_per_member={steps}", "replay.replay_ratio=0.5",
                 "evolution.hp_config={replay_ratio: {min: 0.05, max: 0.95}}"]
     raise ValueError(f"unknown arm {arm!r} (one of {', '.join(ARMS)})")
 

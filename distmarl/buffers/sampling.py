@@ -201,7 +201,7 @@ class Sampler:
         overwritten since they were sampled are left out. Returns rows updated."""
         if self.prioritized is None:
             raise ValueError("update_priorities needs a prioritized buffer "
-                             "(buffer.prioritized_replay is off)")
+                             "(replay.prioritized_replay is off)")
         tree = self.priorities.get(consumer)
         if tree is None:
             raise ValueError(f"consumer {consumer!r} has sampled nothing: no priorities to update")

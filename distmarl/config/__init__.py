@@ -28,6 +28,7 @@ from distmarl.config.experiment import (
     MAPPOConfig,
     MATD3Config,
     PopulationConfig,
+    ReplayConfig,
     ResourceConfig,
     TrackingConfig,
     TrainingConfig,
@@ -55,7 +56,13 @@ from distmarl.config.loading import (
     read_config_data,
     yaml_load,
 )
-from distmarl.config.section import ConfigError, ForeignKeyWarning, RenamedKeyWarning, Section
+from distmarl.config.section import (
+    ConfigError,
+    ForeignKeyWarning,
+    MovedKeyWarning,
+    RenamedKeyWarning,
+    Section,
+)
 
 __all__ = [
     "ALGORITHM_CONFIGS",
@@ -82,11 +89,13 @@ __all__ = [
     "MAPPOHyperparameters",
     "MATD3Config",
     "MATD3Hyperparameters",
+    "MovedKeyWarning",
     "MultiFrequencyEvolution",
     "MutationConfig",
     "PopulationConfig",
     "RLParameterConfig",
     "RenamedKeyWarning",
+    "ReplayConfig",
     "ResourceConfig",
     "Section",
     "SubpopulationConfig",

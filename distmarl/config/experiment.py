@@ -41,7 +41,6 @@ from distmarl.config.replay import (
     DEFAULT_N_STEP,
     REPLAY_CAPACITY,
     FragmentRows,
-    check_n_step,
     fragment_rows,
     replay_hp,
 )
@@ -146,33 +145,24 @@ class PopulationConfig(Section):
 
 class BufferConfig(Section):
     capacity: int = Field(REPLAY_CAPACITY, ge=1, description="rows the shared buffer holds (a row: one env step of every agent). Left out: 100000 for members that replay (MADDPG, MATD3); for IPPO and MAPPO twice the rows of the fragments that can wait unread (members x (workers_per_member + 1) x learn_step x env.num_envs), which is all they need")
-    replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio); on-policy learners always read their member's new rows only, each once")
-    learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample (off-policy; on-policy members learn from their first fragment)")
-    samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row (off-policy only)")
-    error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
-    n_step: int | None = Field(None, ge=1, description="off-policy: each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n. null: 3 for MADDPG and MATD3, 1 for IPPO and MAPPO")
-    prioritized_replay: bool | None = Field(None, description="off-policy: replay rows in proportion to each learner's own TD errors (a sum-tree per learner), with importance weights in its critic losses. null: on for MADDPG and MATD3, off for IPPO and MAPPO")
+
+
+class ReplayConfig(Section):
+    """How members that learn from replayed rows (MADDPG, MATD3) read and write the buffer;
+    the section exists for them only (IPPO and MAPPO read their own fragments once)."""
+
+    replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio)")
+    learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample")
+    learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
+    max_policy_lag: int = Field(4, ge=0, description="weight versions a chunk may lag behind its learner's newest when it reaches the buffer (a learner waits for slow workers; 0: no update while a chunk is collected)")
+    samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row")
+    error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
+    n_step: int = Field(DEFAULT_N_STEP, ge=1, description="each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n")
+    prioritized_replay: bool = Field(True, description="replay rows in proportion to each learner's own TD errors (a sum-tree per learner), with importance weights in its critic losses")
     prioritized_replay_alpha: float = Field(0.6, ge=0, description="prioritised replay: priority exponent (0: uniform, 1: proportional to |TD error|); members may override and evolve it (algorithm.hp)")
     prioritized_replay_beta: float = Field(0.4, ge=0, le=1, description="prioritised replay: importance-weight exponent (1: full correction); members may override and evolve it (algorithm.hp)")
     prioritized_replay_eps: float = Field(1e-6, gt=0, description="prioritised replay: added to every |TD error|, so no row's priority is 0")
-
-    def resolved(self, replays: bool) -> BufferConfig:
-        """This section with ``n_step`` and ``prioritized_replay`` filled where null:
-        prioritised 3-step rows for members that learn from replayed rows (``replays``:
-        MADDPG, MATD3), 1-step rows without priorities for those that learn from their own
-        fragments (IPPO, MAPPO)."""
-        update: dict[str, Any] = {}
-        if self.n_step is None:
-            update["n_step"] = DEFAULT_N_STEP if replays else 1
-        if self.prioritized_replay is None:
-            update["prioritized_replay"] = replays
-        return self.model_copy(update=update) if update else self
-
-    @property
-    def row_steps(self) -> int:
-        """Env steps a row spans: ``n_step`` once :meth:`resolved` (1 before)."""
-        return 1 if self.n_step is None else self.n_step
 
     @property
     def prioritized(self) -> dict[str, float] | None:
@@ -184,15 +174,24 @@ class BufferConfig(Section):
                 "eps": self.prioritized_replay_eps}
 
 
+#: keys that moved to the replay section: where they were -> where they are
+MOVED_TO_REPLAY = {
+    **{f"buffer.{k}": f"replay.{k}" for k in (
+        "replay_ratio", "learning_starts", "samples_per_insert", "error_buffer", "n_step",
+        "prioritized_replay", "prioritized_replay_alpha", "prioritized_replay_beta",
+        "prioritized_replay_eps")},
+    "training.learning_delay": "replay.learning_delay",
+    "training.max_policy_lag": "replay.max_policy_lag",
+}
+
+
 class TrainingConfig(Section):
     RENAMED: ClassVar[dict[str, str]] = {"max_steps": "max_steps_per_member"}
 
     max_steps_per_member: int = Field(300_000, ge=1, description="env steps of each member: the run ends when every member has taken this many (the population takes population.size times this; the progress bar counts the population's)")
     target: float | None = Field(None, description="stop when the best fitness reaches this")
-    learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts (off-policy only)")
     weight_sync_updates: int = Field(8, ge=1, description="learner updates between weight publishes (off-policy; on-policy learners publish after every fragment)")
     chunk_steps: int = Field(16, ge=1, description="vectorised env steps per rollout-worker call (one buffer write); on-policy workers send whole fragments of learn_step steps instead")
-    max_policy_lag: int = Field(4, ge=0, description="off-policy: weight versions a chunk may lag behind its learner's newest when it reaches the buffer (a learner waits for slow workers; 0: no update while a chunk is being collected); on-policy members keep their own bound of workers_per_member updates")
 
 
 class ResourceConfig(Section):
@@ -276,6 +275,8 @@ class LeagueConfig(Section):
 
 
 class ExperimentConfig(Section):
+    MOVED: ClassVar[dict[str, str]] = MOVED_TO_REPLAY
+
     name: str = Field("distmarl", description="run name")
     seed: int = Field(0, description="seed of every random generator of the run")
     env: EnvConfig = Field(default_factory=EnvConfig)
@@ -284,6 +285,7 @@ class ExperimentConfig(Section):
     population: PopulationConfig = Field(default_factory=PopulationConfig)
     evolution: EvolutionConfig = Field(default_factory=SyncEvolution, description="evaluation, selection and mutation; the keys besides the common ones depend on evolution.mode")
     buffer: BufferConfig = Field(default_factory=BufferConfig)
+    replay: ReplayConfig | None = Field(None, description="replay settings of members that learn from replayed rows (MADDPG, MATD3; filled with its defaults for them when left out); IPPO and MAPPO, which read their own fragments once, have none")
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     resources: ResourceConfig = Field(default_factory=ResourceConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -293,6 +295,11 @@ class ExperimentConfig(Section):
     def num_members(self) -> int:
         """Members of the run: ``population.size``, per side in a league with named sides."""
         return self.population.size * (len(self.league.sides) if self.league.sides else 1)
+
+    @property
+    def row_steps(self) -> int:
+        """Env steps a buffer row spans: ``replay.n_step``, 1 for members without replay."""
+        return 1 if self.replay is None else self.replay.n_step
 
     def fragment_rows(self) -> FragmentRows:
         """What on-policy members can have waiting unread in the buffer, with the largest
@@ -306,11 +313,16 @@ class ExperimentConfig(Section):
     @model_validator(mode="after")
     def _cross_checks(self) -> ExperimentConfig:
         # members are of the algorithm section's family (population.members: _check_groups)
-        buffer = self.buffer.resolved(not on_policy(self.algorithm.name))
-        if "capacity" not in buffer.model_fields_set and on_policy(self.algorithm.name):
-            buffer = buffer.model_copy(update={"capacity": self.fragment_rows().capacity})
-        if buffer is not self.buffer:  # (assignment validates the whole config again)
-            self.buffer = buffer
+        replays = not on_policy(self.algorithm.name)
+        if replays and self.replay is None:
+            self.replay = ReplayConfig()
+        if not replays and self.replay is not None:
+            raise ValueError(f"replay: {self.algorithm.name} members read their own fragments "
+                             "once, in order: they have no replay settings (remove the replay "
+                             "section)")
+        if "capacity" not in self.buffer.model_fields_set and not replays:
+            self.buffer = self.buffer.model_copy(
+                update={"capacity": self.fragment_rows().capacity})
         evo = self.evolution
         if isinstance(evo, SyncEvolution) and evo.tournament.size > self.population.size:
             raise ValueError(f"evolution.tournament.size {evo.tournament.size} is larger "
@@ -331,10 +343,8 @@ class ExperimentConfig(Section):
             check_search_ranges(self.algorithm.name, ranges)
         except ValueError as err:
             raise ValueError(f"evolution.hp_config: {err}") from None
-        b = self.buffer
-        check_n_step(self.algorithm.name, b.row_steps)
-        filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), b.replay_ratio,
-                           b.prioritized, set(ranges))
+        filled = replay_hp(self.algorithm.name, self.algorithm.hp.as_dict(), self.replay,
+                           set(ranges))
         if filled:
             hp = self.algorithm.hp.model_copy(update=filled)
             self.algorithm = self.algorithm.model_copy(update={"hp": hp})
@@ -404,10 +414,8 @@ class ExperimentConfig(Section):
         group = (self.population.members or [])[index]
         where = f"population.members[{index}]"
         hp = member_hp(self.algorithm.hp.as_dict(), group.algorithm, group.hp, where)
-        b = self.buffer
-        hp.update(replay_hp(group.algorithm, hp, b.replay_ratio, b.prioritized,
+        hp.update(replay_hp(group.algorithm, hp, self.replay,
                             searched or set(self.evolution.hp_config)))
-        check_n_step(group.algorithm, b.row_steps)
         return ALGORITHM_CONFIGS[group.algorithm].model_validate(
             {"name": group.algorithm, "hp": hp, "net_config": self.algorithm.net_config})
 

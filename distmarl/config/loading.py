@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from distmarl.config.evolution import EVOLUTION_MODES, keys_of_mode
 from distmarl.config.experiment import ALGORITHM_CONFIGS, ExperimentConfig
+from distmarl.config.hparams import HP_MODELS, on_policy
 from distmarl.config.section import UNKNOWN_KEY, ConfigError
 
 #: The key that names a config's base file.
@@ -56,7 +57,16 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         node[parts[-1]] = yaml_load(raw)
         if parts == ["evolution", "mode"]:  # the old mode's keys go with it
             data["evolution"] = keys_of_mode(data["evolution"], data["evolution"]["mode"])
+        if parts == ["algorithm", "name"]:  # and the old family's replay settings
+            _drop_replay_for(data, data["algorithm"]["name"])
     return data
+
+
+def _drop_replay_for(data: dict[str, Any], algorithm: Any) -> None:
+    """``data`` without its ``replay`` section when ``algorithm`` reads its own fragments (a
+    file or ``--set`` switched a replaying base to it)."""
+    if isinstance(algorithm, str) and algorithm in HP_MODELS and on_policy(algorithm):
+        data.pop("replay", None)
 
 
 def deep_merge(base: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,6 +167,9 @@ def read_config_data(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]
     mode = evolution.get("mode") if isinstance(evolution, Mapping) else None
     if mode is not None and isinstance(under.get("evolution"), Mapping):
         under["evolution"] = keys_of_mode(under["evolution"], mode)  # the base's mode's go
+    algorithm = data.get("algorithm")
+    if isinstance(algorithm, Mapping):
+        _drop_replay_for(under, algorithm.get("name"))
     return deep_merge(under, data)
 
 

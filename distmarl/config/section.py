@@ -28,6 +28,10 @@ class RenamedKeyWarning(UserWarning):
     """A config key was written under its old name (it is read under the new one)."""
 
 
+class MovedKeyWarning(UserWarning):
+    """A config key was written in the section it used to be in (it is read where it is)."""
+
+
 class ForeignKeyWarning(UserWarning):
     """A config key of a sibling model (another mode's) was written: it does nothing here."""
 
@@ -46,6 +50,9 @@ class Section(BaseModel):
     ELSEWHERE: ClassVar[dict[str, str]] = {}
     #: keys this section used to have: old name -> the field it is now
     RENAMED: ClassVar[dict[str, str]] = {}
+    #: keys that moved between this section's subsections: ``old.path`` -> ``new.path``; read
+    #: where they are now, with a warning
+    MOVED: ClassVar[dict[str, str]] = {}
     #: keys of a sibling model that this one lacks (another ``evolution.mode``'s): key -> why
     #: it does nothing here; read with a warning and dropped, so that a base config of one
     #: mode can be run in another
@@ -55,7 +62,7 @@ class Section(BaseModel):
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
-            data = cls._foreign(cls._renamed(data))
+            data = cls._foreign(cls._renamed(cls._moved(data)))
             known = sorted(cls.model_fields)
             for key in data:
                 if key not in cls.model_fields:
@@ -66,6 +73,28 @@ class Section(BaseModel):
                         UNKNOWN_KEY, "unknown key '{key}'{hint} (valid keys: {valid})",
                         {"key": str(key), "hint": hint, "valid": str(known)})
         return data
+
+    @classmethod
+    def _moved(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``data`` with its keys of :attr:`MOVED` where they are now (warned); a key given
+        in both places is an error naming them."""
+        out: dict[str, Any] | None = None
+        for old, new in cls.MOVED.items():
+            section, key = old.split(".")
+            if not isinstance(data.get(section), Mapping) or key not in data[section]:
+                continue
+            out = dict(data) if out is None else out
+            where, name = new.split(".")
+            source = out[section] = dict(out[section])
+            target = out[where] = dict(out.get(where) or {})
+            if name in target:
+                raise PydanticCustomError(
+                    UNKNOWN_KEY, "'{key}' moved to '{new}'{hint}: keep '{new}' only",
+                    {"key": old, "new": new, "hint": ", and both are set"})
+            warnings.warn(f"config key '{old}' is now '{new}' (read as '{new}'; move it)",
+                          MovedKeyWarning, stacklevel=2)
+            target[name] = source.pop(key)
+        return data if out is None else out
 
     @classmethod
     def _foreign(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:

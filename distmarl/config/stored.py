@@ -9,7 +9,9 @@ scored (``distmarl evaluate``):
   ``self_share`` goes (self-play by share is no longer offered);
 - an ``evolution.hp_config`` range's ``dtype`` is dropped, to be inferred again from its
   hyperparameter's type (an integer one stored as ``float`` would be refused);
-- ``evolution`` keeps the keys of its mode only (one section held every mode's keys).
+- ``evolution`` keeps the keys of its mode only (one section held every mode's keys);
+- the replay settings written in ``buffer`` and ``training`` move to ``replay`` for members
+  that replay, and go for those that do not (every run wrote them out).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from distmarl.config.evolution import keys_of_mode
-from distmarl.config.experiment import ExperimentConfig
+from distmarl.config.experiment import (
+    ALGORITHM_CONFIGS,
+    DEFAULT_ALGORITHM,
+    MOVED_TO_REPLAY,
+    ExperimentConfig,
+)
+from distmarl.config.hparams import on_policy
 
 __all__ = ["stored_config"]
 
@@ -41,7 +49,26 @@ def stored_config(data: Mapping[str, Any]) -> ExperimentConfig:
         for spec in evolution.get("hp_config", {}).values():
             if isinstance(spec, dict):
                 spec.pop("dtype", None)
+    _move_replay_keys(out)
     return ExperimentConfig.model_validate(out)
+
+
+def _move_replay_keys(out: dict[str, Any]) -> None:
+    """The replay keys of ``buffer`` / ``training`` (before they had their own section) into
+    ``replay`` for a replaying algorithm, dropped for one that reads its own fragments."""
+    algorithm = (out.get("algorithm") or {}).get("name", DEFAULT_ALGORITHM)
+    replays = not on_policy(algorithm) if algorithm in ALGORITHM_CONFIGS else True
+    for old, new in MOVED_TO_REPLAY.items():
+        section, key = old.split(".")
+        if not isinstance(out.get(section), dict) or key not in out[section]:
+            continue
+        value = out[section].pop(key)
+        if replays and (value is not None or key in _NULLABLE):
+            out.setdefault("replay", {})[new.split(".")[1]] = value
+
+
+#: replay keys whose stored null is a value (the others' null meant "the family's default")
+_NULLABLE = ("replay_ratio", "samples_per_insert", "error_buffer")
 
 
 def _opponents(league: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 It uses the parts the distributed runtime uses (vectorised env, :class:`Collector`, replay
 buffer, algorithm) without Ray, and counts updates the way the runtime does: one update per
 ``learn_step`` new transitions once ``learning_starts`` rows are stored and
-``training.learning_delay`` env steps have passed. It is the reference the runtime is checked
+``replay.learning_delay`` env steps have passed. It is the reference the runtime is checked
 against, and the loop to read first to see what one member does.
 """
 
@@ -19,7 +19,7 @@ from distmarl.algorithms import ReplayLearner
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
 from distmarl.collect import Collector, progress_score
-from distmarl.config import ExperimentConfig
+from distmarl.config import ExperimentConfig, ReplayConfig
 from distmarl.config.hparams import on_policy
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
 from distmarl.local.result import LocalResult
@@ -42,6 +42,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     torch.set_num_threads(1)
     spaces = env_spaces(cfg.env)
     algo = cast(ReplayLearner, make_algorithm(cfg.algorithm, spaces, seed=seed))
+    replay = cast(ReplayConfig, cfg.replay)  # a replaying algorithm's config has the section
     venv = make_venv(cfg.env, seed=seed)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
     spec = rollout_spec(cfg, spaces)
@@ -59,12 +60,12 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
         done += rollout.env_steps
         if rollout.episode_scores:
             train_scores.append((done, float(np.mean(rollout.episode_scores))))
-        if len(buffer) >= cfg.buffer.learning_starts and done > cfg.training.learning_delay:
+        if len(buffer) >= replay.learning_starts and done > replay.learning_delay:
             owed += rollout.env_steps / algo.hp["learn_step"]
         t = time.perf_counter()
         while owed >= 1:  # the updates these transitions are owed
             batch = buffer.read(int(algo.hp["batch_size"]))
-            if batch is None:  # rate-limited (buffer.samples_per_insert): owed until more data
+            if batch is None:  # rate-limited (replay.samples_per_insert): owed until more data
                 break
             metrics = learn(algo, buffer, batch)
             owed -= 1

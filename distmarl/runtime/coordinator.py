@@ -127,7 +127,7 @@ class TrainingRun:
         spaces = env_spaces(cfg.env)
         mark("env_spaces")
         self.state = RunState()
-        path = make_datapath(algo.name, training, cfg.buffer)
+        path = make_datapath(algo.name, training, cfg.replay)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
         setup = league_setup(cfg, spaces)

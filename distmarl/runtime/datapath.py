@@ -13,7 +13,7 @@ updates a result earns      one per ``learn_step`` transitions      one per frag
                             buffer holds ``learning_starts`` rows
 updates a train call        owed again (a refused sample)           gone (a fragment lost to a
 did not do                                                          fault is never learned)
-policy-lag bound            ``training.max_policy_lag`` versions    ``workers_per_member``
+policy-lag bound            ``replay.max_policy_lag`` versions      ``workers_per_member``
                             (the learner waits for slow workers)    updates (collection waits)
 after a fault               nothing                                 the learner drops its
                                                                     waiting fragments
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from distmarl.config import BufferConfig, TrainingConfig
+from distmarl.config import ReplayConfig, TrainingConfig
 from distmarl.config.hparams import on_policy
 from distmarl.runtime.run_state import MemberState
 
@@ -155,11 +155,10 @@ class OnPolicyPath:
 
 
 def make_datapath(algorithm: str, training: TrainingConfig,
-                  buffer: BufferConfig) -> OffPolicyPath | OnPolicyPath:
+                  replay: ReplayConfig | None) -> OffPolicyPath | OnPolicyPath:
     """The data path of the family of ``algorithm`` (its name); an off-policy path reads
-    ``training``'s chunk size, learning delay and policy-lag bound and ``buffer``'s
-    ``learning_starts``."""
-    if on_policy(algorithm):
+    ``training``'s chunk size and ``replay``'s learning start, delay and policy-lag bound."""
+    if on_policy(algorithm) or replay is None:
         return OnPolicyPath()
-    return OffPolicyPath(training.chunk_steps, buffer.learning_starts, training.learning_delay,
-                         training.max_policy_lag)
+    return OffPolicyPath(training.chunk_steps, replay.learning_starts, replay.learning_delay,
+                         replay.max_policy_lag)

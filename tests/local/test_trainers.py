@@ -25,7 +25,7 @@ SPREAD = ROOT / "examples" / "configs" / "spread_mappo.yaml"
 
 def test_off_policy_updates_follow_learn_step_after_learning_starts() -> None:
     # 2 sub-envs, learn_step 8, learning_starts 64; uniform 1-step rows
-    cfg = load_config(TINY, ["buffer.prioritized_replay=false", "buffer.n_step=1"])
+    cfg = load_config(TINY, ["replay.prioritized_replay=false", "replay.n_step=1"])
     result = train_off_policy(cfg, steps=200, seed=3, eval_every=100, log=False)
     assert isinstance(result, LocalResult)
     assert result.env_steps == 200
@@ -43,7 +43,7 @@ def test_off_policy_updates_follow_learn_step_after_learning_starts() -> None:
 
 def test_off_policy_default_replay_is_prioritised_3_step_rows_and_updates_priorities() -> None:
     cfg = load_config(TINY)
-    assert (cfg.buffer.n_step, cfg.buffer.prioritized_replay) == (3, True)
+    assert (cfg.replay.n_step, cfg.replay.prioritized_replay) == (3, True)
     # a 3-step row is stored 2 vectorised steps late: the buffer holds 64 rows 4 env steps
     # later than with 1-step rows, (200 - 66) / 8 = 16.75 -> 16 updates
     assert train_off_policy(cfg, steps=200, seed=3, log=False).updates == 16
@@ -89,7 +89,7 @@ def test_distmarl_local_imports_neither_ray_nor_mlflow() -> None:
 
 
 def test_off_policy_n_step_rows_reach_the_buffer_and_learn() -> None:
-    cfg = load_config(TINY, ["buffer.n_step=3"])
+    cfg = load_config(TINY, ["replay.n_step=3"])
     result = train_off_policy(cfg, steps=200, seed=3, log=False)
     # rows leave two steps (4 rows) behind their env steps: 64 rows are stored at step 68,
     # so (200 - 66) / 8 = 16.75 -> 16 updates, one fewer than one-step rows get

@@ -34,7 +34,7 @@ def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
     if on_policy:
         sets += ["algorithm.hp.learn_step=16", "algorithm.hp.batch_size=16"]
     else:
-        sets += ["buffer.learning_starts=32", "algorithm.hp.batch_size=16",
+        sets += ["replay.learning_starts=32", "algorithm.hp.batch_size=16",
                  "training.chunk_steps=8"]
     if isinstance(cfg.evolution, MultiFrequencyEvolution):
         sizes = [s.size for s in cfg.evolution.subpopulations]

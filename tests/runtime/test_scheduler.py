@@ -254,13 +254,13 @@ def test_the_data_path_is_chosen_once_from_the_algorithm() -> None:
     from distmarl.runtime.datapath import make_datapath
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
-    cfg = load_config(tiny, ["training.chunk_steps=12", "buffer.learning_starts=77"])
-    path = make_datapath(cfg.algorithm.name, cfg.training, cfg.buffer)
+    cfg = load_config(tiny, ["training.chunk_steps=12", "replay.learning_starts=77"])
+    path = make_datapath(cfg.algorithm.name, cfg.training, cfg.replay)
     assert isinstance(path, OffPolicyPath) and not path.resyncs_fragments
     assert (path.chunk_steps, path.learning_starts) == (12, 77)
     ippo = load_config(tiny, ["algorithm.name=IPPO", "algorithm.hp={learn_step: 4}",
                               "evolution.hp_config={}"])
-    path = make_datapath(ippo.algorithm.name, ippo.training, ippo.buffer)
+    path = make_datapath(ippo.algorithm.name, ippo.training, ippo.replay)
     assert isinstance(path, OnPolicyPath) and path.resyncs_fragments
     assert path.collect_steps(MemberState(0, 100, {"learn_step": 4})) == 4
 

@@ -177,7 +177,7 @@ def test_update_to_data_ratio_follows_learn_step(run: RayRun) -> None:
     for m in summary["members"]:
         # one update per learn_step transitions once the buffer holds learning_starts rows
         learn_step = cfg.algorithm.hp.learn_step
-        expected = (m["env_steps"] - cfg.buffer.learning_starts) / learn_step
+        expected = (m["env_steps"] - cfg.replay.learning_starts) / learn_step
         assert expected * 0.7 <= m["updates"] <= m["env_steps"] / learn_step + 1, m
 
 
@@ -334,7 +334,7 @@ def test_a_policy_lag_bound_of_8_lets_chunks_lag(tmp_path: Path) -> None:
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps_per_member=200",
                                "training.weight_sync_updates=1", "training.chunk_steps=4",
                                "algorithm.hp.learn_step=1", "population.workers_per_member=2",
-                               "training.max_policy_lag=8"])
+                               "replay.max_policy_lag=8"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
     lags = [m["max_policy_lag_seen"] for m in summary["members"]]
     assert all(m["updates"] > 0 for m in summary["members"])
@@ -350,8 +350,8 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
     from distmarl.runtime.trainer import train
 
     cfg = tiny(tmp_path, sets=[
-        "tracking.mlflow=false", "buffer.prioritized_replay=true", "buffer.replay_ratio=0.5",
-        "buffer.n_step=3",
+        "tracking.mlflow=false", "replay.prioritized_replay=true", "replay.replay_ratio=0.5",
+        "replay.n_step=3",
         "evolution.mutation.rl_hp=1.0", "evolution.mutation.architecture=0.0",
         "evolution.mutation.parameters=0.0", "evolution.mutation.mutate_elite=true",
         "evolution.hp_config={prioritized_replay_beta: {min: 0.1, max: 1.0}, "

@@ -38,7 +38,7 @@ def test_resume_continues_counters_state_and_mlflow_runs(tmp_path: Path) -> None
     from distmarl.runtime.trainer import train
 
     sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp",
-            "buffer.prioritized_replay=true", "buffer.n_step=1"]  # a row per env step
+            "replay.prioritized_replay=true", "replay.n_step=1"]  # a row per env step
     first = train(load_config(TINY, [*sets, "training.max_steps_per_member=200"]), run_dir=tmp_path / "run",
                   show_progress=False, local=True)
     assert first["generations"] == 1
