@@ -6,7 +6,7 @@ Only these cross process boundaries: numpy arrays inside plain dicts and NamedTu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -38,7 +38,7 @@ class SampleBatch(NamedTuple):
     ``data`` is a tuple in the buffer's ``field_names`` order; each item is a dict
     ``agent -> array`` of shape ``(batch, *field_shape)`` with scalar fields as ``(batch, 1)``.
     Row ``i`` is the same transition in every field and every agent. ``num_new`` rows at the
-    front are rows this consumer had not received before; the rest are uniform replay.
+    front are rows this consumer had not received before; the rest are replay.
     ``indices`` are the global insertion indices (``0 .. counter-1``) of the rows.
     ``weights``: prioritised replay's importance weights, ``(batch,)`` float32 in ``(0, 1]``
     (new rows 1); None from a buffer without prioritised replay.
@@ -64,8 +64,9 @@ class ReadSpec:
     actor). Make one with :meth:`stream`, :meth:`mixin` or :meth:`replay`.
 
     ``kind``: ``"stream"``, only rows the consumer has not received, each once, oldest first
-    (an on-policy learner's fragments); ``"mixin"``, the newest unreceived rows with replay
-    at ``replay_ratio`` (the replayed share of a batch, in ``(0, 1)``); ``"replay"``, replay
+    (an on-policy learner's fragments); ``"mixin"``, unreceived rows (the newest; the oldest
+    under the buffer's RLlib-style mix-in) with replay at ``replay_ratio`` (the replayed
+    share of a batch, in ``(0, 1)``); ``"replay"``, replay
     only. ``member``: only that member's rows. Replay is uniform, or where the buffer keeps
     priorities drawn by this consumer's own TD errors, with exponents ``alpha`` / ``beta``
     (None: the buffer's)."""
@@ -191,7 +192,3 @@ class RolloutSpec:
     def buffer_fields(self) -> tuple[str, ...]:
         """The fields the buffer stores: :attr:`fields`, and ``N_STEPS_FIELD`` for n-step rows."""
         return (*self.fields, N_STEPS_FIELD) if self.n_step > 1 else self.fields
-
-    def with_global_state(self, global_state: bool) -> RolloutSpec:
-        """This spec, recording the global state or not."""
-        return replace(self, global_state=global_state)

@@ -380,7 +380,8 @@ ROWS: list[Row] = [
         ConfigError, r"replay\.n_step: Input should be greater than or equal to 1 \(got 0\)"),
     Row("an old buffer key on an on-policy algorithm",
         lambda c: load_config(CONNECT_FOUR, ["buffer.n_step=3"]),
-        ConfigError, r"replay: IPPO members read their own fragments once"),
+        ConfigError, r"'buffer\.n_step' \(now 'replay\.n_step'\) is a replay setting: IPPO "
+                     r"members read their own fragments once and have none \(remove it\)"),
     Row("prioritised replay's update on a uniform buffer",
         lambda c: uniform_update(),
         ValueError, r"update_priorities needs a prioritized buffer"),

@@ -461,6 +461,23 @@ def test_a_replay_key_written_where_it_was_is_read_where_it_is() -> None:
         config_from_dict({"buffer": {"n_step": 1}, "replay": {"n_step": 2}})
 
 
+def test_old_replay_keys_of_members_without_replay() -> None:
+    """IPPO read and ignored ``training.learning_delay`` / ``max_policy_lag``: they are
+    dropped with a warning that says so. A null at the old place meant the family's default,
+    which the replay section has."""
+    from distmarl.config import ForeignKeyWarning, MovedKeyWarning
+
+    with pytest.warns(ForeignKeyWarning, match="'training.max_policy_lag' .now "
+                                               "'replay.max_policy_lag'. does nothing for IPPO"):
+        cfg = config_from_dict({"algorithm": {"name": "IPPO"},
+                                "training": {"max_policy_lag": 2, "chunk_steps": 8}})
+    assert cfg.replay is None and cfg.training.chunk_steps == 8
+    with pytest.warns(MovedKeyWarning):
+        cfg = config_from_dict({"buffer": {"n_step": None, "prioritized_replay": None}})
+    assert cfg.replay is not None and (cfg.replay.n_step, cfg.replay.prioritized_replay) == (
+        3, True)
+
+
 def test_a_mixed_population_takes_its_family_s_replay_defaults() -> None:
     cfg = config_from_dict({"population": {"size": 4, "members": [
         {"algorithm": "MADDPG", "count": 2}, {"algorithm": "MATD3", "count": 2}]}})

@@ -49,6 +49,34 @@ def test_a_stored_float_dtype_of_an_integer_range_is_inferred_again() -> None:
     assert stored_config(data).evolution.hp_config["batch_size"].dtype == "int"
 
 
+def test_a_stored_replay_ratio_of_zero_reads_as_the_smallest_ratio() -> None:
+    """0 meant "a batch of new rows only" and is no ratio today: stored in the buffer
+    section, a member's hyperparameters, a search range or a member's state, it reads as
+    the smallest ratio, whose batches are still all new rows."""
+    from distmarl.config.replay import STORED_STREAM_RATIO
+    from distmarl.runtime.run_state import MemberState
+
+    data = dumped("speaker_listener_maddpg.yaml")
+    data.pop("replay")
+    data["buffer"]["replay_ratio"] = 0.0
+    data["algorithm"]["hp"]["replay_ratio"] = 0
+    data["evolution"]["hp_config"]["replay_ratio"] = {"min": 0.0, "max": 0.5}
+    cfg = stored_config(data)
+    assert cfg.replay is not None and cfg.replay.replay_ratio == STORED_STREAM_RATIO
+    assert cfg.algorithm.hp.replay_ratio == STORED_STREAM_RATIO
+    assert cfg.evolution.hp_config["replay_ratio"].min == STORED_STREAM_RATIO
+    member = MemberState(member=0, boundary=0, hp={"replay_ratio": 0.0, "learn_step": 5})
+    back = MemberState.from_json(member.to_json())
+    assert back.hp == {"replay_ratio": STORED_STREAM_RATIO, "learn_step": 5}
+    from distmarl.factory import env_spaces, make_algorithm
+
+    algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=0)
+    state = algo.state_dict()
+    state["hp"]["replay_ratio"] = 0.0
+    algo.load_state_dict(state)
+    assert algo.hp["replay_ratio"] == STORED_STREAM_RATIO
+
+
 STORED = Path(__file__).resolve().parent / "data" / "stored_configs"
 
 

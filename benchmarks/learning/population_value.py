@@ -99,7 +99,7 @@ def _population_overrides(arm: str, size: int, evo_steps: int, steps: int) -> li
         return [f"training.max_steps_per_member={steps}", "evolution.mode=independent"]
     if arm == "single":
         return [f"training.max_steps_per_member={steps * size}", "population.size=1",
-                "evolution.tournament.size=1", "evolution.mode=independent",
+                "evolution.mode=independent",
                 f"evolution.evo_steps={evo_steps * size}"]
     if arm == "sampled":
         return [f"training.max_steps_per_member={steps}", "evolution.initial_hp=sampled"]

@@ -283,7 +283,9 @@ class MultiAgentReplayBuffer:
         """Everything needed to rebuild the buffer exactly, as plain data (copies).
 
         ``meta`` is JSON-able: ``version``, ``config``, ``schema``, ``counter`` (rows ever
-        added), ``consumers`` (name -> counters) and ``rng`` (the sampler's), ``rate_limiter``.
+        added), ``consumers`` (name -> counters), ``readers`` (name -> its registered
+        :class:`~distmarl.types.ReadSpec`), ``rng`` (the sampler's), ``rate_limiter`` and,
+        with prioritised replay, ``priorities``.
         ``columns`` holds every stored row in insertion order, one array per column
         (``agent/field[/key]``) plus ``__member__`` and, with prioritised replay, one
         ``__priority__/<consumer>`` per consumer (``meta['priorities']`` holds the rest of its

@@ -61,12 +61,12 @@ def play(cfg: ExperimentConfig, policies: Sequence[Any], episodes: int = 1, seed
     player (a league reference: ``act`` alone), which plays its seats."""
     from distmarl.envs.limits import resolve_limit
 
-    playing = [_seats(p, s) for p, s in zip(policies, seats or [None] * len(policies),
-                                            strict=True)]
     env = make_render_env(cfg, render_mode)
     rng = np.random.default_rng(seed)
     out = Played()
     try:
+        playing = [_seats(p, s, env.possible_agents)
+                   for p, s in zip(policies, seats or [None] * len(policies), strict=True)]
         limit = resolve_limit(cfg.env.max_episode_steps, env)
         for episode in range(episodes):
             obs, infos = env.reset(seed=seed + episode)
@@ -85,12 +85,14 @@ def play(cfg: ExperimentConfig, policies: Sequence[Any], episodes: int = 1, seed
     return out
 
 
-def _seats(policy: Any, seats: Collection[str] | None) -> set[str]:
+def _seats(policy: Any, seats: Collection[str] | None, everyone: Collection[str]) -> set[str]:
     """The agents ``policy`` plays: ``seats`` that it has (an algorithm's ``agents``; a
-    scripted player has none and plays whatever it is handed), else all it has."""
+    scripted player has none and plays whatever it is handed), else all it has (a scripted
+    player: ``everyone``, the env's agents)."""
+    has = getattr(policy, "agents", None)
     if seats is None:
-        return set(policy.agents)
-    return set(seats) & set(getattr(policy, "agents", seats))
+        return set(everyone if has is None else has)
+    return set(seats) & set(seats if has is None else has)
 
 
 def _actions(env: Any, policies: Sequence[Any], playing: Sequence[set[str]],

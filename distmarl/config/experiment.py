@@ -9,6 +9,7 @@ are rejected with the closest valid name suggested. ``algorithm`` is a union dis
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -44,7 +45,7 @@ from distmarl.config.replay import (
     fragment_rows,
     replay_hp,
 )
-from distmarl.config.section import Section
+from distmarl.config.section import UNKNOWN_KEY, ForeignKeyWarning, Section
 
 
 class EnvConfig(Section):
@@ -152,7 +153,7 @@ class ReplayConfig(Section):
     """How members that learn from replayed rows (MADDPG, MATD3) read and write the buffer;
     the section exists for them only (IPPO and MAPPO read their own fragments once)."""
 
-    replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: uniform replay; r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio)")
+    replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: replay only (uniform, or by priority with prioritized_replay); r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio)")
     learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample")
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
     max_policy_lag: int = Field(4, ge=0, description="weight versions a chunk may lag behind its learner's newest when it reaches the buffer (a learner waits for slow workers; 0: no update while a chunk is collected)")
@@ -276,6 +277,30 @@ class LeagueConfig(Section):
 
 class ExperimentConfig(Section):
     MOVED: ClassVar[dict[str, str]] = MOVED_TO_REPLAY
+
+    @classmethod
+    def _moved(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The keys of :data:`MOVED_TO_REPLAY` moved to ``replay``; for members without replay
+        (IPPO, MAPPO), ``training``'s (which they ignored) dropped with a warning saying so,
+        and ``buffer``'s an error naming the key."""
+        name = _algorithm_name(data.get("algorithm", {}))
+        if not (name in ALGORITHM_CONFIGS and on_policy(name)):
+            return super()._moved(data)
+        out = dict(data)
+        for old, new in cls.MOVED.items():
+            section, key = old.split(".")
+            if not (isinstance(out.get(section), Mapping) and key in out[section]):
+                continue
+            if section == "buffer":
+                raise PydanticCustomError(
+                    UNKNOWN_KEY, "'{key}' (now '{new}') is a replay setting: {name} members "
+                    "read their own fragments once and have none (remove it)",
+                    {"key": old, "new": new, "name": name})
+            out[section] = {k: v for k, v in out[section].items() if k != key}
+            warnings.warn(f"config key '{old}' (now '{new}') does nothing for {name} members, "
+                          "which read their own fragments once: ignored",
+                          ForeignKeyWarning, stacklevel=2)
+        return out
 
     name: str = Field("distmarl", description="run name")
     seed: int = Field(0, description="seed of every random generator of the run")

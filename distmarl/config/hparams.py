@@ -132,7 +132,7 @@ class MADDPGHyperparameters(Hyperparameters):
     dt: Real = Field(1e-2, gt=0, description="Ornstein-Uhlenbeck time step")
     max_grad_norm: Real = Field(0.0, ge=0, description="clip each network's gradient norm to this (0: off)")
     actor_reg: Real = Field(0.0, ge=0, description="weight of an L2 penalty on the actor's pre-tanh outputs / logits, which keeps them from saturating (0: off)")
-    replay_ratio: Real | None = Field(None, gt=0, lt=1, description="this member's share of replayed rows per batch, the rest its newest unseen rows (null: replay.replay_ratio; null there too: uniform replay)")
+    replay_ratio: Real | None = Field(None, gt=0, lt=1, description="this member's share of replayed rows per batch, the rest its newest unseen rows (null: replay.replay_ratio; null there too: replay only, no new rows first)")
     prioritized_replay_alpha: Real | None = Field(None, ge=0, description="this member's priority exponent (null: replay.prioritized_replay_alpha)")
     prioritized_replay_beta: Real | None = Field(None, ge=0, le=1, description="this member's importance-weight exponent (null: replay.prioritized_replay_beta)")
 

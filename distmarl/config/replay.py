@@ -29,6 +29,27 @@ REPLAY_CAPACITY = 100_000
 #: unread (members' fragments interleave in one ring, so a row must outlast the writes of
 #: every other fragment in flight).
 FRAGMENT_CAPACITY_MARGIN = 2
+#: What a stored ``replay_ratio`` of 0 reads as. 0 used to mean "a batch of new rows only"
+#: and is no ratio now; this one's mix-in still takes every row of a batch from the new rows
+#: (``round(batch_size * (1 - r)) == batch_size`` for any batch under half a million rows),
+#: topping up from replay where too few are new, and mutates like any ratio.
+STORED_STREAM_RATIO = 1e-6
+
+
+def stored_ratio(value: Any) -> Any:
+    """A stored ``replay_ratio`` (config, range bound or member hyperparameter) as it reads
+    today: :data:`STORED_STREAM_RATIO` for 0, anything else as it is."""
+    zero = isinstance(value, int | float) and not isinstance(value, bool) and value == 0
+    return STORED_STREAM_RATIO if zero else value
+
+
+def stored_hp(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """A member's stored hyperparameters with a ``replay_ratio`` of 0 read as
+    :func:`stored_ratio` says (a fresh dict)."""
+    out = dict(hp)
+    if "replay_ratio" in out:
+        out["replay_ratio"] = stored_ratio(out["replay_ratio"])
+    return out
 
 
 class FragmentRows(NamedTuple):
@@ -67,7 +88,7 @@ def replay_hp(algorithm: str, hp: Mapping[str, Any], replay: Any,
     values (None for members without replay: nothing to fill).
 
     ValueError: a member's ``alpha`` / ``beta`` (set or searched) without prioritised replay;
-    a searched ``replay_ratio`` with no starting value (uniform replay).
+    a searched ``replay_ratio`` with no starting value (replay only).
     """
     if on_policy(algorithm) or replay is None:
         return {}
@@ -84,7 +105,7 @@ def replay_hp(algorithm: str, hp: Mapping[str, Any], replay: Any,
         if "replay_ratio" in searched and replay.replay_ratio is None:
             raise ValueError("evolution.hp_config.replay_ratio: members need a starting value "
                              "to mutate; set replay.replay_ratio or algorithm.hp.replay_ratio "
-                             "(null: uniform replay)")
+                             "(null: replay only)")
         if replay.replay_ratio is not None:
             out["replay_ratio"] = replay.replay_ratio
     return out

@@ -93,7 +93,9 @@ class Section(BaseModel):
                     {"key": old, "new": new, "hint": ", and both are set"})
             warnings.warn(f"config key '{old}' is now '{new}' (read as '{new}'; move it)",
                           MovedKeyWarning, stacklevel=2)
-            target[name] = source.pop(key)
+            value = source.pop(key)
+            if value is not None:  # a null meant the default, which the new place has too
+                target[name] = value
         return data if out is None else out
 
     @classmethod

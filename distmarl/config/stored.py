@@ -11,7 +11,9 @@ scored (``distmarl evaluate``):
   hyperparameter's type (an integer one stored as ``float`` would be refused);
 - ``evolution`` keeps the keys of its mode only (one section held every mode's keys);
 - the replay settings written in ``buffer`` and ``training`` move to ``replay`` for members
-  that replay, and go for those that do not (every run wrote them out).
+  that replay, and go for those that do not (every run wrote them out);
+- a ``replay_ratio`` of 0 (it meant: a batch of new rows only) reads as the smallest ratio,
+  :data:`~distmarl.config.replay.STORED_STREAM_RATIO`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from distmarl.config.experiment import (
     ExperimentConfig,
 )
 from distmarl.config.hparams import on_policy
+from distmarl.config.replay import stored_hp, stored_ratio
 
 __all__ = ["stored_config"]
 
@@ -50,6 +53,7 @@ def stored_config(data: Mapping[str, Any]) -> ExperimentConfig:
             if isinstance(spec, dict):
                 spec.pop("dtype", None)
     _move_replay_keys(out)
+    _ratios_of_zero(out)
     return ExperimentConfig.model_validate(out)
 
 
@@ -63,12 +67,24 @@ def _move_replay_keys(out: dict[str, Any]) -> None:
         if not isinstance(out.get(section), dict) or key not in out[section]:
             continue
         value = out[section].pop(key)
-        if replays and (value is not None or key in _NULLABLE):
+        if replays and value is not None:  # (a null: the field's default, the family's)
             out.setdefault("replay", {})[new.split(".")[1]] = value
 
 
-#: replay keys whose stored null is a value (the others' null meant "the family's default")
-_NULLABLE = ("replay_ratio", "samples_per_insert", "error_buffer")
+def _ratios_of_zero(out: dict[str, Any]) -> None:
+    """Every stored ``replay_ratio`` of 0 (a batch of new rows only, when 0 meant that) read
+    as :func:`stored_ratio` says: the replay section's, the members' and the search range's."""
+    if isinstance(out.get("replay"), dict) and "replay_ratio" in out["replay"]:
+        out["replay"]["replay_ratio"] = stored_ratio(out["replay"]["replay_ratio"])
+    algorithm = out.get("algorithm")
+    if isinstance(algorithm, dict) and isinstance(algorithm.get("hp"), dict):
+        algorithm["hp"] = stored_hp(algorithm["hp"])
+    for group in (out.get("population") or {}).get("members") or []:
+        if isinstance(group, dict) and isinstance(group.get("hp"), dict):
+            group["hp"] = stored_hp(group["hp"])
+    spec = ((out.get("evolution") or {}).get("hp_config") or {}).get("replay_ratio")
+    if isinstance(spec, dict):
+        spec.update({k: stored_ratio(spec[k]) for k in ("min", "max") if k in spec})
 
 
 def _opponents(league: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -10,8 +10,9 @@ Opponents act without learning: their weights never change here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
+from distmarl.algorithms import Acting, Policy
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import make_algorithm
 from distmarl.league.references import make_reference
@@ -28,9 +29,10 @@ class Opponents:
         self.env_kwargs = dict(env_kwargs)
         self.seed = seed
         #: player id -> (weights version, policy); references have version -1
-        self.held: dict[str, tuple[int, Any]] = {}
+        self.held: dict[str, tuple[int, Acting]] = {}
 
-    def reference(self, player: str, agents: Sequence[str], seed: int | None = None) -> Any:
+    def reference(self, player: str, agents: Sequence[str], seed: int | None = None
+                  ) -> Acting:
         """The reference ``player`` (``ref/<name>``) playing ``agents``: the one held, or
         (``seed`` given) a new one seeded with it, not held (evaluation games that must
         play out the same whenever they are played)."""
@@ -44,16 +46,17 @@ class Opponents:
             self.held[player] = (-1, policy)
         return self.held[player][1]
 
-    def player(self, player: str, version: int, weights: Mapping[str, Any] | None) -> Any:
+    def player(self, player: str, version: int, weights: Mapping[str, Any] | None
+               ) -> Policy:
         """Member or snapshot ``player`` acting with its weights of ``version``; ``weights``
         may be None when that version is held already (then they are not fetched again)."""
         held = self.held.get(player)
         if held is not None and held[0] == version:
-            return held[1]
+            return cast(Policy, held[1])
         if weights is None:
             raise ValueError(f"opponent {player!r}: weights of version {version} are needed "
                              f"(held: {None if held is None else held[0]})")
-        algo = held[1] if held is not None else make_algorithm(
+        algo = cast(Policy, held[1]) if held is not None else make_algorithm(
             self.algo_cfg, self.spaces, device="cpu", seed=self.seed + len(self.held))
         algo.set_weights(weights)
         self.held[player] = (version, algo)

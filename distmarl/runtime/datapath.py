@@ -158,7 +158,9 @@ def make_datapath(algorithm: str, training: TrainingConfig,
                   replay: ReplayConfig | None) -> OffPolicyPath | OnPolicyPath:
     """The data path of the family of ``algorithm`` (its name); an off-policy path reads
     ``training``'s chunk size and ``replay``'s learning start, delay and policy-lag bound."""
-    if on_policy(algorithm) or replay is None:
+    if on_policy(algorithm):
         return OnPolicyPath()
+    if replay is None:  # (a loaded config fills it for them)
+        raise ValueError(f"{algorithm} members replay rows: they need a replay section")
     return OffPolicyPath(training.chunk_steps, replay.learning_starts, replay.learning_delay,
                          replay.max_policy_lag)

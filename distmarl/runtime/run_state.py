@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from distmarl.config.replay import stored_hp
+
 #: phases of a member inside a generation
 RUN, WAIT, DONE = "run", "wait", "done"
 
@@ -106,9 +108,9 @@ class MemberState:
     @staticmethod
     def from_json(d: dict[str, Any]) -> MemberState:
         """The inverse of :meth:`to_json`; also reads checkpoints that name the member
-        ``slot``."""
+        ``slot`` or hold a ``replay_ratio`` of 0 (:func:`stored_hp`)."""
         member = d["member"] if "member" in d else d["slot"]
-        m = MemberState(member=int(member), boundary=d["boundary"], hp=dict(d["hp"]),
+        m = MemberState(member=int(member), boundary=d["boundary"], hp=stored_hp(d["hp"]),
                         env_steps=d["env_steps"], owed=d["owed"], updates=d["updates"],
                         fitness=list(d["fitness"]), episodes=d["episodes"],
                         evaluated_at=d.get("evaluated_at", -1),

@@ -120,6 +120,19 @@ def test_mix_in_share_of_new_rows_is_exact() -> None:
     assert abs(new_total / total - (1 - r)) < 1e-9
 
 
+def test_the_ratio_a_stored_zero_reads_as_takes_whole_batches_of_new_rows() -> None:
+    """A stored ``replay_ratio`` of 0 (it meant new rows only) reads as
+    ``STORED_STREAM_RATIO``: its batches are all new rows while there are enough."""
+    from distmarl.config.replay import STORED_STREAM_RATIO
+
+    buf = make(10_000, replay_ratio=STORED_STREAM_RATIO)
+    buf.add(rows(np.arange(100)))
+    for batch_size in (8, 64, 4096):
+        buf.add(rows(np.arange(100, 100 + batch_size)))
+        batch = buf.read(batch_size, f"learner{batch_size}")
+        assert batch.num_new == len(batch.indices) == batch_size
+
+
 def test_mix_in_returns_the_just_added_rows_behind_a_backlog() -> None:
     """4,000 rows stored, one sample, then 8 new rows before each sample(64) at r = 0.75: the
     new part of every batch is exactly the 8 rows just added (8/64 of the batch), however

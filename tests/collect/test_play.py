@@ -94,3 +94,24 @@ def test_each_member_plays_only_its_seats() -> None:
     predators = ["adversary_0", "adversary_1", "adversary_2"]
     played = play(cfg, [spy(0), spy(1)], seats=[predators, ["agent_0"]])
     assert asked == [set(predators), {"agent_0"}] and played.steps[0] > 0
+
+
+def test_a_scripted_player_given_no_seats_plays_every_agent() -> None:
+    """A reference (``act`` alone, no ``agents``) with no seats named is asked for every
+    agent of the env."""
+    from distmarl.collect.evaluation import RandomPolicy
+    from distmarl.collect.play import play
+    from distmarl.config import load_config
+    from distmarl.factory import env_spaces
+
+    cfg = load_config(TINY)
+    random_play = RandomPolicy(env_spaces(cfg.env).action, seed=0)
+    asked: set[str] = set()
+    act = random_play.act
+
+    def recording(obs, **kwargs):
+        asked.update(obs)
+        return act(obs, **kwargs)
+    random_play.act = recording  # type: ignore[method-assign]
+    played = play(cfg, [random_play], episodes=1)
+    assert asked == {"speaker_0", "listener_0"} and played.steps[0] > 0

@@ -38,6 +38,7 @@ from distmarl.algorithms.offpolicy.batch import (
 )
 from distmarl.algorithms.offpolicy.noise import NOISE_HP, ActionNoise, make_noise
 from distmarl.config.hparams import check_hp, check_hp_value
+from distmarl.config.replay import stored_hp
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch, resolve_net_config
 
 STATE_FORMAT = 1
@@ -279,7 +280,7 @@ class OffPolicyMultiAgent(ReplayLearner):
         """Load :meth:`state_dict` output (possibly from another member, or another device)."""
         self._check_fits(state)
         self.nets.load_state_dict(state["networks"], self.device)
-        self.hp = check_hp(self.name, state["hp"])
+        self.hp = check_hp(self.name, stored_hp(state["hp"]))
         self.learn_steps = int(state["learn_steps"])
         self._load_rng_state(state["rng"])
         self._noise = {}
