@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -56,10 +57,11 @@ class RayFleet(FaultKeeping):
                                    learners=len(groups))
         self.store: Store = RayStore()
         # actor handles are typed Any: their methods are called through ``.remote``
-        self.buffer: Any = make_buffer_actor(spec.buffer_kwargs,
+        name = f"distmarl-buffer-{uuid.uuid4().hex}"
+        self.buffer: Any = make_buffer_actor(spec.buffer_kwargs, name=name,
                                              num_cpus=resources.buffer["num_cpus"],
                                              **ACTOR_OPTIONS)
-        client = RemoteBuffer(self.buffer)
+        client = RemoteBuffer(self.buffer, name)  # (handed over by name)
         #: one host actor per group of members: their learners and, with
         #: ``resources.colocate``, their first rollout workers
         self.hosts: list[Any] = [

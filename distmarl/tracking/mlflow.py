@@ -230,7 +230,8 @@ class MlflowTracker:
         try:
             import mlflow
 
-            with _tracking_uri(self.uri), mlflow.start_run(run_id=self.parent_id):
+            with (_tracking_uri(self.uri), _without(PICKLE_NOTICE, "mlflow.pytorch"),
+                  mlflow.start_run(run_id=self.parent_id)):
                 # "pickle": the policy acts through numpy, which pt2's graph tracing cannot
                 # follow. Load it only from a tracking server you trust; checkpoints are the
                 # safe path.
@@ -309,6 +310,25 @@ class MlflowTracker:
                     self._failed(err)
                     return
                 time.sleep(0.5)
+
+
+#: MLflow's notice on every pickled model: that a pickle runs code when loaded, which the
+#: README says where it shows how to load the elite (a user has nothing to do about it)
+PICKLE_NOTICE = "Saving pytorch model by Pickle or CloudPickle format"
+
+
+@contextlib.contextmanager
+def _without(notice: str, logger: str) -> Iterator[None]:
+    """``logger``'s records that start with ``notice`` dropped within the block."""
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(notice)
+
+    target = logging.getLogger(logger)
+    target.addFilter(keep)
+    try:
+        yield
+    finally:
+        target.removeFilter(keep)
 
 
 @contextlib.contextmanager

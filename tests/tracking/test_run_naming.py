@@ -84,3 +84,42 @@ def test_a_table_reaches_the_parent_run_as_an_mlflow_table(tmp_path: Path) -> No
     assert table["data"] == [["member/0", 3.5], ["ref/random", 0.0]]
     logged = json.loads(client.get_run(ids["parent"]).data.tags["mlflow.loggedArtifacts"])
     assert {"path": "league/ratings.json", "type": "table"} in logged
+
+
+def test_logging_the_elite_model_leaves_out_mlflow_s_pickle_notice(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """MLflow logs a notice on every pickled model (the README says to load it from a server
+    you trust); distmarl's log_model drops it, and only it. The control logs a model with
+    MLflow directly and sees the notice, so the test fails if the wording changes."""
+    import logging
+
+    import mlflow
+    import torch
+
+    from distmarl.tracking.mlflow import PICKLE_NOTICE
+
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Collect()
+    logger = logging.getLogger("mlflow.pytorch")
+    logger.addHandler(handler)
+    try:
+        cfg = load_config(TINY, [f"tracking.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}"])
+        tracker = make_tracker(cfg.tracking, cfg.name, new_run_dir(tmp_path / "runs", cfg.name))
+        tracker.start({"name": cfg.name}, {}, [{"lr": 0.1}])
+        uri = tracker.log_model(torch.nn.Linear(2, 1), "elite", ["torch"], {})
+        tracker.finish()
+        assert uri is not None and not any(m.startswith(PICKLE_NOTICE) for m in seen)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'control.db'}")
+        control = mlflow.create_experiment("control", (tmp_path / "artifacts").as_uri())
+        with mlflow.start_run(experiment_id=control):
+            mlflow.pytorch.log_model(torch.nn.Linear(2, 1), name="control",
+                                     serialization_format="pickle",
+                                     pip_requirements=["torch"])
+        assert any(m.startswith(PICKLE_NOTICE) for m in seen)
+    finally:
+        logger.removeHandler(handler)

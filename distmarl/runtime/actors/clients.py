@@ -71,10 +71,25 @@ class BufferClient(Protocol):
 
 
 class RemoteBuffer:
-    """A buffer actor's handle as a :class:`BufferClient` (each call waits for its answer)."""
+    """A buffer actor's handle as a :class:`BufferClient` (each call waits for its answer).
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    Given the actor's ``name``, it pickles as that name and looks the actor up again where
+    it is unpickled: the learners and workers it is handed to at construction then hold no
+    actor handle among their constructor arguments, which Ray cannot restart them from
+    reliably (and warns of at every start)."""
+
+    def __init__(self, handle: Any, name: str | None = None) -> None:
+        self.handle, self.name = handle, name
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self.name is None:
+            return RemoteBuffer, (self.handle,)
+        return RemoteBuffer.named, (self.name,)
+
+    @staticmethod
+    def named(name: str) -> RemoteBuffer:
+        """The client of the buffer actor called ``name`` (in this job's namespace)."""
+        return RemoteBuffer(ray.get_actor(name), name)
 
     def add(self, chunk: TransitionChunk) -> Any:
         return ray.get(self.handle.add.remote(chunk))
