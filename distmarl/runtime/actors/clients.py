@@ -66,8 +66,10 @@ class BufferClient(Protocol):
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         """Each request's batches (up to its ``num_batches``), in one buffer call."""
 
-    def stats(self) -> dict[str, Any]:
-        """The buffer's sizes and consumers' counters."""
+    def sample_then_stats(self, requests: Sequence[SampleRequest]
+                          ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
+        """:meth:`sample`, and the buffer's sizes and consumers' counters right after it (what
+        a fragment reader checks its rows against), in one round trip."""
 
 
 class RemoteBuffer:
@@ -95,16 +97,32 @@ class RemoteBuffer:
         return ray.get(self.handle.add.remote(chunk))
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        if all(r.spec.kind == "stream" for r in requests):
-            # unpacked: Ray hands a fragment's arrays over out of band (one copy, in the
-            # object store), where packing them into one bytes object would copy them twice
-            return list(ray.get(self.handle.sample.remote(list(requests))))
-        # packed: Ray sends one byte string far cheaper than a dozen arrays
-        return [unpack_batches(b)
-                for b in ray.get(self.handle.sample_packed.remote(list(requests)))]
+        return self._batches(requests, self._sampled(requests))
 
-    def stats(self) -> dict[str, Any]:
-        return dict(ray.get(self.handle.stats.remote()))
+    def sample_then_stats(self, requests: Sequence[SampleRequest]
+                          ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
+        # both calls sent before either is awaited: an actor runs one caller's calls in order
+        sampled, stats = self._sampled(requests), self.handle.stats.remote()
+        return self._batches(requests, sampled), dict(ray.get(stats))
+
+    def _sampled(self, requests: Sequence[SampleRequest]) -> Any:
+        if _unpacked(requests):
+            return self.handle.sample.remote(list(requests))
+        return self.handle.sample_packed.remote(list(requests))
+
+    @staticmethod
+    def _batches(requests: Sequence[SampleRequest], ref: Any) -> list[list[SampleBatch]]:
+        if _unpacked(requests):
+            return list(ray.get(ref))
+        return [unpack_batches(b) for b in ray.get(ref)]
+
+
+def _unpacked(requests: Sequence[SampleRequest]) -> bool:
+    """Whether the requests' batches cross unpacked: a stream's fragments do, since Ray hands
+    their arrays over out of band (one copy, in the object store) where packing them into one
+    bytes object would copy them twice; replayed batches cross as one byte string, which Ray
+    sends far cheaper than a dozen arrays."""
+    return all(r.spec.kind == "stream" for r in requests)
 
 
 class LocalBuffer:
@@ -121,5 +139,6 @@ class LocalBuffer:
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         return self.shell.sample(requests)
 
-    def stats(self) -> dict[str, Any]:
-        return dict(self.shell.stats())
+    def sample_then_stats(self, requests: Sequence[SampleRequest]
+                          ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
+        return self.shell.sample(requests), dict(self.shell.stats())

@@ -99,8 +99,9 @@ class FragmentReader:
     def _stream(self, rows: int, num_batches: int) -> tuple[list[SampleBatch], dict[str, Any]]:
         """Up to ``num_batches`` batches of the member's unreceived rows, ``rows`` each,
         oldest first, and the buffer's stats right after."""
-        request = SampleRequest(self.consumer, rows, num_batches, self.spec)
-        return self.buffer.sample([request])[0], self.buffer.stats()
+        sampled, stats = self.buffer.sample_then_stats(
+            [SampleRequest(self.consumer, rows, num_batches, self.spec)])
+        return sampled[0], stats
 
     def used(self) -> list[tuple[int, int]]:
         """``(first, stop)`` global row ranges of the fragments :meth:`read` returned, in order

@@ -100,3 +100,19 @@ def test_a_wrong_size_or_a_used_row_is_dropped(ray_local, buffer) -> None:
     assert reader.read(4, 1) == [] and reader.discarded_rows == 22
     add(ray, buf, 8, 0)
     assert [b.indices[0] for b in reader.read(4, 1)] == [24]
+
+
+def test_the_stats_beside_a_read_are_the_buffers_after_it(ray_local, buffer) -> None:
+    """One round trip carries the read and the stats a fragment reader checks it against; the
+    stats must see the read (the consumer's rows received), else a dropped count would be
+    compared with the counters of before."""
+    from distmarl.types import ReadSpec, SampleRequest
+
+    ray, buf = ray_local, buffer()
+    add(ray, buf, 8, 0)
+    add(ray, buf, 8, 0)
+    request = SampleRequest("learner-0", 8, 1, ReadSpec.stream(0))
+    sampled, stats = RemoteBuffer(buf).sample_then_stats([request])
+    assert [b.indices.tolist() for b in sampled[0]] == [list(range(8))]
+    assert stats["consumers"]["learner-0"]["pending"] == 8  # the first fragment received
+    assert stats == ray.get(buf.stats.remote())
