@@ -11,6 +11,7 @@ logits plus the space's ``start`` (a row with no legal action counts every actio
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -86,3 +87,11 @@ def greedy_actor(algo: Any, agent: str) -> tuple[GreedyActor, dict[str, Any]]:
             "masked": masked,
             "mask_size": int(space.spaces[MASK_KEY].shape[0]) if masked else None}
     return actor, feed
+
+
+def observation_and_mask(x: Any) -> tuple[Any, Any]:
+    """An agent's observation as an env gives it, split into the array a greedy actor reads
+    and its action mask (None where the observation is a bare array or has no mask)."""
+    if isinstance(x, Mapping):
+        return x["observation"], x.get(MASK_KEY)
+    return x, None

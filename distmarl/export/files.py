@@ -20,8 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from distmarl.export.actor import GreedyActor, greedy_actor
-from distmarl.networks.inputs import MASK_KEY
+from distmarl.export.actor import GreedyActor, greedy_actor, observation_and_mask
 
 Format = Literal["torchscript", "onnx"]
 FORMATS: tuple[Format, ...] = ("torchscript", "onnx")
@@ -101,9 +100,8 @@ class ExportedPolicy:
         out = {}
         for agent, x in obs.items():
             spec = self.agents[agent]
-            mask = x.get(MASK_KEY) if isinstance(x, Mapping) else None
-            o = np.asarray(x["observation"] if isinstance(x, Mapping) else x,
-                           dtype=spec["obs_dtype"])
+            o, mask = observation_and_mask(x)
+            o = np.asarray(o, dtype=spec["obs_dtype"])
             if o.ndim == len(spec["obs_shape"]):  # one observation, not a batch
                 return_one, o = True, o[None]
                 mask = None if mask is None else np.asarray(mask)[None]

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from distmarl.export.actor import GreedyActor, greedy_actor
-from distmarl.networks.inputs import MASK_KEY
+from distmarl.export.actor import GreedyActor, greedy_actor, observation_and_mask
 
 
 class PolicyModel(torch.nn.Module):
@@ -44,9 +43,8 @@ class PolicyModel(torch.nn.Module):
         for agent, x in obs.items():
             actor = self.actor(agent)
             device = actor.net_device()
-            mask = x.get(MASK_KEY) if isinstance(x, Mapping) else None
-            o = _tensor(x["observation"] if isinstance(x, Mapping) else x, device,
-                        self.feeds[agent]["obs_dtype"])
+            o, mask = observation_and_mask(x)
+            o = _tensor(o, device, self.feeds[agent]["obs_dtype"])
             m = None if mask is None or not self.feeds[agent]["masked"] else \
                 _tensor(mask, device, "float32")
             out[agent] = actor(o, m).cpu().numpy()
