@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+#: the user's home, kept out of the tests' reach: a local Ray writes its token to
+#: ``$HOME/.ray/auth_token`` and matplotlib its caches under ``$HOME``, so this process and
+#: every process a test starts see an empty home of their own, removed at exit
+USER_HOME = os.environ.get("HOME")
+TEST_HOME = tempfile.mkdtemp(prefix="distmarl-tests-home-")
+os.environ["HOME"] = TEST_HOME
+atexit.register(shutil.rmtree, TEST_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
