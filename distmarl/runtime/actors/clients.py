@@ -97,32 +97,29 @@ class RemoteBuffer:
         return ray.get(self.handle.add.remote(chunk))
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        return self._batches(requests, self._sampled(requests))
+        return _received(*self._sent(requests))
 
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
         # both calls sent before either is awaited: an actor runs one caller's calls in order
-        sampled, stats = self._sampled(requests), self.handle.stats.remote()
-        return self._batches(requests, sampled), dict(ray.get(stats))
+        sent, stats = self._sent(requests), self.handle.stats.remote()
+        return _received(*sent), dict(ray.get(stats))
 
-    def _sampled(self, requests: Sequence[SampleRequest]) -> Any:
-        if _unpacked(requests):
-            return self.handle.sample.remote(list(requests))
-        return self.handle.sample_packed.remote(list(requests))
+    def _sent(self, requests: Sequence[SampleRequest]) -> tuple[Any, bool]:
+        """The sample call's reference, and whether its batches come back packed. A stream's
+        fragments cross unpacked: Ray hands their arrays over out of band (one copy, in the
+        object store), where packing them into one bytes object would copy them twice.
+        Replayed batches cross packed: Ray sends one byte string far cheaper than a dozen
+        arrays."""
+        packed = not all(r.spec.kind == "stream" for r in requests)
+        verb = self.handle.sample_packed if packed else self.handle.sample
+        return verb.remote(list(requests)), packed
 
-    @staticmethod
-    def _batches(requests: Sequence[SampleRequest], ref: Any) -> list[list[SampleBatch]]:
-        if _unpacked(requests):
-            return list(ray.get(ref))
-        return [unpack_batches(b) for b in ray.get(ref)]
 
-
-def _unpacked(requests: Sequence[SampleRequest]) -> bool:
-    """Whether the requests' batches cross unpacked: a stream's fragments do, since Ray hands
-    their arrays over out of band (one copy, in the object store) where packing them into one
-    bytes object would copy them twice; replayed batches cross as one byte string, which Ray
-    sends far cheaper than a dozen arrays."""
-    return all(r.spec.kind == "stream" for r in requests)
+def _received(ref: Any, packed: bool) -> list[list[SampleBatch]]:
+    """Each request's batches, once the sample call of :meth:`RemoteBuffer._sent` answered."""
+    answer = ray.get(ref)
+    return [unpack_batches(b) for b in answer] if packed else list(answer)
 
 
 class LocalBuffer:
