@@ -226,7 +226,7 @@ def train_in_process(config: Path, sets: Sequence[str], local: bool = False) -> 
     """The summary of one run of ``config`` with ``sets`` by the trainer in this process
     (``local``: the whole population here, no Ray), MLflow off, tracking in a new directory."""
     from distmarl.config import load_config
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = load_config(config, ["tracking.mlflow=false",
                                f"tracking.directory={tempfile.mkdtemp()}", *sets])

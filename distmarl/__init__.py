@@ -36,7 +36,7 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
     ``cfg`` is an :class:`~distmarl.config.ExperimentConfig` or the path of a YAML config;
     ``overrides`` (``"key.path=value"`` strings) apply to a path only (for a config object,
     pass them to :func:`load_config`). The keywords go to
-    :func:`distmarl.runtime.trainer.train`: ``address`` joins a running Ray cluster (default:
+    :func:`distmarl.runtime.driver.trainer.train`: ``address`` joins a running Ray cluster (default:
     ``$RAY_ADDRESS``, else a local Ray sized by ``num_cpus`` / ``num_gpus``, shut down again at
     the end); ``resume`` continues the run directory of an earlier run from its last
     checkpoint; ``run_dir`` places the run (default: a new folder under
@@ -66,7 +66,7 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
     starts.
     """
     from distmarl.config import load_config
-    from distmarl.runtime.trainer import train as run_training
+    from distmarl.runtime.driver.trainer import train as run_training
 
     if isinstance(cfg, (str, Path)):
         cfg = load_config(cfg, overrides)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,11 @@ def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
                  _arrays(torch.load(p, weights_only=True, map_location="cpu"))
                  for p in sorted(path.glob("snapshot-*.pt"))}
     return Checkpoint(path, int(manifest["step"]), meta, members, buffer_state, snapshots)
+
+
+def agent_spaces(obs_spaces: Mapping[str, Any], act_spaces: Mapping[str, Any]
+                 ) -> dict[str, dict[str, str]]:
+    """Each agent's observation and action space as text (``Box(-inf, inf, (3,), float32)``),
+    in the env's agent order: what a checkpoint records of the env."""
+    return {a: {"observation": str(obs_spaces[a]), "action": str(act_spaces[a])}
+            for a in obs_spaces}

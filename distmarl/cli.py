@@ -52,8 +52,8 @@ def _train(args: argparse.Namespace) -> int:
     SIGTERM) when a signal stopped it (after its checkpoint and summary)."""
     show_layouts()
     from distmarl.config import load_config
-    from distmarl.runtime.stopping import exit_code
-    from distmarl.runtime.trainer import Stopped, train
+    from distmarl.runtime.driver.stopping import exit_code
+    from distmarl.runtime.driver.trainer import Stopped, train
 
     cfg = load_config(_existing(args.config, "config file"), args.set or [])
     if args.no_mlflow:

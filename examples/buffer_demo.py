@@ -19,7 +19,7 @@ import ray
 
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.runtime.actors.buffer import make_buffer_actor
-from distmarl.runtime.cluster import init_ray
+from distmarl.runtime.driver.cluster import init_ray
 from distmarl.types import ReadSpec, SampleRequest, TransitionChunk
 
 FIELDS = ["obs", "action", "reward", "next_obs", "terminated", "truncated"]

@@ -26,7 +26,7 @@ def ray_local():
     """A real local Ray with 2 CPUs, shared by every `ray`-marked test of the run."""
     import ray
 
-    from distmarl.runtime.cluster import init_ray
+    from distmarl.runtime.driver.cluster import init_ray
 
     init_ray(num_cpus=2, dashboard=False, log_to_driver=False)
     yield ray

@@ -1,6 +1,6 @@
 """The Python API: ``from distmarl import train, load_config`` trains a population and returns
 its summary (here in process, ``local=True``: the API forwards to
-:func:`distmarl.runtime.trainer.train`, whose run on Ray tests/runtime/test_trainer.py checks);
+:func:`distmarl.runtime.driver.trainer.train`, whose run on Ray tests/runtime/test_trainer.py checks);
 ``import distmarl`` alone imports no Ray."""
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import torch
 
-from distmarl.checkpoint import save_checkpoint
+from distmarl.checkpoint import agent_spaces, save_checkpoint
 from distmarl.config import ConfigError, load_config
 from distmarl.factory import preflight
-from distmarl.runtime.resume import agent_spaces, check_resume
+from distmarl.runtime.driver.resume import check_resume
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"

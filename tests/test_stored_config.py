@@ -54,7 +54,7 @@ def test_a_stored_replay_ratio_of_zero_reads_as_the_smallest_ratio() -> None:
     section, a member's hyperparameters, a search range or a member's state, it reads as
     the smallest ratio, whose batches are still all new rows."""
     from distmarl.config.replay import STORED_STREAM_RATIO
-    from distmarl.runtime.run_state import MemberState
+    from distmarl.runtime.logic.run_state import MemberState
 
     data = dumped("speaker_listener_maddpg.yaml")
     data.pop("replay")

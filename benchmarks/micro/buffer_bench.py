@@ -208,7 +208,7 @@ def bench_actor(seconds: float) -> dict[str, float]:
 
     from distmarl.buffers.wire import unpack_batches
     from distmarl.runtime.actors.buffer import make_buffer_actor
-    from distmarl.runtime.cluster import init_ray
+    from distmarl.runtime.driver.cluster import init_ray
     from distmarl.types import PriorityUpdate, ReadSpec, SampleRequest, TransitionChunk
 
     init_ray(num_cpus=2, dashboard=False)

@@ -100,8 +100,8 @@ def run_distmarl(config: Path, steps: int, seed: int, interval_s: float) -> dict
     import ray
 
     from distmarl.config import load_config
-    from distmarl.runtime.cluster import init_ray
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.cluster import init_ray
+    from distmarl.runtime.driver.trainer import train
 
     workdir = Path(tempfile.mkdtemp(prefix="distmarl-pixels-"))
     size = load_config(config, []).population.size

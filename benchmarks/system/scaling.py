@@ -39,7 +39,7 @@ from typing import Literal
 
 from benchmarks import CONFIGS, ROOT
 from benchmarks.harness import train_cli, train_seconds
-from distmarl.runtime.grouping import learner_groups, members_per_learner
+from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
 

@@ -4,7 +4,7 @@
     .venv/bin/python -m benchmarks.system.soak --minutes 2 --interval-s 15 --warmup-min 0.5 # smoke
 
 Runs ``examples/configs/speaker_listener_maddpg.yaml`` (``--config``, ``--set`` overrides)
-through the real trainer (``distmarl.runtime.trainer.train``, a local Ray, MLflow tracking and
+through the real trainer (``distmarl.runtime.driver.trainer.train``, a local Ray, MLflow tracking and
 checkpoints on, as ``distmarl train`` does) with ``training.max_steps_per_member`` large enough never to
 end it, and stops it after ``--minutes`` the way Ctrl-C does (a final checkpoint). Every
 ``--interval-s`` it samples the resident memory (RSS) of every actor process (coordinator,
@@ -303,8 +303,8 @@ def main() -> int:
     import ray  # first: it puts its psutil on sys.path
 
     from distmarl.config import load_config
-    from distmarl.runtime.cluster import init_ray
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.cluster import init_ray
+    from distmarl.runtime.driver.trainer import train
 
     # The sampler stops the run with interrupt_main(), which does nothing where SIGINT is
     # ignored (a job started in the background by a shell): restore Python's handler.

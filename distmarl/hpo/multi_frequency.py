@@ -79,7 +79,7 @@ class MultiFrequency:
         self.migration_frac = float(migration_frac)
         self.of_member = {m: k for k, sub in enumerate(self.subpopulations) for m in sub}
 
-    def plan(self, sub: int, fitness: Mapping[int, float], rng: np.random.Generator
+    def step_of(self, sub: int, fitness: Mapping[int, float], rng: np.random.Generator
              ) -> SubpopulationStep:
         """Sub-population ``sub``'s step from every member's latest ``fitness`` (members of
         other sub-populations without one yet cannot migrate)."""

@@ -1,6 +1,6 @@
 """Mutation plans (AgileRL's ``Mutations`` options and meanings), decided in pure code.
 
-``Mutations.plan`` draws one mutation per member from the normalised probabilities and returns
+``Mutations.draw`` draws one mutation per member from the normalised probabilities and returns
 plain data; :func:`distmarl.hpo.apply.apply_mutation` carries a plan out on an algorithm. Every
 plan holds its own ``seed``, so the same plan gives the same network change wherever it runs
 (in a learner actor on another node, or in a local loop).
@@ -80,7 +80,7 @@ class Mutations:
                    cfg.activation, cfg.rl_hp, cfg.mutation_sd, cfg.activation_selection,
                    cfg.mutate_elite, rand_seed)
 
-    def plan(self, hps: Sequence[Mapping[str, Any]], hp_config: HyperparameterConfig | None,
+    def draw(self, hps: Sequence[Mapping[str, Any]], hp_config: HyperparameterConfig | None,
              rng: np.random.Generator | None = None,
              elite: int | Collection[int] | None = None,
              force: bool = False) -> list[MutationPlan]:

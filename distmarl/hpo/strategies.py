@@ -99,14 +99,14 @@ def _forced(mutations: Mutations, hp_config: HyperparameterConfig, member: int,
             hp: Mapping[str, Any], rng: np.random.Generator) -> MutationPlan:
     """A mutation other than ``none`` of ``member``, drawn for hyperparameters ``hp`` (those of
     the member it just copied): a copy always explores."""
-    plan = mutations.plan([hp], hp_config, rng, force=True)[0]
+    plan = mutations.draw([hp], hp_config, rng, force=True)[0]
     return dataclasses.replace(plan, member=member)
 
 
 def _pretrain(mutations: Mutations, hp_config: HyperparameterConfig,
               hps: Sequence[Mapping[str, Any]], rng: np.random.Generator) -> list[MutationPlan]:
     """A mutation other than ``none`` for every member (AgileRL's pre-training pass)."""
-    return mutations.plan(hps, hp_config, rng, force=True)
+    return mutations.draw(hps, hp_config, rng, force=True)
 
 
 def _everyone(waiting: Sequence[bool]) -> list[Group]:
@@ -136,7 +136,7 @@ class Tournament:
         histories = fitness.histories
         selection = (self.selection.select(histories, rng) if self.labels is None
                      else select_by_side(self.selection, histories, self.labels, rng))
-        plans = self.mutations.plan([hps[src] for src in selection.sources], self.hp_config,
+        plans = self.mutations.draw([hps[src] for src in selection.sources], self.hp_config,
                                     rng, elite=selection.elites)
         return Step(copies=tuple(selection.copies()), mutations=tuple(plans),
                     selection=selection)
@@ -213,7 +213,7 @@ class MultipleFrequencies:
              rng: np.random.Generator) -> Step:
         if group.subpopulation is None:
             raise ValueError(f"members {list(group.members)} are not a sub-population")
-        step = self.frequencies.plan(group.subpopulation, fitness.latest(), rng)
+        step = self.frequencies.step_of(group.subpopulation, fitness.latest(), rng)
         plans = tuple(_forced(self.mutations, self.hp_config, m, hps[src], rng)
                       for m, src in step.clones)
         clones = tuple((m, src, p) for (m, src), p in zip(step.clones, plans))

@@ -6,5 +6,5 @@ which final games, each from an explicit ``numpy.random.Generator``), the rollou
 (``seating``: who holds which seat of which sub-env; ``references``: scripted players;
 ``opponents``: the policies a worker keeps), a run's league from its config (``setup``), and a
 saved member's games again (``saved``). The run calls the league through one hooks object
-(:mod:`distmarl.runtime.league`).
+(:mod:`distmarl.runtime.hooks.league`).
 """

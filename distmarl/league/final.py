@@ -27,7 +27,7 @@ import numpy as np
 
 from distmarl.league.state import League, member_id
 
-__all__ = ["RANDOM", "FinalGame", "final_games", "final_rows", "member_games", "outcome",
+__all__ = ["RANDOM", "FinalPairing", "final_games", "final_rows", "member_games", "outcome",
            "pooled", "rows_of"]
 
 #: the baseline player: uniformly random legal play, on any side
@@ -35,7 +35,7 @@ RANDOM = "ref/random"
 
 
 @dataclass(frozen=True)
-class FinalGame:
+class FinalPairing:
     """Games of ``learner`` (on ``side``; None: every seat in turn) against ``opponent`` (on
     ``opponent_side``), seeded by ``seed``; ``kind`` is ``member``, ``elites`` or
     ``baseline``."""
@@ -61,15 +61,15 @@ def _references(league: League, side: str, seed: int) -> list[tuple[str, str, in
     return [(ref, other, seed + 7919 * k) for k, (ref, other) in enumerate(refs)]
 
 
-def member_games(league: League, member: int, seed: int) -> list[FinalGame]:
+def member_games(league: League, member: int, seed: int) -> list[FinalPairing]:
     """``member``'s final games: every reference of the sides it meets."""
     side = league.side_of_member[member]
     own = None if league.settings.symmetric else side
-    return [FinalGame(member_id(member), own, ref, ref_side, s, "member")
+    return [FinalPairing(member_id(member), own, ref, ref_side, s, "member")
             for ref, ref_side, s in _references(league, side, seed)]
 
 
-def final_games(league: League, elites: Mapping[str, int], seed: int) -> list[FinalGame]:
+def final_games(league: League, elites: Mapping[str, int], seed: int) -> list[FinalPairing]:
     """Every game of the final evaluation (see the module docstring); ``elites``: side ->
     its elite member (one entry, the first seat's, in a symmetric game)."""
     games = [g for i in range(len(league.side_of_member)) for g in member_games(league, i, seed)]
@@ -77,11 +77,11 @@ def final_games(league: League, elites: Mapping[str, int], seed: int) -> list[Fi
         sides = list(elites)
         for k, a in enumerate(sides):
             for b in sides[k + 1:]:
-                games.append(FinalGame(member_id(elites[a]), a, member_id(elites[b]), b,
+                games.append(FinalPairing(member_id(elites[a]), a, member_id(elites[b]), b,
                                        seed + 31337 * (k + 1), "elites"))
     for side in elites:
         own = None if league.settings.symmetric else side
-        games += [FinalGame(RANDOM, own, ref, ref_side, s, "baseline")
+        games += [FinalPairing(RANDOM, own, ref, ref_side, s, "baseline")
                   for ref, ref_side, s in _references(league, side, seed)]
     return games
 
@@ -96,7 +96,7 @@ def outcome(results: Sequence[float]) -> dict[str, float]:
             "score": float(r.mean()), "score_stderr": float(r.std() / np.sqrt(r.size))}
 
 
-def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[float]],
+def final_rows(games: Sequence[FinalPairing], results: Sequence[Sequence[float]],
                capped: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """One row per game set: who played whom, on which side, :func:`outcome`, and
     ``capped``: its games the step limit cut (``capped[k]`` for set ``k``; None: none)."""

@@ -37,8 +37,17 @@ from distmarl.collect.evaluation import Seats, episode_outcomes
 from distmarl.collect.seats import MatchResult
 from distmarl.league.plans import Match
 
-__all__ = ["DRAW", "GameResults", "LeagueGame", "LeaguePlan", "MatchResult", "Seating",
-           "check_win_above", "play_games", "side_result"]
+__all__ = [
+    "DRAW",
+    "GameResults",
+    "LeaguePlan",
+    "MatchResult",
+    "Seating",
+    "SeatingRules",
+    "check_win_above",
+    "play_games",
+    "side_result",
+]
 
 #: (learner, opponent, the learner's result: 1 win, 0.5 draw, 0 loss)
 #: the result of a draw, and of a game the step limit cut
@@ -56,7 +65,7 @@ class GameResults(list[MatchResult]):
         self.capped = int(capped)
 
 
-class LeagueGame(NamedTuple):
+class SeatingRules(NamedTuple):
     """What a rollout worker knows of a league's game (plain data): its sides, how a game's
     result is read, and the share of opponents' training moves made at random
     (:class:`Seating`'s ``epsilon``)."""

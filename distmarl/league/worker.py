@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from distmarl.collect import Collector, RandomPolicy
 from distmarl.config import AlgorithmConfig
 from distmarl.league.opponents import Opponents
-from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan, Seating, play_games
+from distmarl.league.seating import GameResults, LeaguePlan, Seating, SeatingRules, play_games
 from distmarl.league.state import member_id
 
 __all__ = ["LeagueSeats", "NoLeague", "WorkerLeague", "worker_league"]
@@ -62,7 +62,7 @@ class LeagueSeats:
     from the boxes a plan carries; random moves for ``opponent_epsilon`` of the opponents'
     training moves in ``action_spaces``; seeded by ``seed``."""
 
-    def __init__(self, game: LeagueGame, member: int, algo_cfg: AlgorithmConfig,
+    def __init__(self, game: SeatingRules, member: int, algo_cfg: AlgorithmConfig,
                  spaces: tuple[Any, ...], env_kwargs: Mapping[str, Any], seed: int,
                  fetch: Callable[[Any], Any]) -> None:
         self.game, self.member, self.seed, self.fetch = game, member, seed, fetch
@@ -120,7 +120,7 @@ class LeagueSeats:
                           explore, self.game.win_above)
 
 
-def worker_league(game: LeagueGame | None, member: int, algo_cfg: AlgorithmConfig,
+def worker_league(game: SeatingRules | None, member: int, algo_cfg: AlgorithmConfig,
                   spaces: tuple[Any, ...], env_kwargs: Mapping[str, Any], seed: int,
                   fetch: Callable[[Any], Any]) -> WorkerLeague:
     """:class:`LeagueSeats` for a league ``game``, :class:`NoLeague` without one."""

@@ -19,7 +19,7 @@ C4 = Path(__file__).resolve().parents[2] / "examples" / "configs" / "connect_fou
 def trained(tmp_path: Path, config: Path = TINY, *sets: str) -> Path:
     """A short in-process run's checkpoints folder."""
     from distmarl.config import load_config
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = load_config(config, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",
                                "training.max_steps_per_member=400", *sets])

@@ -95,7 +95,7 @@ def test_distmarl_export_writes_a_trained_members_policy(tmp_path: Path, capsys)
     from distmarl.cli import main
     from distmarl.collect.evaluation import load_member
     from distmarl.config import load_config
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
     cfg = load_config(tiny, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",

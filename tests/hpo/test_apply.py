@@ -106,7 +106,7 @@ def test_elite_keeps_weights_and_hyperparameters_bit_for_bit() -> None:
     before = [flat(m.state_dict()) for m in members]
     muts = Mutations(0, 0.3, 0.5, 0.3, 0.2, 0.2, mutate_elite=False, rand_seed=0)
     for _ in range(5):
-        plans = muts.plan([m.hp for m in members], HP_CONFIG, elite=1)
+        plans = muts.draw([m.hp for m in members], HP_CONFIG, elite=1)
         for m, plan in zip(members, plans):
             apply_mutation(m, plan)
     assert same(flat(members[1].state_dict()), before[1])

@@ -141,7 +141,7 @@ def test_an_integer_hyperparameters_range_is_an_int_range_without_being_told() -
     from distmarl.config import load_config
     from distmarl.config.hparams import check_hp_value
     from distmarl.hpo import Mutations
-    from distmarl.runtime.generations import make_hp_config
+    from distmarl.runtime.coordinator.generations import make_hp_config
 
     cfg = load_config("examples/configs/tiny.yaml",
                       ["evolution.hp_config={learn_step: {min: 1, max: 16}, "
@@ -152,7 +152,7 @@ def test_an_integer_hyperparameters_range_is_an_int_range_without_being_told() -
     mutations = Mutations(0, 0, 0, 0, 0, rl_hp=1, rand_seed=0)
     rng = np.random.default_rng(0)
     hps = [{"learn_step": 8, "lr_actor": 1e-3}] * 200
-    steps = [p.detail["new"] for p in mutations.plan(hps, hp_config, rng)
+    steps = [p.detail["new"] for p in mutations.draw(hps, hp_config, rng)
              if p.detail["hp"] == "learn_step"]
     assert steps and all(type(v) is int for v in steps) and set(steps) <= {6, 10}
     for value in steps + [s["learn_step"] for s in hp_config.sample(50, rng)]:

@@ -252,7 +252,7 @@ def test_dockerignore_admits_what_the_dockerfile_copies_and_nothing_private() ->
     for src in sources:
         assert (ROOT / src).exists(), src
         assert not dockerignored(src), src
-    for kept in ("distmarl/cli.py", "distmarl/runtime/cluster.py",
+    for kept in ("distmarl/cli.py", "distmarl/runtime/driver/cluster.py",
                  "examples/configs/speaker_listener_maddpg.yaml"):
         assert not dockerignored(kept), kept
     for private in (".venv/bin/python", ".git/config", "runs/x/mlflow.db", "mlruns/0/meta.yaml",
@@ -277,7 +277,7 @@ def test_the_docker_context_builds_a_wheel_with_the_cli(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     wheel = next((tmp_path / "dist").glob("distmarl-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "distmarl/jobs.py" in names and "distmarl/runtime/cluster.py" in names
+    assert "distmarl/jobs.py" in names and "distmarl/runtime/driver/cluster.py" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "distmarl = distmarl.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 

@@ -1,6 +1,6 @@
 """Safe defaults: the Ray that distmarl starts listens on loopback only.
 
-The Ray is started in a subprocess through :func:`distmarl.runtime.cluster.init_ray` (dashboard
+The Ray is started in a subprocess through :func:`distmarl.runtime.driver.cluster.init_ray` (dashboard
 on, one actor running); that process then lists the listening TCP sockets of itself and of every
 process it started (GCS, raylet with its object manager, dashboard, dashboard and runtime-env
 agents, workers, the actor). ``loopback_only=False`` (Ray's own default) is run too, to show the
@@ -28,7 +28,7 @@ PROBE = textwrap.dedent("""
     import json, os, sys, time
     import ray
     import psutil  # Ray ships it (ray/thirdparty_files, on sys.path once ray is imported)
-    from distmarl.runtime.cluster import init_ray
+    from distmarl.runtime.driver.cluster import init_ray
 
     init_ray(num_cpus=1, dashboard=True, log_to_driver=False, loopback_only=sys.argv[1] == "1")
 
@@ -133,7 +133,7 @@ def test_without_loopback_only_ray_listens_on_every_interface() -> None:
 def test_loopback_node_leaves_ray_as_it_was() -> None:
     from ray._private import ray_constants
 
-    from distmarl.runtime.cluster import loopback_node
+    from distmarl.runtime.driver.cluster import loopback_node
 
     before = ray_constants.ENABLE_RAY_CLUSTER
     with pytest.raises(RuntimeError), loopback_node():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from distmarl.config import load_config
-from distmarl.runtime.resources import colocates, plan_resources
+from distmarl.runtime.fleets.resources import colocates, plan_resources
 from tests.tracking.test_mlflow_run import TINY
 
 
@@ -59,7 +59,7 @@ def test_a_colocated_member_shares_its_process_with_worker_0_and_no_chunk_lags(
 
     import ray
 
-    from distmarl.runtime.coordinator import TrainingRun
+    from distmarl.runtime.coordinator.run import TrainingRun
 
     cfg = load_config(TINY, [f"tracking.directory={tmp_path}", "tracking.mlflow=false",
                              "resources.colocate=true", "population.workers_per_member=2",

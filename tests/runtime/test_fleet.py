@@ -24,7 +24,7 @@ STEPS = 3000
 def start(ray, tmp_path, *sets):
     """Start a tiny run of :data:`STEPS` env steps per member in three generations; returns
     once training is under way."""
-    from distmarl.runtime.coordinator import CoordinatorActor
+    from distmarl.runtime.coordinator.run import CoordinatorActor
 
     cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps_per_member={STEPS}",
                              f"evolution.evo_steps={STEPS // 3}",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from distmarl.runtime.grouping import (
+from distmarl.runtime.logic.grouping import (
     MIN_HOSTED,
     MIN_STACKED_IN_PROCESS,
     HeldTrains,
     learner_groups,
     members_per_learner,
 )
-from distmarl.runtime.scheduler import Call
+from distmarl.runtime.logic.scheduler import Call
 
 
 def test_groups_are_in_member_order_and_balanced() -> None:

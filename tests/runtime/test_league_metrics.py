@@ -12,8 +12,8 @@ from distmarl.config import load_config
 from distmarl.factory import env_spaces
 from distmarl.league.setup import league_setup
 from distmarl.runtime.actors.clients import LocalStore
-from distmarl.runtime.league import LeagueRun
-from distmarl.runtime.run_state import RunState
+from distmarl.runtime.hooks.league import LeagueHooks
+from distmarl.runtime.logic.run_state import RunState
 
 #: the league's snapshots need only a fleet's store here (no game is played)
 STORE_ONLY: Any = SimpleNamespace(store=LocalStore())
@@ -26,7 +26,7 @@ def test_ratings_are_namespaced_metrics_and_the_plot_covers_every_player(tmp_pat
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None and setup.league.side_of_member == ["player_0", "player_0"]
     assert setup.references == {"random": ["player_0", "player_1"]}
-    run = LeagueRun(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
+    run = LeagueHooks(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
                     fleet=STORE_ONLY)
     run.record_evaluation([[("member/0", "ref/random", 1.0)] * 3, [("member/1", "member/0", 0.0)]])
     m = run.metrics()
@@ -45,7 +45,7 @@ def test_the_league_tables_hold_every_rating_and_the_win_rate_matrix() -> None:
     cfg = load_config(C4, ["population.size=2", "league={symmetric: true}"])
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None
-    run = LeagueRun(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
+    run = LeagueHooks(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
                     fleet=STORE_ONLY)
     run.record_evaluation([[("member/0", "ref/random", 1.0)] * 3, [("member/1", "member/0", 0.0)]])
     tables = run.tables()
@@ -65,7 +65,7 @@ def test_the_league_tables_hold_every_rating_and_the_win_rate_matrix() -> None:
 
 
 def test_the_progress_text_shows_each_sides_best_rating_in_a_league() -> None:
-    from distmarl.runtime.progress import progress_text
+    from distmarl.runtime.driver.progress import progress_text
 
     p = {"env_steps": 50, "max_env_steps": 100, "env_steps_per_s": 10.0, "generation": 2,
          "best_fitness": 3.0}
@@ -93,7 +93,7 @@ def test_the_rating_plot_draws_the_references(tmp_path) -> None:
 ])
 def test_a_bad_league_fails_before_ray_starts(tmp_path, league: str, message: str) -> None:
     from distmarl.config import ConfigError
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
     cfg = load_config(tiny, ["env={spec: 'mpe2:simple_tag_v3', kwargs: {max_cycles: 25}}",
@@ -104,7 +104,7 @@ def test_a_bad_league_fails_before_ray_starts(tmp_path, league: str, message: st
 
 
 def test_final_games_become_namespaced_metrics() -> None:
-    from distmarl.runtime.recorder import final_game_metrics
+    from distmarl.runtime.records.recorder import final_game_metrics
 
     rows = [{"player": "member/1", "side": "predators", "opponent": "ref/flee", "kind": "member",
              "win": 0.25, "draw": 0.0, "loss": 0.75},

@@ -18,7 +18,7 @@ C4 = Path(__file__).resolve().parents[2] / "examples" / "configs" / "connect_fou
 def test_a_symmetric_league_rates_its_members_and_keeps_snapshots(tmp_path: Path) -> None:
     """Generations of one fragment (64 steps x 2 sub-envs) per member: ratings, rated games
     and snapshots add up, and come back on resume."""
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     sets = [f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=2",
             "population.size=3", "evolution.evo_steps=128", "evolution.final_episodes=0",
@@ -114,7 +114,7 @@ def check_final_games(summary: dict) -> None:
 @pytest.mark.slow
 def test_an_asymmetric_league_has_a_population_per_side(tmp_path: Path) -> None:
     from distmarl.cli import result_line
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
     cfg = load_config(tiny, [

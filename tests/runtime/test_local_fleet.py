@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from distmarl.config import ExperimentConfig, MultiFrequencyEvolution, load_config
-from distmarl.runtime.trainer import train
+from distmarl.runtime.driver.trainer import train
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "examples" / "configs").glob("*.yaml"))

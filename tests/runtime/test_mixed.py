@@ -18,7 +18,7 @@ CONFIGS = ROOT / "examples" / "configs"
 def test_maddpg_and_matd3_members_share_the_buffer_and_copy_only_their_own(tmp_path: Path
                                                                          ) -> None:
     from distmarl.checkpoint import load_checkpoint
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = load_config(CONFIGS / "tiny.yaml", [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "population.size=4",
@@ -43,7 +43,7 @@ def test_maddpg_and_matd3_members_share_the_buffer_and_copy_only_their_own(tmp_p
 
 
 def test_ippo_members_record_the_state_mappo_members_read(tmp_path: Path) -> None:
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = load_config(CONFIGS / "spread_mappo.yaml", [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "env.num_envs=2",
@@ -63,7 +63,7 @@ def test_a_converting_population_rebuilds_a_member_for_its_winners_algorithm(tmp
     winner runs the other algorithm is rebuilt for it, loads the winner's state, and its
     workers act with the new algorithm."""
     from distmarl.checkpoint import load_checkpoint
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     sets = [
         f"tracking.directory={tmp_path}", "tracking.mlflow=false", "population.size=4",

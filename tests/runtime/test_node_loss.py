@@ -35,7 +35,7 @@ MAX_STEPS = EVO_STEPS = 8000
 #: the node is removed once training has run for this long and made this many env steps
 #: (buffer snapshots every 0.5 s have been copied by then), before the generation's end.
 #: Not covered: a node lost while the coordinator evaluates or copies members
-#: (runtime/generations.py retries only a worker that died, not weights or states whose owner,
+#: (runtime/coordinator/generations.py retries only a worker that died, not weights or states whose owner,
 #: a learner, died with the node).
 KILL_AFTER_S, KILL_AT = 2.0, 300
 PROGRESS = re.compile(r"([\d,]+) env steps .*? gen\s+(\d+)")

@@ -27,7 +27,7 @@ def nonfinite_config(tmp_path: Path, mode: str):
 
 
 def test_nonfinite_raise_stops_the_run_naming_sub_env_and_agent(tmp_path: Path) -> None:
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = nonfinite_config(tmp_path, "raise")
     assert cfg.env.nonfinite == "raise"
@@ -37,7 +37,7 @@ def test_nonfinite_raise_stops_the_run_naming_sub_env_and_agent(tmp_path: Path) 
 
 
 def test_nonfinite_drop_trains_to_the_end(tmp_path: Path) -> None:
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     summary = train(nonfinite_config(tmp_path, "drop"), run_dir=tmp_path / "run",
                     show_progress=False, local=True)

@@ -49,7 +49,7 @@ def test_mappo_population_trains_evolves_resumes_and_is_tracked(tmp_path: Path) 
     from distmarl.checkpoint import load_checkpoint
     from distmarl.collect.evaluation import evaluate_checkpoint
     from distmarl.factory import env_spaces, make_algorithm
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     short = ["evolution.evo_steps=100"]
     first = train(on_policy_config(tmp_path, "MAPPO", *short, "training.max_steps_per_member=200"),
@@ -97,7 +97,7 @@ def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) ->
     process): two workers per member write interleaved fragments; every row a member's workers
     wrote is learned exactly once, by that member's learner, in order, in whole fragments."""
     ray = ray_local
-    from distmarl.runtime.coordinator import CoordinatorActor
+    from distmarl.runtime.coordinator.run import CoordinatorActor
 
     cfg = on_policy_config(tmp_path, "IPPO", "tracking.mlflow=false", "training.max_steps_per_member=400",
                            "population.workers_per_member=2",

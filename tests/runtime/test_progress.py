@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from distmarl.runtime.progress import ProgressDisplay
+from distmarl.runtime.driver.progress import ProgressDisplay
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from distmarl.runtime.run_state import RUN, MemberState, RunState
+from distmarl.runtime.logic.run_state import RUN, MemberState, RunState
 
 
 def test_run_state_round_trips_through_json() -> None:

@@ -9,14 +9,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-from distmarl.runtime.datapath import (
+from distmarl.runtime.logic.datapath import (
     MAX_OWED_CALLS,
     MAX_UPDATES_PER_CALL,
     OffPolicyPath,
     OnPolicyPath,
 )
-from distmarl.runtime.run_state import WAIT, MemberState, RunState
-from distmarl.runtime.scheduler import Call, Scheduler
+from distmarl.runtime.logic.run_state import WAIT, MemberState, RunState
+from distmarl.runtime.logic.scheduler import Call, Scheduler
 
 
 class Collected(NamedTuple):
@@ -251,7 +251,7 @@ def test_the_data_path_is_chosen_once_from_the_algorithm() -> None:
     from pathlib import Path
 
     from distmarl.config import load_config
-    from distmarl.runtime.datapath import make_datapath
+    from distmarl.runtime.logic.datapath import make_datapath
 
     tiny = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
     cfg = load_config(tiny, ["training.chunk_steps=12", "replay.learning_starts=77"])
@@ -269,8 +269,8 @@ def test_the_scheduling_parts_import_no_ray() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, distmarl.runtime.scheduler, distmarl.runtime.datapath, "
-            "distmarl.runtime.run_state; print(sorted({'ray', 'mlflow'} & set(sys.modules)))")
+    code = ("import sys, distmarl.runtime.logic.scheduler, distmarl.runtime.logic.datapath, "
+            "distmarl.runtime.logic.run_state; print(sorted({'ray', 'mlflow'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from distmarl.runtime.stopping import own_process_group
-from distmarl.runtime.trainer import new_run_dir
+from distmarl.runtime.driver.trainer import new_run_dir
+from distmarl.runtime.fleets.process_group import own_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
@@ -239,7 +239,7 @@ def _pids() -> set[int]:
 # ---------------------------------------------------------------------------------- no Ray
 HANDLER_SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
-    from distmarl.runtime.stopping import StopSignals
+    from distmarl.runtime.driver.stopping import StopSignals
 
     with StopSignals() as signals:
         os.kill(os.getpid(), signal.SIG{first})
@@ -272,7 +272,7 @@ def test_the_first_signal_is_noted_and_a_second_exits_with_128_plus_signum(name:
 
 COALESCED_SCRIPT = textwrap.dedent("""
     import os, subprocess
-    from distmarl.runtime.stopping import StopSignals
+    from distmarl.runtime.driver.stopping import StopSignals
 
     with StopSignals() as signals:
         pid = os.getpid()
@@ -294,7 +294,7 @@ def test_two_signals_before_the_handler_runs_still_exit_at_once() -> None:
 
 BLOCKED_SCRIPT = textwrap.dedent("""
     import subprocess, sys, threading
-    from distmarl.runtime.stopping import StopSignals
+    from distmarl.runtime.driver.stopping import StopSignals
 
     with StopSignals():
         seen = []
@@ -318,7 +318,7 @@ def test_processes_started_while_the_signals_are_caught_do_not_block_them() -> N
 
 GROUP_SCRIPT = textwrap.dedent("""
     import os, signal, subprocess, sys, time
-    from distmarl.runtime.stopping import own_process_group
+    from distmarl.runtime.fleets.process_group import own_process_group
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not what a wrapper may have ignored
     group = os.getpgrp()

@@ -12,7 +12,7 @@ import sys
 def test_actor_modules_leave_numba_and_matplotlib_unimported() -> None:
     code = ("import json, sys\n"
             "import distmarl.runtime.actors.learner, distmarl.runtime.actors.rollout\n"
-            "import distmarl.runtime.actors.buffer, distmarl.runtime.coordinator\n"
+            "import distmarl.runtime.actors.buffer, distmarl.runtime.coordinator.run\n"
             "print(json.dumps(sorted(m for m in ('numba', 'matplotlib') if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)

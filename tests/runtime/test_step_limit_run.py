@@ -13,7 +13,7 @@ TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 
 
 def test_an_endless_league_game_finishes_and_reports_its_draws(tmp_path: Path) -> None:
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = load_config(TINY, [
         "env.spec=tests.envs.toy_envs:EndlessEnv", "env.kwargs={}", "env.max_episode_steps=20",

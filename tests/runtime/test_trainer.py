@@ -64,7 +64,7 @@ def run(ray_local: Any, tmp_path_factory: pytest.TempPathFactory) -> RayRun:
     frees their CPUs for the next Ray test)."""
     import ray
 
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     tmp = tmp_path_factory.mktemp("tiny")
     cfg = tiny(tmp, sets=["tracking.mlflow=false"])
@@ -152,7 +152,7 @@ def test_a_ray_run_resumes_in_process(run: RayRun) -> None:
     lineage and members' states carried over."""
     import shutil
 
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     resumed_dir = run.tmp / "resumed"
     shutil.copytree(run.tmp / "run", resumed_dir)
@@ -250,9 +250,9 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path: Path
     script = textwrap.dedent(f"""
         import json, ray
         from distmarl.config import load_config
-        from distmarl.runtime.cluster import init_ray
+        from distmarl.runtime.driver.cluster import init_ray
         from distmarl.runtime.actors.host import HostActor, LearnerView
-        from distmarl.runtime.resources import plan_resources
+        from distmarl.runtime.fleets.resources import plan_resources
         from distmarl.factory import env_spaces
         init_ray(num_cpus=2, num_gpus=1, dashboard=False, log_to_driver=False)
         cfg = load_config({str(TINY)!r}, ["population.size=2", "resources.num_gpus_per_learner=0.5"])
@@ -283,7 +283,7 @@ def test_learners_take_fractional_gpus_on_a_ray_with_logical_gpus(tmp_path: Path
 def test_asynchronous_evolution_completes_and_copies_only_from_the_top(tmp_path: Path) -> None:
     """``mode: async`` in process: each member evolves at its own boundary; every copy
     loads its source's weights and is recorded in the lineage."""
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
                                "evolution.mode=async",
@@ -306,7 +306,7 @@ def test_evolution_off_trains_members_apart_from_sampled_hyperparameters(tmp_pat
                                                                         ) -> None:
     """``mode: independent``: no copy, no mutation; ``initial_hp: sampled``: each member starts from
     its own draw from the ranges, and keeps it."""
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "population.size=3",
                                "evolution.mode=independent", "evolution.initial_hp=sampled",
@@ -329,7 +329,7 @@ def test_a_policy_lag_bound_of_8_lets_chunks_lag(tmp_path: Path) -> None:
     env steps a member): chunks lag their learner's newest weights even with one call at a
     time (so the bound is what holds the Ray run's lag at 0 in
     ``test_colocation.py``), none by more than 8."""
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = tiny(tmp_path, sets=["tracking.mlflow=false", "training.max_steps_per_member=200",
                                "training.weight_sync_updates=1", "training.chunk_steps=4",
@@ -347,7 +347,7 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
     its next sample call), its replay settings mutate like any hyperparameter, and the
     checkpoint carries the priorities."""
     from distmarl.checkpoint import load_checkpoint
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = tiny(tmp_path, sets=[
         "tracking.mlflow=false", "replay.prioritized_replay=true", "replay.replay_ratio=0.5",
@@ -379,7 +379,7 @@ def test_multi_frequency_subpopulations_evolve_at_their_own_steps(tmp_path: Path
     each evolves when its own members reach their boundary, its loser cloning its winner
     every step, its middle slot open to better members of the other (weights only from the
     faster one)."""
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     sets = ["tracking.mlflow=false", "population.size=6", "evolution.mode=multi_frequency",
             "evolution.subpopulations=[{size: 3, evo_steps: 100}, {size: 3, evo_steps: 200}]",

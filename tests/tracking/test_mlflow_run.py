@@ -85,7 +85,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 def run_tiny(tmp: Path, sets: list[str]) -> dict:
     """``tiny.yaml`` for 400 env steps per member, tracked in experiment ``tiny-exp``, trained
     in this process."""
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.driver.trainer import train
 
     cfg = load_config(TINY, [f"tracking.directory={tmp}", "training.max_steps_per_member=400",
                              "tracking.experiment_name=tiny-exp", *sets])

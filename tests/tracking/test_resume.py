@@ -33,9 +33,9 @@ def test_resume_continues_counters_state_and_mlflow_runs(tmp_path: Path) -> None
     """A run stopped at its first generation resumes to its second: the learners' weights,
     the buffer's rows and priorities and the members' counters come back as saved, the
     counters go on, and the same MLflow runs hold both halves."""
-    from distmarl.runtime.coordinator import TrainingRun
-    from distmarl.runtime.local_fleet import LocalFleet
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.coordinator.run import TrainingRun
+    from distmarl.runtime.driver.trainer import train
+    from distmarl.runtime.fleets.local_fleet import LocalFleet
 
     sets = [f"tracking.directory={tmp_path}", "tracking.experiment_name=resume-exp",
             "replay.prioritized_replay=true", "replay.n_step=1"]  # a row per env step
@@ -114,8 +114,8 @@ def test_tracking_server_going_away_does_not_stop_training(
     and keeps the metrics it could not send in ``mlflow-unsent.jsonl`` (after a shortened
     wait for the server at the end)."""
     monkeypatch.setattr("distmarl.tracking.mlflow.FINISH_TIMEOUT_S", 2.0)
-    from distmarl.runtime.coordinator import Coordinator
-    from distmarl.runtime.trainer import train
+    from distmarl.runtime.coordinator.run import Coordinator
+    from distmarl.runtime.driver.trainer import train
 
     proc, uri = start_mlflow_server(tmp_path)
     coordinator: list[Coordinator] = []

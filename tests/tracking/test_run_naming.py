@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 from distmarl.config import load_config
-from distmarl.runtime.recorder import make_tracker
-from distmarl.runtime.trainer import new_run_dir
+from distmarl.runtime.driver.trainer import new_run_dir
+from distmarl.runtime.records.recorder import make_tracker
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 

@@ -2,7 +2,7 @@
 
 A learner publishes its weights as a box (``[ref]``) and a worker opens one; both read from and
 write to the buffer. Under Ray the box holds an object-store ref and the buffer is another
-actor; in one process (:class:`~distmarl.runtime.local_fleet.LocalFleet`) the box holds the
+actor; in one process (:class:`~distmarl.runtime.fleets.local_fleet.LocalFleet`) the box holds the
 weights themselves and the buffer is a plain object. The shells take one :class:`Store` and one
 buffer client and never ask which they got.
 

@@ -37,7 +37,6 @@ from distmarl.factory import converted, make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.runtime.actors.fragments import FragmentReader
-from distmarl.runtime.resources import learner_device
 from distmarl.types import (
     OFF_POLICY_FIELDS,
     PriorityUpdate,
@@ -47,6 +46,15 @@ from distmarl.types import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def learner_device(assigned_gpus: list[Any]) -> str:
+    """``cuda`` when Ray assigned this actor a GPU and torch sees one, else ``cpu``."""
+    import torch
+
+    if assigned_gpus and torch.cuda.is_available():
+        return "cuda"
+    return "cpu"
 
 
 class TrainResult(NamedTuple):

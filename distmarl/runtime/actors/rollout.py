@@ -11,7 +11,7 @@ log-probabilities and values; the coordinator then asks for ``learn_step`` steps
 each chunk is exactly one rollout fragment (``learn_step * num_envs`` rows, one ``add``).
 Episodes run on across fragments. Its policy lags the learner by at most
 ``workers_per_member`` updates (one fragment with one worker): see
-:meth:`distmarl.runtime.datapath.OnPolicyPath.may_collect`.
+:meth:`distmarl.runtime.logic.datapath.OnPolicyPath.may_collect`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import converted, make_algorithm, make_venv
-from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan, MatchResult
+from distmarl.league.seating import GameResults, LeaguePlan, MatchResult, SeatingRules
 from distmarl.league.state import member_id
 from distmarl.league.worker import worker_league
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
@@ -52,7 +52,7 @@ class RolloutShell:
 
     def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
                  spaces: tuple[Any, ...], buffer: BufferClient, seed: int,
-                 spec: RolloutSpec | None = None, league: LeagueGame | None = None,
+                 spec: RolloutSpec | None = None, league: SeatingRules | None = None,
                  store: Store | None = None) -> None:
         import torch
 

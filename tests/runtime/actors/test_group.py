@@ -11,8 +11,8 @@ import pytest
 
 from distmarl.config import load_config
 from distmarl.runtime.actors.group import LearnerGroup
-from distmarl.runtime.coordinator import TrainingRun
-from distmarl.runtime.scheduler import Call
+from distmarl.runtime.coordinator.run import TrainingRun
+from distmarl.runtime.logic.scheduler import Call
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = {  # a family each: off-policy with prioritised 3-step replay, on-policy fragments

@@ -10,7 +10,7 @@ from distmarl.collect import RandomPolicy
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
 from distmarl.league.plans import Match
-from distmarl.league.seating import LeagueGame, LeaguePlan
+from distmarl.league.seating import LeaguePlan, SeatingRules
 from distmarl.runtime.actors.rollout import RolloutShell
 
 C4 = "examples/configs/connect_four_ippo.yaml"
@@ -22,7 +22,7 @@ def worker(opponent_epsilon: float = 0.0) -> tuple[RolloutShell, object]:
     agents = list(spaces[0])
     sides = resolve_sides(agents, spaces[0], spaces[1], None, symmetric=True)
     shell = RolloutShell(0, 0, cfg.env, cfg.algorithm, spaces, None, seed=0,
-                         league=LeagueGame(sides, None, opponent_epsilon))
+                         league=SeatingRules(sides, None, opponent_epsilon))
     return shell, make_algorithm(cfg.algorithm, spaces, seed=9)
 
 

@@ -9,14 +9,14 @@ from typing import Any
 
 from distmarl.agents import resolve_sides
 from distmarl.factory import env_spaces
-from distmarl.league.final import FinalGame
+from distmarl.league.final import FinalPairing
 from distmarl.league.plans import Match
-from distmarl.league.seating import DRAW, GameResults, LeagueGame, LeaguePlan
+from distmarl.league.seating import DRAW, GameResults, LeaguePlan, SeatingRules
 from distmarl.league.setup import league_setup
 from distmarl.runtime.actors.clients import LocalStore
 from distmarl.runtime.actors.rollout import RolloutShell
-from distmarl.runtime.league import LeagueRun
-from distmarl.runtime.run_state import RunState
+from distmarl.runtime.hooks.league import LeagueHooks
+from distmarl.runtime.logic.run_state import RunState
 from tests.collect.test_step_limit import LIMIT, config
 
 #: the league's snapshots need only a fleet's store here (no game is played)
@@ -31,7 +31,7 @@ def test_a_rollout_worker_reports_capped_episodes_and_games_in_process() -> None
     sides = resolve_sides(list(spc[0]), spc[0], spc[1], None, symmetric=True)
     assert sides is not None
     shell = RolloutShell(0, 0, cfg.env, cfg.algorithm, spc, None, seed=0,
-                         league=LeagueGame(sides))
+                         league=SeatingRules(sides))
     try:
         assert shell.venv.max_episode_steps == LIMIT
         scores = shell.evaluate(-1, None, episodes=2, max_steps=None, seed=0)
@@ -53,7 +53,7 @@ def test_the_league_counts_capped_games_in_its_summary_metrics_and_final_rows() 
     cfg = config(symmetric=True)
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None
-    league = LeagueRun(cfg.league, setup, 2, 0, RunState(), STORE_ONLY)
+    league = LeagueHooks(cfg.league, setup, 2, 0, RunState(), STORE_ONLY)
     games = GameResults([("member/0", "ref/random", DRAW)] * 3, capped=3)
     won = GameResults([("member/1", "ref/random", 1.0)])
     assert league.record_evaluation([games, won]) == 3
@@ -62,10 +62,10 @@ def test_the_league_counts_capped_games_in_its_summary_metrics_and_final_rows() 
     metrics = league.metrics()
     assert metrics["league/capped_evaluation_games"] == 3.0
     assert metrics["league/capped_training_games"] == 1.0
-    plan = [FinalGame("member/0", None, "ref/random", "e_0", 1, "member"),
-            FinalGame("member/1", None, "ref/random", "e_0", 1, "member")]
+    plan = [FinalPairing("member/0", None, "ref/random", "e_0", 1, "member"),
+            FinalPairing("member/1", None, "ref/random", "e_0", 1, "member")]
     rows = league.final_rows(plan, [games, won])
     assert [(r["capped"], r["draw"]) for r in rows] == [(3, 1.0), (0, 0.0)]
-    again = LeagueRun(cfg.league, setup, 2, 0, RunState(), STORE_ONLY)
+    again = LeagueHooks(cfg.league, setup, 2, 0, RunState(), STORE_ONLY)
     again.load_state_dict(league.state_dict(), {})
     assert again.capped == league.capped  # a resumed run goes on counting

@@ -24,17 +24,24 @@ from distmarl.runtime.actors.clients import LocalBuffer, LocalStore, Store
 from distmarl.runtime.actors.group import LearnerGroup
 from distmarl.runtime.actors.learner import LearnerShell
 from distmarl.runtime.actors.rollout import RolloutShell
-from distmarl.runtime.datapath import DataPath
-from distmarl.runtime.fleet import Copied, FaultLog, FleetSpec, Mutated, Play, check_state_count
-from distmarl.runtime.grouping import HeldTrains
-from distmarl.runtime.run_state import RunState
-from distmarl.runtime.scheduler import Call, Scheduler
+from distmarl.runtime.fleets.protocol import (
+    Copied,
+    FaultLog,
+    FleetSpec,
+    Mutated,
+    Play,
+    check_state_count,
+)
+from distmarl.runtime.logic.datapath import DataPath
+from distmarl.runtime.logic.grouping import HeldTrains
+from distmarl.runtime.logic.run_state import RunState
+from distmarl.runtime.logic.scheduler import Call, Scheduler
 
 __all__ = ["LocalFleet"]
 
 
 class LocalFleet:
-    """:class:`~distmarl.runtime.fleet.Fleet`'s verbs on shells built from ``spec`` in this
+    """:class:`~distmarl.runtime.fleets.protocol.Fleet`'s verbs on shells built from ``spec`` in this
     process; published weights go to ``state``'s members. ``path`` says whether fragments
     resynchronise (on-policy: then the buffer's state is not kept in checkpoints, and a resync
     clears the owed updates in ``scheduler``)."""

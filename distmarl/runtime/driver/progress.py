@@ -30,7 +30,7 @@ def progress_text(p: dict[str, Any]) -> str:
 
 
 class ProgressDisplay:
-    """Shows :func:`~distmarl.runtime.coordinator.progress` dicts on ``stream``: a tqdm bar
+    """Shows :func:`~distmarl.runtime.coordinator.run.progress` dicts on ``stream``: a tqdm bar
     when it is a terminal, plain lines otherwise; :meth:`close` ends it."""
 
     def __init__(self, stream: TextIO | None = None) -> None:

@@ -1,5 +1,5 @@
 """Keeping a Ray fleet's actors alive (:class:`FaultKeeping`, a part of
-:class:`~distmarl.runtime.ray_fleet.RayFleet`): restarts, snapshots, what was lost.
+:class:`~distmarl.runtime.fleets.ray_fleet.RayFleet`): restarts, snapshots, what was lost.
 
 * A rollout worker dies: Ray restarts it (``max_restarts``); its next ``collect`` call carries
   the member's latest weights, so it goes on; the chunk that was in flight is lost and counted.
@@ -12,7 +12,7 @@
   ``buffer.snapshot_interval_s``); the rows added since are lost and counted.
 * A node dies (with whatever actors ran there): Ray restarts them on the nodes left, and each
   is handled as above, from the snapshots' copies on the coordinator's node
-  (:mod:`distmarl.runtime.snapshots`).
+  (:mod:`distmarl.runtime.fleets.snapshots`).
 
 When the data path resynchronises fragments (on-policy), a fault that may leave fragments in
 the buffer that the scheduler did not count (a worker that died after its write, a buffer
@@ -31,11 +31,11 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayError, RayTaskError
 
-from distmarl.runtime.datapath import DataPath
-from distmarl.runtime.fleet import FaultLog
-from distmarl.runtime.run_state import RunState
-from distmarl.runtime.scheduler import Call, Scheduler
-from distmarl.runtime.snapshots import Snapshots, load_first
+from distmarl.runtime.fleets.protocol import FaultLog
+from distmarl.runtime.fleets.snapshots import Snapshots, load_first
+from distmarl.runtime.logic.datapath import DataPath
+from distmarl.runtime.logic.run_state import RunState
+from distmarl.runtime.logic.scheduler import Call, Scheduler
 
 log = logging.getLogger(__name__)
 

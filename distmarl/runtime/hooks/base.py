@@ -1,9 +1,9 @@
 """The game a run plays, as one hooks object the run calls for every game-dependent step.
 
-A cooperative game (:class:`Cooperative`) scores members by their episodes and plays no league;
-a competitive or mixed one (:class:`~distmarl.runtime.league.LeagueRun`) plans each worker's
+A cooperative game (:class:`CooperativeHooks`) scores members by their episodes and plays no league;
+a competitive or mixed one (:class:`~distmarl.runtime.hooks.league.LeagueHooks`) plans each worker's
 matches, rates members by their games and keeps frozen snapshots. The run, generations and the
-recorder call the same hooks either way (:class:`Game`) and never ask which they hold.
+recorder call the same hooks either way (:class:`GameHooks`) and never ask which they hold.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import numpy as np
 from distmarl.config import EvolutionConfig
 from distmarl.hpo.tournament import rank
 from distmarl.league.seating import LeaguePlan, MatchResult
-from distmarl.runtime.fleet import Fleet
-from distmarl.runtime.run_state import FinalEvaluation
+from distmarl.runtime.fleets.protocol import Fleet
+from distmarl.runtime.logic.run_state import FinalEvaluation
 
-__all__ = ["Cooperative", "Evaluated", "Game"]
+__all__ = ["CooperativeHooks", "Evaluated", "GameHooks"]
 
 
 class Evaluated(NamedTuple):
@@ -32,10 +32,10 @@ class Evaluated(NamedTuple):
     name: str
 
 
-class Game(Protocol):
+class GameHooks(Protocol):
     """The run's hooks for what depends on the game."""
 
-    def plan(self, member: int) -> LeaguePlan | None:
+    def plan_collect(self, member: int) -> LeaguePlan | None:
         """The next matches of ``member``'s collect call (None: no league)."""
 
     def record_training(self, results: Sequence[MatchResult], capped: int) -> None:
@@ -89,7 +89,7 @@ class Game(Protocol):
         """Restore from a checkpoint's meta and snapshots."""
 
 
-class Cooperative:
+class CooperativeHooks:
     """A cooperative game: fitness is a member's mean score over ``evo.eval_episodes``
     episodes (its policy acting as ``evo.eval_explore`` says), the final evaluation scores
     every member and random play on the same fixed episodes; no league."""
@@ -97,7 +97,7 @@ class Cooperative:
     def __init__(self, fleet: Fleet, evo: EvolutionConfig) -> None:
         self.fleet, self.evo = fleet, evo
 
-    def plan(self, member: int) -> LeaguePlan | None:
+    def plan_collect(self, member: int) -> LeaguePlan | None:
         return None
 
     def record_training(self, results: Sequence[MatchResult], capped: int) -> None:

@@ -1,11 +1,10 @@
-"""Resource requests for the run's actors, fitted to the cluster; device choice in learners."""
+"""Resource requests for the run's actors, fitted to the cluster."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from distmarl.config import PopulationConfig, ResourceConfig
 
@@ -76,12 +75,3 @@ def colocates(setting: bool | str, members: int, cluster: Mapping[str, float]) -
     if setting == "auto":
         return float(cluster.get("CPU", 0.0)) < 2 * members
     return bool(setting)
-
-
-def learner_device(assigned_gpus: list[Any]) -> str:
-    """``cuda`` when Ray assigned this actor a GPU and torch sees one, else ``cpu``."""
-    import torch
-
-    if assigned_gpus and torch.cuda.is_available():
-        return "cuda"
-    return "cpu"

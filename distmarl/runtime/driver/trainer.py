@@ -14,14 +14,16 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from distmarl.checkpoint import agent_spaces
 from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
 from distmarl.league.setup import league_setup
-from distmarl.runtime.cluster import init_ray
-from distmarl.runtime.coordinator import Coordinator, CoordinatorActor
-from distmarl.runtime.progress import ProgressDisplay
-from distmarl.runtime.resume import agent_spaces, check_resume
-from distmarl.runtime.stopping import StopSignals, own_process_group, stop_reason
+from distmarl.runtime.coordinator.run import Coordinator, CoordinatorActor
+from distmarl.runtime.driver.cluster import init_ray
+from distmarl.runtime.driver.progress import ProgressDisplay
+from distmarl.runtime.driver.resume import check_resume
+from distmarl.runtime.driver.stopping import StopSignals, stop_reason
+from distmarl.runtime.fleets.process_group import own_process_group
 
 #: seconds the driver waits on the run between looks at signals and progress (a signal's
 #: handler runs once the wait returns)
@@ -59,11 +61,11 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
     process, without Ray (``address``, ``num_cpus`` and ``num_gpus`` then do not apply).
 
     SIGINT and SIGTERM stop the run after the calls in flight, with a checkpoint and the
-    tracking runs closed as ``KILLED`` (see :mod:`~distmarl.runtime.stopping`); the summary's
+    tracking runs closed as ``KILLED`` (see :mod:`~distmarl.runtime.driver.stopping`); the summary's
     ``stop_reason`` then names the signal and ``stop_signal`` holds its number (None
     otherwise). ``on_coordinator`` is called with the coordinator once it exists: the actor's
     handle on Ray (a soak or a dashboard can query ``progress`` or ``handles`` through it),
-    the :class:`~distmarl.runtime.coordinator.Coordinator` itself in process."""
+    the :class:`~distmarl.runtime.coordinator.run.Coordinator` itself in process."""
     if local and (address is not None or num_cpus is not None or num_gpus is not None):
         raise ConfigError("--local runs the population in this process, without Ray: "
                           "--address, --num-cpus and --num-gpus do not apply to it")
@@ -160,7 +162,7 @@ def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address:
 def _run_local(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, resume: bool,
                show_progress: bool, on_coordinator: Callable[[Any], None] | None
                ) -> dict[str, Any]:
-    """Run the population in this process (:class:`~distmarl.runtime.local_fleet.LocalFleet`)
+    """Run the population in this process (:class:`~distmarl.runtime.fleets.local_fleet.LocalFleet`)
     and return its summary. The run goes on in a thread while this one, the main thread, takes
     the signals and draws the progress bar."""
     if signals.received is not None:
@@ -205,7 +207,7 @@ def _follow(ended: Callable[[float], bool], stop: Callable[[str], Any],
     """Wait until the run has ``ended`` (asked with a timeout); a stop signal meanwhile asks it
     to ``stop`` (once, with the signal's reason); with ``show_progress`` the progress line
     (``progress()``: None when it could not be read) is redrawn every second
-    (:class:`~distmarl.runtime.progress.ProgressDisplay`)."""
+    (:class:`~distmarl.runtime.driver.progress.ProgressDisplay`)."""
     asked, shown = False, 0.0
     display = ProgressDisplay()
     try:

@@ -29,7 +29,7 @@ from typing import Protocol
 
 from distmarl.config import ReplayConfig, TrainingConfig
 from distmarl.config.hparams import on_policy
-from distmarl.runtime.run_state import MemberState
+from distmarl.runtime.logic.run_state import MemberState
 
 #: most updates one train call asks for
 MAX_UPDATES_PER_CALL = 32

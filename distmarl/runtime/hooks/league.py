@@ -18,23 +18,23 @@ import numpy as np
 
 from distmarl.config import ExperimentConfig, LeagueConfig
 from distmarl.hpo.tournament import rank
-from distmarl.league.final import RANDOM, FinalGame, final_games, final_rows, pooled, rows_of
+from distmarl.league.final import RANDOM, FinalPairing, final_games, final_rows, pooled, rows_of
 from distmarl.league.seating import LeaguePlan, MatchResult
 from distmarl.league.setup import LeagueSetup
 from distmarl.league.state import member_id
-from distmarl.runtime.fleet import Fleet, Play
-from distmarl.runtime.game import Cooperative, Evaluated, Game
-from distmarl.runtime.run_state import FinalEvaluation, RunState
+from distmarl.runtime.fleets.protocol import Fleet, Play
+from distmarl.runtime.hooks.base import CooperativeHooks, Evaluated, GameHooks
+from distmarl.runtime.logic.run_state import FinalEvaluation, RunState
 
-__all__ = ["LeagueRun", "make_game"]
+__all__ = ["LeagueHooks", "make_hooks"]
 
 #: matches planned per sub-env and collect call (a plan repeats when its games are used up)
 GAMES_PER_ENV = 4
 
 
-class LeagueRun:
+class LeagueHooks:
     """The league of a run (see the module docstring), from its ``setup``: the run's
-    :class:`~distmarl.runtime.game.Game` hooks for a competitive or mixed game. Games are
+    :class:`~distmarl.runtime.hooks.base.GameHooks` hooks for a competitive or mixed game. Games are
     played through ``fleet`` (snapshots kept in its store); evaluation games act as
     ``explore`` says (``evolution.eval_explore``)."""
 
@@ -52,7 +52,7 @@ class LeagueRun:
         self.capped = {"training": 0, "evaluation": 0}
 
     # ------------------------------------------------------------------ training
-    def plan(self, member: int) -> LeaguePlan:
+    def plan_collect(self, member: int) -> LeaguePlan:
         """The next matches of ``member``'s rollout worker, with their opponents' weights."""
         matches = self.league.training_matches(member, self.rng,
                                                self.num_envs * GAMES_PER_ENV)
@@ -153,7 +153,7 @@ class LeagueRun:
             random_score=pooled(rows_of(rows, RANDOM, "baseline", first))[0],
             elites=elites, games=rows), capped
 
-    def final_play(self, game: FinalGame, games: int) -> Play:
+    def final_play(self, game: FinalPairing, games: int) -> Play:
         """``games`` games of ``game`` on its learner's rollout worker (a reference learner:
         member 0's)."""
         opponent = (game.opponent, *self._opponent(game.opponent, game.opponent_side))
@@ -166,7 +166,7 @@ class LeagueRun:
                     self.explore)
 
     @staticmethod
-    def final_rows(games: Sequence[FinalGame], results: Sequence[Sequence[MatchResult]]
+    def final_rows(games: Sequence[FinalPairing], results: Sequence[Sequence[MatchResult]]
                    ) -> list[dict[str, Any]]:
         return final_rows(games, [[r for *_, r in res] for res in results],
                           [int(getattr(res, "capped", 0)) for res in results])
@@ -309,11 +309,11 @@ class LeagueRun:
                                for sid in self.league.pool.ids()}
 
 
-def make_game(cfg: ExperimentConfig, setup: LeagueSetup | None, state: RunState,
-              fleet: Fleet) -> Game:
+def make_hooks(cfg: ExperimentConfig, setup: LeagueSetup | None, state: RunState,
+              fleet: Fleet) -> GameHooks:
     """The run's game hooks: its league from ``cfg.league`` and ``setup``, or (no setup) a
     cooperative game."""
     if setup is None:
-        return Cooperative(fleet, cfg.evolution)
-    return LeagueRun(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state, fleet,
+        return CooperativeHooks(fleet, cfg.evolution)
+    return LeagueHooks(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state, fleet,
                      cfg.evolution.eval_explore)

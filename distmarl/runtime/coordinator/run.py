@@ -1,14 +1,14 @@
 """``TrainingRun``: drives a population run by composing the runtime's parts; ``CoordinatorActor``
 runs it on Ray.
 
-- :class:`~distmarl.runtime.run_state.RunState`: the run's counters, one record per member;
-- :mod:`~distmarl.runtime.datapath`: the off-policy or on-policy rules, chosen once;
-- :class:`~distmarl.runtime.scheduler.Scheduler` (pure): which calls to make next;
-- a :class:`~distmarl.runtime.fleet.Fleet`: the learners, workers and buffer, as Ray actors
-  (:class:`~distmarl.runtime.ray_fleet.RayFleet`, with restarts and snapshots) or in this
-  process (:class:`~distmarl.runtime.local_fleet.LocalFleet`);
-- :class:`~distmarl.runtime.generations.Generations`: evaluate, select, mutate, copy;
-- :class:`~distmarl.runtime.recorder.Recorder`: metrics, checkpoints, artifacts, resume.
+- :class:`~distmarl.runtime.logic.run_state.RunState`: the run's counters, one record per member;
+- :mod:`~distmarl.runtime.logic.datapath`: the off-policy or on-policy rules, chosen once;
+- :class:`~distmarl.runtime.logic.scheduler.Scheduler` (pure): which calls to make next;
+- a :class:`~distmarl.runtime.fleets.protocol.Fleet`: the learners, workers and buffer, as Ray actors
+  (:class:`~distmarl.runtime.fleets.ray_fleet.RayFleet`, with restarts and snapshots) or in this
+  process (:class:`~distmarl.runtime.fleets.local_fleet.LocalFleet`);
+- :class:`~distmarl.runtime.coordinator.generations.Generations`: evaluate, select, mutate, copy;
+- :class:`~distmarl.runtime.records.recorder.Recorder`: metrics, checkpoints, artifacts, resume.
 
 The loop: ask the scheduler for calls, submit them to the fleet, hand each finished result
 back, evolve members at their boundaries, record. The run owns no env and no network; plain
@@ -25,22 +25,23 @@ from typing import Any
 
 import ray
 
+from distmarl.checkpoint import agent_spaces
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, rollout_spec
 from distmarl.hpo.strategies import make_strategy
-from distmarl.league.seating import LeagueGame
+from distmarl.league.seating import SeatingRules
 from distmarl.league.setup import LeagueSetup, league_setup
-from distmarl.runtime.datapath import DataPath, make_datapath
-from distmarl.runtime.fleet import Fleet, FleetSpec
-from distmarl.runtime.generations import Generations, make_hp_config
-from distmarl.runtime.league import make_game
-from distmarl.runtime.local_fleet import LocalFleet
-from distmarl.runtime.ray_fleet import RayFleet
-from distmarl.runtime.recorder import Recorder
-from distmarl.runtime.resume import agent_spaces
-from distmarl.runtime.run_state import DONE, MemberState, RunState
-from distmarl.runtime.scheduler import Call, Scheduler
-from distmarl.runtime.stopping import StopRequest, own_process_group, stop_details
+from distmarl.runtime.coordinator.generations import Generations, make_hp_config
+from distmarl.runtime.fleets.local_fleet import LocalFleet
+from distmarl.runtime.fleets.process_group import own_process_group
+from distmarl.runtime.fleets.protocol import Fleet, FleetSpec
+from distmarl.runtime.fleets.ray_fleet import RayFleet
+from distmarl.runtime.hooks.league import make_hooks
+from distmarl.runtime.logic.datapath import DataPath, make_datapath
+from distmarl.runtime.logic.run_state import DONE, MemberState, RunState
+from distmarl.runtime.logic.scheduler import Call, Scheduler
+from distmarl.runtime.logic.stop_request import StopRequest, stop_details
+from distmarl.runtime.records.recorder import Recorder
 from distmarl.version import __version__
 
 
@@ -76,7 +77,7 @@ def copy_labels(cfg: ExperimentConfig, setup: LeagueSetup | None) -> list[str] |
     return None
 
 
-def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: LeagueGame | None
+def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRules | None
                ) -> FleetSpec:
     """What ``cfg``'s fleet is built from (the env's ``spaces``, a league's seating rules)."""
     algos = cfg.member_algorithm_configs()
@@ -107,7 +108,7 @@ class TrainingRun:
     (the fleet started, in this process where ``local``, else on Ray; a checkpoint loaded when
     ``resume`` names one, weights published, tracking started); :meth:`run` trains until
     ``max_steps`` per member, the target fitness, or ``stop`` is set (a
-    :class:`~distmarl.runtime.stopping.StopRequest` says why and whether a signal cut the run
+    :class:`~distmarl.runtime.logic.stop_request.StopRequest` says why and whether a signal cut the run
     short)."""
 
     def __init__(self, cfg: ExperimentConfig, run_dir: Path, resume: str | None,
@@ -131,11 +132,11 @@ class TrainingRun:
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
         setup = league_setup(cfg, spaces)
-        seating = None if setup is None else LeagueGame(setup.sides, cfg.league.win_above,
+        seating = None if setup is None else SeatingRules(setup.sides, cfg.league.win_above,
                                                         cfg.league.opponent_epsilon)
         self.fleet = make_fleet(fleet_spec(cfg, spaces, seating), local, path, self.state,
                                 self.scheduler)
-        self.game = make_game(cfg, setup, self.state, self.fleet)
+        self.game = make_hooks(cfg, setup, self.state, self.fleet)
         evo_steps = cfg.member_evo_steps()
         self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps_per_member), hp,
                                           algorithm=algos[i].name)
@@ -179,7 +180,7 @@ class TrainingRun:
                     reason, self.interrupted = stop_details(self.stop_requested)
                     self.state.stop(reason)
                     break
-                self.fleet.submit([(call, self.game.plan(call.member)
+                self.fleet.submit([(call, self.game.plan_collect(call.member)
                                         if call.kind == "collect" else None)
                                        for call in self.scheduler.next_calls()])
                 for call, result in self.fleet.finished(timeout_s=0.5):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping, Sequence
 from typing import Literal
 
-from distmarl.runtime.scheduler import Call
+from distmarl.runtime.logic.scheduler import Call
 
 #: ``auto`` on a CPU cluster: a learner process per core, where each then hosts at least this
 #: many members (smaller stacked updates are slower than a loop over the members, and fewer

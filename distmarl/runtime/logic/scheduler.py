@@ -11,7 +11,7 @@ into an actor call, and reports each back with :meth:`Scheduler.on_result` or
 
 A member runs until its env steps reach its ``boundary`` (the next evolution step); then it
 is idle and waits (:meth:`Scheduler.at_boundary`). The family's rules (steps per call, what a
-result earns, the lag bound) come from the data path (:mod:`distmarl.runtime.datapath`).
+result earns, the lag bound) come from the data path (:mod:`distmarl.runtime.logic.datapath`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from distmarl.runtime.datapath import MAX_UPDATES_PER_CALL, DataPath, Started
-from distmarl.runtime.run_state import RUN, WAIT, MemberState, RunState
+from distmarl.runtime.logic.datapath import MAX_UPDATES_PER_CALL, DataPath, Started
+from distmarl.runtime.logic.run_state import RUN, WAIT, MemberState, RunState
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Videos of a run's members playing, for its records: GIFs in ``<run dir>/videos/`` and in
 the tracking run's ``videos/`` artifacts.
 
-The game (:meth:`~distmarl.runtime.game.Game.videos`) says who plays in each video, as seats:
+The game (:meth:`~distmarl.runtime.hooks.base.GameHooks.videos`) says who plays in each video, as seats:
 ``(player, agents)`` where ``player`` is a member index or a reference's name (``"minimax"``,
 a league's scripted opponent) and ``agents`` the agents it plays (None: all it has); agents
 no seat plays take random legal moves. At the end of a run every video the game names is
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from distmarl.algorithms import Algorithm
-from distmarl.runtime.fleet import Fleet
+from distmarl.runtime.fleets.protocol import Fleet
 from distmarl.tracking.base import Tracker
 
 __all__ = ["Seat", "VideoRecorder"]

@@ -3,7 +3,7 @@ and a resume from a checkpoint.
 
 Everything here runs in the coordinator's process. Tracking failures never stop training (the
 tracker queues and retries). A checkpoint holds the run's config (as plain data), every member's
-learner state, the run's counters (:class:`~distmarl.runtime.run_state.RunState`), the
+learner state, the run's counters (:class:`~distmarl.runtime.logic.run_state.RunState`), the
 generations' RNG and lineage, the MLflow run ids, and a buffer snapshot.
 """
 
@@ -15,17 +15,18 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from distmarl.algorithms import Algorithm
 from distmarl.checkpoint import BUFFER_FILE, load_checkpoint, save_checkpoint
 from distmarl.config import TrackingConfig, flatten_dict
-from distmarl.runtime.fleet import Fleet
-from distmarl.runtime.generations import Generations
-from distmarl.runtime.run_state import RunState
-from distmarl.runtime.videos import VideoRecorder
+from distmarl.hpo import Lineage
+from distmarl.runtime.fleets.protocol import Fleet
+from distmarl.runtime.hooks.base import GameHooks
+from distmarl.runtime.logic.run_state import RunState
+from distmarl.runtime.records.videos import VideoRecorder
 from distmarl.tracking.base import NullTracker, Tracker
 from distmarl.version import __version__
 
@@ -70,6 +71,23 @@ def final_game_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
             out[f"final/{r['player']}/{side}vs/{r['opponent']}/{k}"] = r[k]
     return out
 
+
+class EvolutionRecords(Protocol):
+    """What the recorder reads of the evolution between generations (the coordinator's
+    :class:`~distmarl.runtime.coordinator.generations.Generations`): its game hooks, lineage,
+    and state for checkpoints."""
+
+    game: GameHooks
+    lineage: Lineage
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def snapshot_weights(self) -> dict[str, dict[str, Any]]: ...
+
+    def load_state_dict(self, d: dict[str, Any],
+                        snapshots: dict[str, dict[str, Any]] | None = None) -> None: ...
+
+
 class Recorder:
     """Metrics, checkpoints and artifacts of the run ``name`` in ``run_dir``, as ``tracking``
     says.
@@ -81,14 +99,14 @@ class Recorder:
     after a resume.
     ``new_policy(name)`` builds a fresh algorithm of that name (the elite's), for the elite
     model. ``agent_spaces`` (each agent's spaces as text, see
-    :func:`~distmarl.runtime.resume.agent_spaces`) go into every checkpoint, so a resume can
+    :func:`~distmarl.runtime.driver.resume.agent_spaces`) go into every checkpoint, so a resume can
     check its env against it before Ray starts."""
 
     def __init__(self, tracking: TrackingConfig, run_dir: Path, *, name: str,
                  config: dict[str, Any], tags: dict[str, str], max_steps: int,
                  evo_steps: Sequence[int],
                  new_policy: Callable[[str], Algorithm], state: RunState, fleet: Fleet,
-                 generations: Generations,
+                 generations: EvolutionRecords,
                  agent_spaces: dict[str, dict[str, str]] | None = None) -> None:
         self.tracking, self.run_dir, self.name = tracking, run_dir, name
         self.agent_spaces = agent_spaces

@@ -18,14 +18,6 @@ from distmarl.checkpoint import CheckpointError, list_checkpoints, read_meta
 from distmarl.config import ConfigError, ExperimentConfig
 
 
-def agent_spaces(obs_spaces: Mapping[str, Any], act_spaces: Mapping[str, Any]
-                 ) -> dict[str, dict[str, str]]:
-    """Each agent's observation and action space as text (``Box(-inf, inf, (3,), float32)``),
-    in the env's agent order: what a checkpoint records of the env."""
-    return {a: {"observation": str(obs_spaces[a]), "action": str(act_spaces[a])}
-            for a in obs_spaces}
-
-
 def check_resume(run_dir: Path, cfg: ExperimentConfig, spaces: dict[str, dict[str, str]],
                  league: bool) -> Path:
     """The checkpoint folder a resume of ``run_dir`` loads (its latest), after checking that

@@ -4,7 +4,7 @@ Each group of ``population.members_per_learner`` members has a host actor holdin
 learners (and, with ``resources.colocate``, their first rollout workers); each member has
 ``workers_per_member`` rollout workers in all; one buffer actor serves them all.
 Collect and train calls run side by side and are taken as they finish; a failed call is
-accounted for, and the actors are kept alive, by :class:`~distmarl.runtime.ray_faults.FaultKeeping`.
+accounted for, and the actors are kept alive, by :class:`~distmarl.runtime.fleets.faults.FaultKeeping`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.clients import RayStore, RemoteBuffer, Store
 from distmarl.runtime.actors.host import HostActor, LearnerView, WorkerView
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
-from distmarl.runtime.datapath import DataPath
-from distmarl.runtime.fleet import Copied, FleetSpec, Mutated, Play, check_state_count
-from distmarl.runtime.grouping import HeldTrains
-from distmarl.runtime.ray_faults import LOST, FaultKeeping, get_with_retry
-from distmarl.runtime.resources import plan_resources
-from distmarl.runtime.run_state import RunState
-from distmarl.runtime.scheduler import Call, Scheduler
+from distmarl.runtime.fleets.faults import LOST, FaultKeeping, get_with_retry
+from distmarl.runtime.fleets.protocol import Copied, FleetSpec, Mutated, Play, check_state_count
+from distmarl.runtime.fleets.resources import plan_resources
+from distmarl.runtime.logic.datapath import DataPath
+from distmarl.runtime.logic.grouping import HeldTrains
+from distmarl.runtime.logic.run_state import RunState
+from distmarl.runtime.logic.scheduler import Call, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,8 @@ ACTOR_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 0}
 
 class RayFleet(FaultKeeping):
     """The buffer actor, the host actors of the members' learners and ``workers_per_member``
-    rollout workers per member, as ``spec`` says (:class:`~distmarl.runtime.fleet.Fleet`'s
-    verbs), sized to the cluster (:func:`~distmarl.runtime.resources.plan_resources`); what
+    rollout workers per member, as ``spec`` says (:class:`~distmarl.runtime.fleets.protocol.Fleet`'s
+    verbs), sized to the cluster (:func:`~distmarl.runtime.fleets.resources.plan_resources`); what
     faults cost (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
     buffer is snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of
     fragments clears the member's owed updates in ``scheduler``."""

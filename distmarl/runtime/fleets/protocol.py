@@ -5,9 +5,9 @@ submit a collect or train call and take the finished ones, publish weights, eval
 league games, copy and mutate members, set hyperparameters, read and load states. Two fleets
 carry them out:
 
-- :class:`~distmarl.runtime.ray_fleet.RayFleet`: actors on a Ray cluster, calls in flight
+- :class:`~distmarl.runtime.fleets.ray_fleet.RayFleet`: actors on a Ray cluster, calls in flight
   side by side, restarts, snapshots and what was lost (:class:`FaultLog`);
-- :class:`~distmarl.runtime.local_fleet.LocalFleet`: the same shells in this process, each
+- :class:`~distmarl.runtime.fleets.local_fleet.LocalFleet`: the same shells in this process, each
   call run when it is submitted; a seeded run is reproducible step for step.
 
 Both build their shells from one :class:`FleetSpec`.
@@ -22,10 +22,10 @@ from typing import Any, NamedTuple, Protocol
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
 from distmarl.hpo import MutationPlan
-from distmarl.league.seating import GameResults, LeagueGame, LeaguePlan
+from distmarl.league.seating import GameResults, LeaguePlan, SeatingRules
 from distmarl.runtime.actors.clients import BufferClient, Store
-from distmarl.runtime.grouping import learner_groups, members_per_learner
-from distmarl.runtime.scheduler import Call
+from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
+from distmarl.runtime.logic.scheduler import Call
 from distmarl.types import RolloutSpec
 
 __all__ = ["Copied", "FaultLog", "Fleet", "FleetSpec", "Mutated", "Play"]
@@ -69,7 +69,7 @@ class FleetSpec:
     seed: int
     resources: ResourceConfig
     snapshot_interval_s: float = 0.0
-    league: LeagueGame | None = None
+    league: SeatingRules | None = None
     convert: bool = False
 
     def learner_groups(self, cluster: Mapping[str, float] | None) -> list[list[int]]:

@@ -3,7 +3,7 @@
 The decisions come from an evolution strategy (:mod:`distmarl.hpo.strategies`: pure, seeded
 with this part's own ``Generator``): which groups of members evolve now, and what each step
 changes. This module evaluates the group, asks the strategy, carries the step out through the
-fleet's verbs (:class:`~distmarl.runtime.fleet.Fleet`) and records it.
+fleet's verbs (:class:`~distmarl.runtime.fleets.protocol.Fleet`) and records it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 from distmarl.config import EvolutionConfig, RLParameterConfig, TrainingConfig
 from distmarl.hpo import HyperparameterConfig, Lineage, MutationPlan, RLParameter, mean_fitness
 from distmarl.hpo.strategies import EvolutionStrategy, Fitness, Group, Step
-from distmarl.runtime.fleet import Copied, Fleet, Mutated
-from distmarl.runtime.game import Game
-from distmarl.runtime.run_state import DONE, WAIT, FinalEvaluation, RunState
+from distmarl.runtime.fleets.protocol import Copied, Fleet, Mutated
+from distmarl.runtime.hooks.base import GameHooks
+from distmarl.runtime.logic.run_state import DONE, WAIT, FinalEvaluation, RunState
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class Generations:
 
     def __init__(self, evo: EvolutionConfig, training: TrainingConfig, seed: int, fleet: Fleet,
                  state: RunState, hp_config: HyperparameterConfig, strategy: EvolutionStrategy,
-                 game: Game, evo_steps: Sequence[int] | None = None
+                 game: GameHooks, evo_steps: Sequence[int] | None = None
                  ) -> None:
         self.evo = evo
         self.max_steps = training.max_steps_per_member

@@ -1,18 +1,17 @@
 """Stopping a run from outside: ``SIGINT`` (Ctrl-C) and ``SIGTERM`` (``timeout``, Docker,
-Kubernetes, ``ray job stop``) on the driver, and the request the coordinator acts on.
+Kubernetes, ``ray job stop``) on the driver, which asks the coordinator to stop
+(:class:`~distmarl.runtime.logic.stop_request.StopRequest`).
 
-The driver (:func:`~distmarl.runtime.trainer.train`) holds :class:`StopSignals` while a run is
+The driver (:func:`~distmarl.runtime.driver.trainer.train`) holds :class:`StopSignals` while a run is
 on. The first signal is only noted; the driver then asks the coordinator to stop, which sets its
 :class:`StopRequest`: the loop ends at its next turn, the calls in flight finish, a checkpoint is
 written and the tracking runs close as ``KILLED``. A second signal exits at once, with no
 checkpoint, taking a local Ray's processes with it. The exit code is a shell's for a process
 ended by that signal: ``128 + signum`` (130 for ``SIGINT``, 143 for ``SIGTERM``).
 
-A local Ray started by the driver shares its process group unless told otherwise, so a signal
-sent to the whole group (``timeout``, a terminal's Ctrl-C, ``kill -TERM -PGID``) would reach the
-raylet and every worker too, and Ray's workers exit on ``SIGTERM`` before the run can save
-anything. :func:`own_process_group` starts Ray's processes in a process group of their own; they
-still end with the driver (Ray ties its processes to their parents' lives).
+A local Ray started by the driver runs in a process group of its own
+(:func:`~distmarl.runtime.fleets.process_group.own_process_group`), so a signal sent to the
+driver's whole group reaches the driver alone and the run can save before Ray's workers end.
 """
 
 from __future__ import annotations
@@ -20,10 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -39,30 +36,6 @@ def exit_code(signum: int) -> int:
 def stop_reason(signum: int) -> str:
     """The summary's ``stop_reason`` of a run stopped by ``signum``: ``"stopped by SIGTERM"``."""
     return f"stopped by {signal.Signals(signum).name}"
-
-
-class StopRequest(threading.Event):
-    """The coordinator's stop flag (set from another of its threads). ``reason`` becomes the
-    summary's ``stop_reason``; ``interrupted`` (a signal, not a planned stop) skips the final
-    evaluation and the elite model and closes the tracking runs as ``KILLED``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reason = "stopped"
-        self.interrupted = False
-
-    def request(self, reason: str = "stopped", interrupted: bool = False) -> None:
-        """Stop at the next turn of the loop; the first request's reason stays."""
-        if not self.is_set():
-            self.reason, self.interrupted = reason, interrupted
-        self.set()
-
-
-def stop_details(stop: threading.Event) -> tuple[str, bool]:
-    """``(reason, interrupted)`` of a set stop flag (a plain ``Event``: a planned stop)."""
-    if isinstance(stop, StopRequest):
-        return stop.reason, stop.interrupted
-    return "stopped", False
 
 
 class StopSignals:
@@ -158,42 +131,3 @@ def _say(text: str) -> None:
     """Write to stderr from a signal handler (no buffered stream: it may be mid-write)."""
     with contextlib.suppress(OSError):
         os.write(sys.stderr.fileno(), text.encode())
-
-
-#: the holder of :func:`own_process_group`: leads a new group, says so, waits for stdin to close
-_HOLDER = "import os, sys; os.setpgid(0, 0); print('ready', flush=True); sys.stdin.read()"
-
-
-@contextlib.contextmanager
-def own_process_group(enabled: bool = True) -> Iterator[int | None]:
-    """Within this block the driver belongs to a new process group, so the processes it starts
-    (a local Ray's) are in it; on leaving, the driver goes back to its own group and they stay.
-    A signal sent to the driver's group then reaches the driver alone. Yields the new group's
-    id (None where nothing changed).
-
-    The new group is led by a short-lived holder process: the driver may lead its own group
-    (a shell's job), and a leader can join another group but cannot start a second one. Nothing
-    changes where the driver cannot move (a session leader: PID 1 in a container) or
-    ``enabled`` is False."""
-    if not enabled or sys.platform == "win32":
-        yield None
-        return
-    before = os.getpgrp()
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE)
-    try:
-        assert holder.stdout is not None
-        holder.stdout.readline()  # its group exists
-        try:
-            os.setpgid(0, holder.pid)
-        except OSError:  # a session leader cannot leave its group
-            yield None
-            return
-        try:
-            yield holder.pid
-        finally:
-            os.setpgid(0, before)  # the driver's own number: its group anew if it was alone
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait()
