@@ -1,7 +1,7 @@
 """Does a member learn? Evaluation score against env steps on mpe2 speaker-listener (not a test).
 
 Each (algorithm, seed) job trains one member with the single-process trainer of its family
-(:func:`distmarl.local.train_local`) on ``simple_speaker_listener_v4`` (continuous actions,
+(:func:`distmarl.reference.train_reference`) on ``simple_speaker_listener_v4`` (continuous actions,
 25-step episodes, score summed over agents), evaluating every ``--eval-every`` env steps on 32
 episodes (4 per sub-env of the 8-sub-env eval venv, seeded per run and per evaluation). Reported
 per job: the evaluation history, the final score (mean of the last 3 evaluations), the env steps
@@ -107,14 +107,14 @@ def run_one(algo: str, seed: int, steps: int, eval_every: int,
     its ``state_dict()`` is saved there (``<algo>_seed<seed>.pt``, see :func:`rescore`)."""
     import torch
 
-    from distmarl.local import train_local
+    from distmarl.reference import train_reference
 
     torch.set_num_threads(1)
     cfg = load(algo, config_path, sets)
     start = time.perf_counter()
     with contextlib.redirect_stdout(_Prefixed(f"{algo} seed {seed}: ")) if log \
             else contextlib.nullcontext():
-        result = train_local(cfg, steps, seed, eval_every, log)
+        result = train_reference(cfg, steps, seed, eval_every, log)
     wall = time.perf_counter() - start
     history = [(int(s), float(score)) for s, score in result.history]
     final_eval = score_policy(cfg, result.algo, final_episodes)

@@ -9,7 +9,7 @@ Settings as AgileRL's MADDPG example: population 4, 8 sub-envs per member, learn
 batch 64 (examples/configs/speaker_listener_maddpg_agilerl.yaml). Prints, each measured in this run:
   * distmarl on a local Ray: population env steps/s and updates/s,
   * distmarl in process (``--local``: the same population without Ray, one call at a time),
-  * the single-process trainer (distmarl.local.train_off_policy) doing the same work
+  * the single-process trainer (distmarl.reference.train_off_policy) doing the same work
     (population x steps, same update-to-data ratio) in one process,
   * AgileRL's train_multi_agent_off_policy, when the `bench` extra is installed,
   * env steps/s against rollout workers per member (the scaling curve),
@@ -61,7 +61,7 @@ def best_fitness_history(summary: dict[str, Any]) -> list[tuple[int, float]]:
 
 def run_reference(steps: int, population: int) -> dict[str, Any]:
     from distmarl.config import load_config
-    from distmarl.local import train_off_policy
+    from distmarl.reference import train_off_policy
 
     cfg = load_config(CONFIG)
     total, updates, wall = 0, 0, 0.0

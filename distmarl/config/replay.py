@@ -1,4 +1,5 @@
-"""Members' replay settings: the buffer's values as each member's starting hyperparameters.
+"""Members' replay settings: the buffer's values as each member's starting hyperparameters,
+and when collected env steps earn off-policy updates (:class:`UpdateRule`).
 
 ``replay_ratio`` and prioritised replay's ``alpha`` / ``beta`` are read per sample call, so
 each off-policy member can hold its own (``algorithm.hp``) and ``evolution.hp_config`` can
@@ -34,6 +35,37 @@ FRAGMENT_CAPACITY_MARGIN = 2
 #: (``round(batch_size * (1 - r)) == batch_size`` for any batch under half a million rows),
 #: topping up from replay where too few are new, and mutates like any ratio.
 STORED_STREAM_RATIO = 1e-6
+
+
+class UpdateRule(NamedTuple):
+    """When an off-policy member's collected env steps earn updates (the update-to-data rule):
+    one update per ``learn_step`` of its own env steps past ``learning_delay``, counted for a
+    collection that leaves ``learning_starts`` rows or more in the buffer; steps of a
+    collection before that are never counted. Fractions carry over: the caller sums what
+    :meth:`earned` returns and runs the whole updates of the sum.
+
+    A population run and the reference trainer both count with it, each passing its own
+    buffer's rows (a run's buffer is shared: it counts every member's transitions).
+
+    Example, ``learn_step`` 4, ``learning_delay`` 100, collections of 8 env steps: the one
+    from 96 to 104 earns 4 / 4 = 1 update, the 4 steps before 100 earn none."""
+
+    learning_starts: int
+    learning_delay: int
+
+    def may_learn(self, buffer_rows: int) -> bool:
+        """Whether learners may sample from a buffer holding ``buffer_rows`` rows."""
+        return buffer_rows >= self.learning_starts
+
+    def earned(self, env_steps: int, new_steps: int, buffer_rows: int,
+               learn_step: float) -> float:
+        """Updates earned by the last ``new_steps`` of a member's ``env_steps`` (already
+        counted in it) now that the buffer holds ``buffer_rows`` rows: the part of them past
+        ``learning_delay`` over ``learn_step``; 0 before ``learning_starts`` rows."""
+        counted = env_steps - max(env_steps - new_steps, self.learning_delay)
+        if counted <= 0 or not self.may_learn(buffer_rows):
+            return 0.0
+        return counted / learn_step
 
 
 def stored_ratio(value: Any) -> Any:

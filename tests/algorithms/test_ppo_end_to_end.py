@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from distmarl.config import config_from_dict
-from distmarl.local import SPREAD_IPPO, train_on_policy
+from distmarl.reference import SPREAD_IPPO, train_on_policy
 
 
 @pytest.mark.slow

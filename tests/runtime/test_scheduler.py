@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
+from distmarl.config.replay import UpdateRule
 from distmarl.runtime.logic.datapath import (
     MAX_OWED_CALLS,
     MAX_UPDATES_PER_CALL,
@@ -38,7 +39,7 @@ def make(path: Any, members: int = 1, workers: int = 1, num_envs: int = 2,
 
 
 def off(chunk: int = 8, starts: int = 0, delay: int = 0, lag: int = 4) -> OffPolicyPath:
-    return OffPolicyPath(chunk, starts, delay, lag)
+    return OffPolicyPath(chunk, UpdateRule(starts, delay), lag)
 
 
 def kinds(calls: list[Call]) -> list[tuple[str, int, int]]:
@@ -257,7 +258,7 @@ def test_the_data_path_is_chosen_once_from_the_algorithm() -> None:
     cfg = load_config(tiny, ["training.chunk_steps=12", "replay.learning_starts=77"])
     path = make_datapath(cfg.algorithm.name, cfg.training, cfg.replay)
     assert isinstance(path, OffPolicyPath) and not path.resyncs_fragments
-    assert (path.chunk_steps, path.learning_starts) == (12, 77)
+    assert (path.chunk_steps, path.updates.learning_starts) == (12, 77)
     ippo = load_config(tiny, ["algorithm.name=IPPO", "algorithm.hp={learn_step: 4}",
                               "evolution.hp_config={}"])
     path = make_datapath(ippo.algorithm.name, ippo.training, ippo.replay)

@@ -8,9 +8,10 @@ rule                        :class:`OffPolicyPath` (MADDPG, MATD3)  :class:`OnPo
                                                                     MAPPO)
 ==========================  ======================================  =============================
 steps per collect call      ``training.chunk_steps``                ``learn_step`` (one fragment)
-updates a result earns      one per ``learn_step`` transitions      one per fragment
-                            past ``learning_delay``, once the
-                            buffer holds ``learning_starts`` rows
+updates a result earns      :class:`UpdateRule`: one per            one per fragment
+                            ``learn_step`` transitions past
+                            ``learning_delay``, once the buffer
+                            holds ``learning_starts`` rows
 updates a train call        owed again (a refused sample)           gone (a fragment lost to a
 did not do                                                          fault is never learned)
 policy-lag bound            ``replay.max_policy_lag`` versions      ``workers_per_member``
@@ -29,6 +30,7 @@ from typing import Protocol
 
 from distmarl.config import ReplayConfig, TrainingConfig
 from distmarl.config.hparams import on_policy
+from distmarl.config.replay import UpdateRule
 from distmarl.runtime.logic.run_state import MemberState
 
 #: most updates one train call asks for
@@ -76,26 +78,24 @@ class DataPath(Protocol):
 
 
 class OffPolicyPath:
-    """Off-policy members: chunks of ``chunk_steps`` into a shared replay buffer."""
+    """Off-policy members: chunks of ``chunk_steps`` into a shared replay buffer, updates
+    earned by ``updates`` (the update-to-data rule the reference trainer follows too)."""
 
     resyncs_fragments = False
 
-    def __init__(self, chunk_steps: int, learning_starts: int, learning_delay: int,
-                 max_policy_lag: int) -> None:
+    def __init__(self, chunk_steps: int, updates: UpdateRule, max_policy_lag: int) -> None:
         self.chunk_steps = chunk_steps
-        self.learning_starts = learning_starts
-        self.learning_delay = learning_delay
+        self.updates = updates
         self.max_policy_lag = max_policy_lag
 
     def collect_steps(self, m: MemberState) -> int:
         return self.chunk_steps
 
     def may_learn(self, buffer_rows: int) -> bool:
-        return buffer_rows >= self.learning_starts
+        return self.updates.may_learn(buffer_rows)
 
     def on_collected(self, m: MemberState, env_steps: int, buffer_rows: int) -> None:
-        if buffer_rows >= self.learning_starts:
-            m.accrue(env_steps, self.learning_delay)
+        m.owed += self.updates.earned(m.env_steps, env_steps, buffer_rows, m.learn_step)
 
     def on_trained(self, m: MemberState, requested: int, done: int) -> None:
         m.owed += requested - done  # a refused sample is owed again
@@ -162,5 +162,6 @@ def make_datapath(algorithm: str, training: TrainingConfig,
         return OnPolicyPath()
     if replay is None:  # (a loaded config fills it for them)
         raise ValueError(f"{algorithm} members replay rows: they need a replay section")
-    return OffPolicyPath(training.chunk_steps, replay.learning_starts, replay.learning_delay,
+    return OffPolicyPath(training.chunk_steps,
+                         UpdateRule(replay.learning_starts, replay.learning_delay),
                          replay.max_policy_lag)

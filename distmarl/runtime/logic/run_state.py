@@ -55,14 +55,6 @@ class MemberState:
     def learn_step(self) -> float:
         return float(self.hp.get("learn_step", 1))
 
-    def accrue(self, new_steps: int, learning_from: int) -> None:
-        """Earn updates for the part of the last ``new_steps`` (already in ``env_steps``)
-        that lies past ``learning_from`` env steps."""
-        before = self.env_steps - new_steps
-        counted = self.env_steps - max(before, learning_from)
-        if counted > 0:
-            self.owed += counted / self.learn_step
-
     def record_episodes(self, scores: list[float]) -> None:
         """Episodes a collect call finished, with their scores."""
         self.scores.extend(scores)

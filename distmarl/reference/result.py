@@ -1,4 +1,4 @@
-"""What a single-process training run hands back: plain figures and the trained algorithm."""
+"""What the reference trainer hands back: plain figures and the trained algorithm."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from distmarl.algorithms.base import Algorithm
 
 
 @dataclass
-class LocalResult:
+class ReferenceResult:
     """One member trained in one process.
 
     ``history``: ``[(env_steps, mean evaluation score)]``, one entry per evaluation (none when

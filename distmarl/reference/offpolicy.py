@@ -1,10 +1,10 @@
-"""The single-process off-policy trainer (MADDPG, MATD3): one member, top to bottom.
+"""The reference off-policy trainer (MADDPG, MATD3): one member in one process, top to bottom.
 
-It uses the parts the distributed runtime uses (vectorised env, :class:`Collector`, replay
-buffer, algorithm) without Ray, and counts updates the way the runtime does: one update per
-``learn_step`` new transitions once ``learning_starts`` rows are stored and
-``replay.learning_delay`` env steps have passed. It is the reference the runtime is checked
-against, and the loop to read first to see what one member does.
+It uses the parts a population run uses (vectorised env, :class:`Collector`, replay buffer,
+algorithm) without Ray, and counts updates by the run's rule (:class:`UpdateRule`): one
+update per ``learn_step`` new transitions past ``replay.learning_delay`` env steps, once
+``learning_starts`` rows are stored. It is the reference a run is checked against, and the
+loop to read first to see what one member does.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from distmarl.buffers.tensors import to_torch
 from distmarl.collect import Collector, progress_score
 from distmarl.config import ExperimentConfig, ReplayConfig
 from distmarl.config.hparams import on_policy
+from distmarl.config.replay import UpdateRule
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
-from distmarl.local.result import LocalResult
+from distmarl.reference.result import ReferenceResult
 from distmarl.types import SampleBatch
 
 
 def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
-                     eval_every: int = 0, log: bool = True) -> LocalResult:
+                     eval_every: int = 0, log: bool = True) -> ReferenceResult:
     """Train one off-policy member of ``cfg`` for ``steps`` env steps (per agent: vectorised
     steps * ``env.num_envs``; the loop stops at the first vectorised step reaching it).
 
@@ -37,7 +38,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     is printed. Torch runs on one thread, as in a learner actor."""
     if on_policy(cfg.algorithm.name):
         raise ValueError(f"algorithm.name: {cfg.algorithm.name} is on-policy; train it with "
-                         "distmarl.local.train_on_policy")
+                         "distmarl.reference.train_on_policy")
     seed = cfg.seed if seed is None else seed
     torch.set_num_threads(1)
     spaces = env_spaces(cfg.env)
@@ -49,6 +50,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0]), spec),
                                        "seed": seed})
     collector = Collector(venv, algo, seed=seed, spec=spec)
+    rule = UpdateRule(replay.learning_starts, replay.learning_delay)
     owed, updates, done, next_eval = 0.0, 0, 0, eval_every
     history: list[tuple[int, float]] = []
     train_scores: list[tuple[int, float]] = []
@@ -60,8 +62,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
         done += rollout.env_steps
         if rollout.episode_scores:
             train_scores.append((done, float(np.mean(rollout.episode_scores))))
-        if len(buffer) >= replay.learning_starts and done > replay.learning_delay:
-            owed += rollout.env_steps / algo.hp["learn_step"]
+        owed += rule.earned(done, rollout.env_steps, len(buffer), algo.hp["learn_step"])
         t = time.perf_counter()
         while owed >= 1:  # the updates these transitions are owed
             batch = buffer.read(int(algo.hp["batch_size"]))
@@ -81,7 +82,7 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     wall = time.perf_counter() - start
     venv.close()
     eval_venv.close()
-    return LocalResult(env_steps=done, updates=updates, wall_seconds=wall,
+    return ReferenceResult(env_steps=done, updates=updates, wall_seconds=wall,
                        learn_seconds=learn_time, algo=algo, history=history,
                        train_scores=train_scores, last_metrics=metrics)
 

@@ -1,4 +1,4 @@
-"""The single-process on-policy trainer (IPPO, MAPPO): one member, top to bottom.
+"""The reference on-policy trainer (IPPO, MAPPO): one member in one process, top to bottom.
 
 It uses the parts the distributed runtime uses (vectorised env, :class:`~distmarl.collect.Collector`,
 algorithm) without Ray or a buffer: collect a fragment of ``learn_step`` vectorised steps with
@@ -18,7 +18,7 @@ from distmarl.collect import Collector, fragment_to_batch, progress_score
 from distmarl.config import ExperimentConfig
 from distmarl.config.hparams import on_policy
 from distmarl.factory import env_spaces, make_algorithm, make_venv
-from distmarl.local.result import LocalResult
+from distmarl.reference.result import ReferenceResult
 
 #: IPPO on mpe2 ``simple_spread_v3`` (continuous actions, 25-step episodes): 8 sub-envs,
 #: fragments of 128 steps (1024 transitions per agent); a config dict for
@@ -37,7 +37,7 @@ SPREAD_IPPO: dict[str, Any] = {
 
 
 def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
-                    eval_every: int = 0, log: bool = True) -> LocalResult:
+                    eval_every: int = 0, log: bool = True) -> ReferenceResult:
     """Train one on-policy member of ``cfg`` for ``steps`` env steps (per agent: vectorised
     steps * ``env.num_envs``; the loop stops at the first fragment reaching it).
 
@@ -50,7 +50,7 @@ def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
 
     if not on_policy(cfg.algorithm.name):
         raise ValueError(f"algorithm.name: {cfg.algorithm.name} is off-policy; train it with "
-                         "distmarl.local.train_off_policy")
+                         "distmarl.reference.train_off_policy")
     seed = cfg.seed if seed is None else seed
     torch.set_num_threads(1)
     spaces = env_spaces(cfg.env)
@@ -84,6 +84,6 @@ def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     wall = time.perf_counter() - start
     venv.close()
     eval_venv.close()
-    return LocalResult(env_steps=done, updates=updates, wall_seconds=wall,
+    return ReferenceResult(env_steps=done, updates=updates, wall_seconds=wall,
                        learn_seconds=learn_time, algo=algo, history=history,
                        train_scores=train_scores, last_metrics=metrics)

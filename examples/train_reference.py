@@ -1,11 +1,11 @@
-"""Train one member in one process with distmarl's single-process trainer (no Ray, no MLflow).
+"""Train one member in one process with distmarl's reference trainer (no Ray, no MLflow).
 
-    .venv/bin/python examples/train_local.py [config.yaml] --steps 200000 \
+    .venv/bin/python examples/train_reference.py [config.yaml] --steps 200000 \
         [--set algorithm.name=MAPPO]
 
 Without a config file it trains IPPO on mpe2 ``simple_spread_v3``
-(:data:`distmarl.local.SPREAD_IPPO`). The trainer is picked by the algorithm's family
-(:func:`distmarl.local.train_local`).
+(:data:`distmarl.reference.SPREAD_IPPO`). The trainer is picked by the algorithm's family
+(:func:`distmarl.reference.train_reference`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 import copy
 
 from distmarl.config import apply_overrides, config_from_dict, load_config
-from distmarl.local import SPREAD_IPPO, train_local
+from distmarl.reference import SPREAD_IPPO, train_reference
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
         cfg = load_config(args.config, args.set)
     else:
         cfg = config_from_dict(apply_overrides(copy.deepcopy(SPREAD_IPPO), args.set))
-    result = train_local(cfg, args.steps, args.seed, args.eval_every)
+    result = train_reference(cfg, args.steps, args.seed, args.eval_every)
     print(f"done: {result.env_steps} env steps, {result.updates} updates in "
           f"{result.wall_seconds:.1f} s ({result.env_steps_per_s:.0f} env steps/s, "
           f"{result.learn_seconds:.1f} s learning)")
