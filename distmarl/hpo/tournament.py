@@ -112,8 +112,8 @@ def select_by_side(selection: TournamentSelection, histories: Sequence[Sequence[
         group = TournamentSelection(selection.tournament_size, selection.elitism, len(members),
                                     selection.eval_loop)
         plan = group.select([histories[i] for i in members], rng)
-        for local, src in enumerate(plan.sources):
-            sources[members[local]] = members[src]
+        for position, src in enumerate(plan.sources):  # positions within the side
+            sources[members[position]] = members[src]
         if plan.elite is not None:
             elites.append(members[plan.elite])
     order = elites + [i for i in range(len(histories)) if i not in elites]

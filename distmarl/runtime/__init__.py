@@ -11,7 +11,8 @@ Subpackages by kind, higher ones importing lower ones only:
 - ``fleets``: who carries out the run's calls: in this process (``--local``) or as Ray actors,
   with fault keeping, snapshots and resource requests;
 - ``actors``: the learner, rollout worker and buffer processes, and the shells they run;
-- ``logic``: pure run logic: counters, scheduling, the update-to-data rule, learner grouping.
+- ``logic``: pure run logic: counters, scheduling, the data paths (what a result earns), learner
+  grouping.
 
 Ray is imported by the driver's trainer and cluster, the coordinator's actor, the Ray fleet
 with its fault keeping and snapshots, and the actors; nothing else here imports it.

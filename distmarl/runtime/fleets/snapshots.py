@@ -70,18 +70,18 @@ class Snapshots:
             return
         ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
         if self.buffer_pending is not None and self.buffer_pending in ready:
-            local = copy_here(self.buffer_pending, "buffer")
-            if local is not None:
-                self.previous, self.buffer = self.buffer, local
+            copied = copy_here(self.buffer_pending, "buffer")
+            if copied is not None:
+                self.previous, self.buffer = self.buffer, copied
             self.buffer_pending = None
         for member, ref in list(self.learner_pending.items()):
             if ref in ready:
                 del self.learner_pending[member]
-                local = copy_here(ref, f"learner {member}")
-                if local is not None:
-                    self.learner_copies[member] = local
+                copied = copy_here(ref, f"learner {member}")
+                if copied is not None:
+                    self.learner_copies[member] = copied
                 if self.learner_latest.get(member) is ref:  # the latest is now the copy
-                    self.learner_latest[member] = (local if local is not None
+                    self.learner_latest[member] = (copied if copied is not None
                                                    else self.learner_copies.get(member))
 
 
