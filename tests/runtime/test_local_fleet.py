@@ -81,7 +81,7 @@ def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
     assert repeatable(other)["members"] != repeatable(first)["members"]
 
 
-def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
+def test_distmarl_train_with_the_local_flag_starts_no_ray(tmp_path: Path) -> None:
     """The CLI's ``--local`` in a real subprocess: it trains, tracks in MLflow, and neither
     starts Ray nor writes Ray's files in the home directory."""
     home = tmp_path / "home"
