@@ -272,9 +272,10 @@ class RayFleet(FaultKeeping):
 
     # ------------------------------------------------------------------ state
     def learner_states(self) -> list[dict[str, Any]]:
-        """Every learner's full state, after restoring any Ray restarted."""
+        """Every learner's full state (the calls made together), after restoring any Ray
+        restarted."""
         self.check_learners()
-        return [get_with_retry(lr.get_state.remote) for lr in self.learners]
+        return gather_with_retry([lr.get_state.remote for lr in self.learners])
 
     def buffer_state(self) -> dict[str, Any] | None:
         """The buffer's state for a checkpoint; None where the data path resynchronises
