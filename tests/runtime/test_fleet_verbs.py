@@ -110,7 +110,9 @@ def test_an_evolution_step_publishes_each_member_it_changed_once(built: Built) -
 @pytest.mark.slow
 def test_a_restarted_learner_is_seen_in_its_publish_reply_and_restored(ray_local: Any) -> None:
     """Member 1's learner process killed: publishing sees its new incarnation in the reply,
-    restores it from its snapshot (taken as the fleet started) and publishes that state."""
+    restores it from its snapshot (taken as the fleet started) and publishes that state; a
+    reply of the killed incarnation coming later (a train result sent before the kill) is
+    dropped without counting the restart again."""
     import os
     import signal
     import time
@@ -119,6 +121,7 @@ def test_a_restarted_learner_is_seen_in_its_publish_reply_and_restored(ray_local
     try:
         fleet = built.fleet
         started = built.published(1)["params"]
+        killed = fleet.learner_incarnations[1]
         os.kill(ray_local.get(fleet.learners[1].info.remote())["pid"], signal.SIGKILL)
         time.sleep(1.0)
         fleet.publish([0, 1])
@@ -126,6 +129,8 @@ def test_a_restarted_learner_is_seen_in_its_publish_reply_and_restored(ray_local
         assert [e["member"] for e in built.state.events
                 if e.get("fault") == "learner restarted"] == [1]
         np.testing.assert_equal(built.published(1)["params"], started)
+        assert fleet.learner_incarnations[1] != killed
+        assert fleet.trained(1, killed) is False and fleet.faults.learner_restarts == 1
     finally:
         for actor in built.fleet.actors():
             ray_local.kill(actor)

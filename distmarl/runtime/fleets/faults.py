@@ -92,6 +92,8 @@ class FaultKeeping:
         self.snapshots = Snapshots(snapshot_interval_s)
         self.buffer_incarnation: str | None = None
         self.learner_incarnations: dict[int, str] = {}
+        #: each member's earlier incarnations (learners Ray restarted, since restored)
+        self.retired_incarnations: dict[int, set[str]] = {}
         self.worker_pids: dict[tuple[int, int], int] = {}
         self.census: dict[tuple[int, int], Any] = {}
         self.census_taken = time.monotonic()
@@ -178,14 +180,20 @@ class FaultKeeping:
 
     def note_incarnation(self, member: int, incarnation: str) -> bool:
         """A reply of ``member``'s learner carried ``incarnation`` (a train result, published
-        weights): True when Ray restarted the learner since we last looked; it was then
-        restored from its snapshot, which republished its weights."""
+        weights): True when the reply is not from the learner as it is now, so it is to be
+        dropped. Either Ray restarted the learner since we last looked (it is then restored
+        from its snapshot, which republishes its weights), or the reply came from an
+        incarnation already replaced (sent before a restart that was dealt with)."""
         known = self.learner_incarnations.get(member)
         if known is None:
             self.learner_incarnations[member] = incarnation
             return False
         if incarnation == known:
             return False
+        if incarnation in self.retired_incarnations.get(member, ()):
+            return True
+        self.retired_incarnations.setdefault(member, set()).add(known)
+        self.learner_incarnations[member] = incarnation
         self.faults.learner_restarts += 1
         restored = self.restore_learner(member)
         self.state.event(fault="learner restarted", member=member, restored=restored)
@@ -202,6 +210,9 @@ class FaultKeeping:
         m.hp = hp if restored else get_with_retry(learner.hyperparameters.remote)
         published = get_with_retry(learner.publish.remote)
         m.set_weights(published.version, published.box)
+        known = self.learner_incarnations.get(member)
+        if known is not None and known != published.incarnation:
+            self.retired_incarnations.setdefault(member, set()).add(known)
         self.learner_incarnations[member] = published.incarnation
         return restored
 
