@@ -121,7 +121,7 @@ def buffer_in_place(ctx: Ctx) -> Callable[[], Any]:
 
 
 def buffer_actor_in_place(ctx: Ctx) -> Callable[[], Any]:
-    """The buffer actor's plain class holding 30 rows (its ``load`` must change nothing)."""
+    """The buffer actor's plain class holding 30 rows (a failed load must change nothing)."""
     ctx.buffer = BufferShell({"memory_size": 50, "field_names": FIELDS, "agent_ids": AGENTS,
                               "seed": 0})
     ctx.buffer.buffer.add(rows(np.arange(30)), member=1)
@@ -436,11 +436,11 @@ ROWS: list[Row] = [
         CliExit, r"exit 2: distmarl: checksum mismatch .*member-1\.pt", checkpoint_spoiled("flip")),
     # buffer files
     Row("buffer file with the wrong schema",
-        lambda c: c.buffer.load(str(c.bad_file)),
+        lambda c: MultiAgentReplayBuffer.load(c.bad_file),
         ValueError, r"buffer file .*bad\.arrow has the wrong schema: missing columns "
                     r"\['listener_0/obs'\]", buffer_file("schema")),
     Row("truncated buffer file",
-        lambda c: c.buffer.load(str(c.bad_file)),
+        lambda c: MultiAgentReplayBuffer.load(c.bad_file),
         ValueError, r"buffer file .*bad\.arrow is not a readable Arrow/Parquet file",
         buffer_file("cut")),
     Row("buffer file of other agents",

@@ -41,7 +41,7 @@ def test_views_offer_only_their_roles_methods_and_name_their_member() -> None:
     assert worker.collect.remote(10) == ("worker", 3, "collect", 10)
     assert worker.info.remote() == ("worker", 3, "info")
     assert learner.info.remote() == ("learner", 5, "info")
-    assert learner.train.remote(4) == ("learner", 5, "train", 4)
+    assert learner.publish.remote() == ("learner", 5, "publish")
     with pytest.raises(AttributeError, match="no method 'train'"):
         _ = worker.train
     with pytest.raises(AttributeError, match="no method 'collect'"):

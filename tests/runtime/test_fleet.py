@@ -63,8 +63,8 @@ def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, 
         assert ray.get(handles["learners"][0].info.remote())["pid"] == before["pid"]  # hosted
         os.kill(before["pid"], signal.SIGKILL)
         time.sleep(1.0)  # a buffer snapshot is taken meanwhile
-        buffer_pid = ray.get(buffer.pid.remote())
-        os.kill(buffer_pid, signal.SIGKILL)
+        buffer_incarnation = ray.get(buffer.incarnation.remote())
+        ray.kill(buffer, no_restart=False)  # its process killed; Ray restarts it
         assert ray.get(coord.progress.remote())["stop_reason"] == "running", "killed too late"
         summary = finish(ray, coord, result)
         faults, events = summary["faults"], summary["events"]
@@ -85,7 +85,7 @@ def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, 
         # the buffer: rows restored from its snapshot, the rows lost since counted
         event = next(e for e in events if e.get("fault") == "buffer restarted")
         assert event["restored_rows"] > 0 and event["lost_rows"] == faults["buffer_lost_rows"]
-        assert ray.get(buffer.pid.remote()) != buffer_pid
+        assert ray.get(buffer.incarnation.remote()) != buffer_incarnation
         assert ray.get(buffer.stats.remote())["counter"] >= event["restored_rows"]
     finally:
         ray.kill(coord)  # the actors' owner: they go with it (and free their CPUs)

@@ -185,7 +185,7 @@ def test_on_policy_fragments_are_learned_once_with_bounded_lag(workers: int) -> 
         call = inflight.pop(int(rng.integers(len(inflight))))  # any call may finish next
         fake = fakes[call.member]
         sched.on_result(call, fake.collect(call) if call.kind == "collect" else fake.train(call))
-    assert not inflight and sched.in_flight() == 0
+    assert not inflight and all(sched.idle(m.member) for m in state.members)
     for fake, m in zip(fakes, state.members):
         assert m.env_steps >= 2_000 and m.owed == 0 and not fake.buffer
         assert sorted(fake.learned) == list(range(fake.written))  # each fragment once
@@ -231,7 +231,7 @@ def test_a_failed_call_is_accounted_for() -> None:
     assert sched.on_failure(collect) == 16
     assert m.scheduled_steps == 0 and m.env_steps == 0 and state.total_env_steps == 0
     assert sched.on_failure(train) == 5
-    assert m.owed == 5 and m.requested == 0 and sched.in_flight() == 0
+    assert m.owed == 5 and m.requested == 0 and sched.idle(0)
     assert kinds(sched.next_calls()) == [("train", 0, -1), ("collect", 0, 0)]
 
 
@@ -275,3 +275,30 @@ def test_the_scheduling_parts_import_no_ray() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_member_knows_whether_its_published_weights_are_its_latest() -> None:
+    """Published weights stay the learner's latest until it learns without publishing (or a
+    train call fails part-way); a train call that publishes makes them the latest again, and
+    one that learned nothing changes nothing."""
+    sched, state = make(off(chunk=8), learn_step=1)
+    m = state.members[0]
+    assert not m.published_latest  # nothing published yet
+    m.set_weights(1, ["w1"])
+    assert m.published_latest
+    m.owed = 8.0
+    train = next(c for c in sched.next_calls() if c.kind == "train")
+    sched.on_result(train, Trained(0, None))
+    assert m.published_latest  # learned nothing
+    m.owed = 8.0
+    train = next(c for c in sched.next_calls() if c.kind == "train")
+    sched.on_result(train, Trained(8, None))
+    assert not m.published_latest and m.version == 1
+    m.owed = 8.0
+    train = next(c for c in sched.next_calls() if c.kind == "train")
+    sched.on_result(train, Trained(8, (2, ["w2"])))
+    assert m.published_latest and (m.version, m.weights_box) == (2, ["w2"])
+    m.owed = 8.0
+    train = next(c for c in sched.next_calls() if c.kind == "train")
+    sched.on_failure(train)
+    assert not m.published_latest

@@ -1,9 +1,11 @@
 """``ReplayBufferActor``: the shared :class:`MultiAgentReplayBuffer` as a Ray actor.
 
-The actor holds one core buffer and forwards calls; everything it sends or receives is plain
-data (numpy arrays in dicts and NamedTuples). Every call carries many rows: ``add`` a whole
-vectorised chunk, ``sample`` whole batches for one or more consumers. Calls run one at a time
-in the actor, so the buffer needs no locks.
+The actor holds one core buffer: ``add`` stores a chunk unless the rate limiter refuses it,
+``sample`` registers each reader's spec, applies the priorities it sends back and reads its
+batches. Everything it sends or receives is plain data (numpy arrays in dicts and
+NamedTuples). Every call carries many rows: ``add`` a whole vectorised chunk, ``sample``
+whole batches for one or more consumers. Calls run one at a time in the actor, so the buffer
+needs no locks.
 
     buffer = make_buffer_actor(buffer_kwargs)
     ray.get(buffer.add.remote(TransitionChunk(data, member=3)))
@@ -20,10 +22,8 @@ replaying learners use it.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import ray
@@ -31,7 +31,7 @@ import ray
 from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.wire import pack_batches
-from distmarl.types import PriorityUpdate, SampleBatch, SampleRequest, TransitionChunk
+from distmarl.types import SampleBatch, SampleRequest, TransitionChunk
 
 
 class AddResult(NamedTuple):
@@ -44,7 +44,8 @@ class AddResult(NamedTuple):
 
 
 class BufferShell:
-    """The plain class behind :data:`ReplayBufferActor` (usable without Ray in tests)."""
+    """The plain class behind :data:`ReplayBufferActor` (the in-process fleet holds one
+    without an actor)."""
 
     def __init__(self, buffer_kwargs: dict[str, Any]) -> None:
         self.buffer = MultiAgentReplayBuffer(**buffer_kwargs)
@@ -85,22 +86,8 @@ class BufferShell:
             out.append(batch)
         return out
 
-    def update_priorities(self, consumer: str, update: PriorityUpdate) -> int:
-        """``consumer``'s priorities from TD errors (see
-        :meth:`MultiAgentReplayBuffer.update_priorities`); rows updated."""
-        return self.buffer.update_priorities(consumer, update.indices, update.td_errors)
-
     def stats(self) -> dict[str, Any]:
         return {**self.buffer.stats(), "refused_chunks": self.refused_chunks}
-
-    def save(self, path: str) -> str:
-        return str(self.buffer.save(Path(path)))
-
-    def load(self, path: str) -> dict[str, Any]:
-        """Replace the contents with a saved buffer file; a bad file changes nothing."""
-        loaded = MultiAgentReplayBuffer.load(Path(path), device=self.buffer.device)
-        self.buffer = loaded
-        return self.stats()
 
     def state_dict(self) -> dict[str, Any]:
         return self.buffer.state_dict()
@@ -110,9 +97,6 @@ class BufferShell:
 
     def incarnation(self) -> str:
         return self._incarnation
-
-    def pid(self) -> int:
-        return os.getpid()
 
 
 def _chunk_rows(chunk: TransitionChunk) -> int:

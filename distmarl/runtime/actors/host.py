@@ -1,6 +1,6 @@
 """``HostActor``: the learner process of a group of members (and, colocated, their workers 0).
 
-Every actor process imports torch and builds its members' networks, and a member's update of
+A learner's process imports torch and builds its member's networks, and a member's update of
 small networks is mostly per-call overhead; so one process hosts the learners of a group of
 members (``population.members_per_learner``), and their train calls are answered together
 (:class:`~distmarl.runtime.actors.group.LearnerGroup`: members of one shape updated as one
@@ -27,12 +27,13 @@ from distmarl.runtime.actors.group import LearnerGroup
 from distmarl.runtime.actors.learner import LearnerShell, TrainResult
 from distmarl.runtime.actors.rollout import RolloutShell
 
-#: what the fleet may call on each hosted member's learner and worker
-LEARNER_METHODS = frozenset({"incarnation", "train", "discard_pending", "used_fragments",
-                             "publish", "get_state", "load_state", "mutate", "hyperparameters",
+#: what may be called on each hosted member's learner and worker: the fleet's verbs (a
+#: learner's train calls go through :meth:`HostShell.train_many`), and what tests read through
+#: the fleet's handles (``used_fragments``, ``weights_checksum``)
+LEARNER_METHODS = frozenset({"incarnation", "discard_pending", "used_fragments", "publish",
+                             "get_state", "load_state", "mutate", "hyperparameters",
                              "set_hyperparameters", "weights_checksum", "info"})
-WORKER_METHODS = frozenset({"collect", "play", "seat", "evaluate", "score_fixed", "info",
-                            "close"})
+WORKER_METHODS = frozenset({"collect", "play", "evaluate", "score_fixed", "info"})
 CONCURRENCY_GROUPS = {"learner": 1, "worker": 1}
 
 
@@ -99,7 +100,7 @@ class _View:
 
 
 class LearnerView(_View):
-    """A host actor as ``member``'s learner: ``view.train.remote(n)`` and the like."""
+    """A host actor as ``member``'s learner: ``view.publish.remote()`` and the like."""
 
     ROLE, NOUN, METHODS = "learner", "a learner", LEARNER_METHODS
 

@@ -65,6 +65,15 @@ class TrainResult(NamedTuple):
     incarnation: str = ""  # changes when Ray restarts the learner (its state is then fresh)
 
 
+class Published(NamedTuple):
+    """Weights put in the store: their ``version``, the ``box`` (``[ref]``) that holds them,
+    and the learner's ``incarnation``, so that the caller sees a restart in the same reply."""
+
+    version: int
+    box: list[Any]
+    incarnation: str
+
+
 class Readout(NamedTuple):
     """What a learner read for its next updates: the buffer's batches (off-policy: sampled,
     on-policy: whole fragments), their tensors, one per update, and prioritised replay's
@@ -191,7 +200,8 @@ class LearnerShell:
         self._since_publish += n
         weights = None
         if n and (self.on_policy or self._since_publish >= self.weight_sync_updates):
-            weights = self.publish()
+            version, box, _ = self.publish()
+            weights = (version, box)
         return TrainResult(n, _means(metrics), seconds, weights, self._incarnation)
 
     def discard_pending(self) -> int:
@@ -203,11 +213,12 @@ class LearnerShell:
         for tests and debugging)."""
         return self.fragments.used() if self.fragments is not None else []
 
-    def publish(self) -> tuple[int, list[Any]]:
-        """Put the current actor weights in the store; ``(version, [ref])``."""
+    def publish(self) -> Published:
+        """Put the current actor weights in the store, as the next version."""
         self.version += 1
         self._since_publish = 0
-        return self.version, [self.store.put(self.algo.get_weights())]
+        return Published(self.version, [self.store.put(self.algo.get_weights())],
+                         self._incarnation)
 
     # ------------------------------------------------------------------ state and evolution
     def get_state(self) -> dict[str, Any]:

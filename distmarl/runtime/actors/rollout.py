@@ -128,10 +128,6 @@ class RolloutShell:
             me = self.league.reference_player(learner, side, seed + 1)
         return self.league.play(self._eval_venv(seed), me, opponent, games, seed, side, explore)
 
-    def seat(self, plan: LeaguePlan) -> None:
-        """Seat ``plan``'s matches in the collection's sub-envs (a league run)."""
-        self.league.seat(plan, self.collector)
-
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
                  max_steps: int | None, seed: int, explore: bool = False) -> Scores:
         """Scores on a separate copy of the envs (the collection's episodes go on undisturbed),

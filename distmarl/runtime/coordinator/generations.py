@@ -9,7 +9,7 @@ fleet's verbs (:class:`~distmarl.runtime.fleets.protocol.Fleet`) and records it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,15 +92,19 @@ class Generations:
             self._next_boundary(i)
 
     def apply(self, step: Step) -> None:
-        """Carry out ``step`` through the fleet and record it (events, family tree)."""
+        """Carry out ``step`` through the fleet, publish (and snapshot) every member it
+        changed, once, and record it (events, family tree)."""
         state = self.state.members
+        changed: set[int] = set()
         if step.copies or step.mutations:
-            self.carry_out(step.copies, step.mutations)
+            changed |= self.carry_out(step.copies, step.mutations)
         if step.hp_from:
             values = {i: dict(state[src].hp) for i, src in step.hp_from}
             for i, hp in self.fleet.set_hyperparameters(values).items():
                 state[i].hp = hp
-            self.fleet.publish(sorted(values), snapshot=True)
+            changed |= set(values)
+        if changed:
+            self.fleet.publish(sorted(changed), snapshot=True)
         self.game.copied(step.copies)
         if step.selection is not None:
             self.lineage.record_generation(step.selection, step.mutations,
@@ -112,20 +116,21 @@ class Generations:
 
     def sample_initial_hp(self) -> None:
         """Start every member from hyperparameters drawn from the ``hp_config`` ranges
-        (``evolution.initial_hp: sampled``): set on the learners, published to the workers,
-        and the family tree's roots."""
+        (``evolution.initial_hp: sampled``): set on the learners (before the fleet's
+        :meth:`~distmarl.runtime.fleets.protocol.Fleet.watch` publishes every member), and the
+        family tree's roots."""
         members = self.state.members
         values = self.hp_config.sample(len(members), self.rng)
         hps = self.fleet.set_hyperparameters(dict(enumerate(values)))
         for m in members:
             m.hp = hps[m.member]
-        self.fleet.publish(list(range(len(members))), snapshot=True)
         self.lineage = Lineage([m.hp for m in members], [m.algorithm for m in members])
         self.state.event(initial_hp="sampled", values=[dict(v) for v in values])
 
     def pretrain_mutation(self) -> None:
         """Mutate every member once before training (AgileRL's pre-training mutation pass;
-        none where the strategy changes no member)."""
+        none where the strategy changes no member), before the fleet's
+        :meth:`~distmarl.runtime.fleets.protocol.Fleet.watch` publishes every member."""
         plans = self.strategy.pretrain([m.hp for m in self.state.members], self.rng)
         if plans:
             self.carry_out([], plans)
@@ -146,10 +151,11 @@ class Generations:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, members: Sequence[int]) -> dict[int, float]:
-        """Fresh weights, then the game's evaluation (episodes, or a league's games), seeded
-        alike for everyone so the comparison is fair; appends to each fitness. A learner Ray
-        restarted meanwhile is restored first."""
-        self.fleet.publish(members)
+        """The members' latest weights (published where they learned since their last
+        publish), then the game's evaluation (episodes, or a league's games), seeded alike for
+        everyone so the comparison is fair; appends to each fitness. A learner Ray restarted
+        meanwhile is restored (its weights republished) by the fleet."""
+        self._publish_latest(members)
         seed = int(self.rng.integers(2**31))
         evaluated = self.game.evaluate(members, seed)
         self._report_capped(evaluated.name, evaluated.capped)
@@ -163,11 +169,18 @@ class Generations:
         episodes or games each, seeded by ``seed``, with random play's beside them); the elite
         is the member selection ranks first by fitness. Sets ``state.final``."""
         members = self.state.members
-        self.fleet.publish(list(range(len(members))))
+        self._publish_latest(range(len(members)))
         fitness = [mean_fitness(m.fitness, self.evo.eval_loop) for m in members]
         self.state.final, capped = self.game.final(fitness, episodes, seed)
         self._report_capped("final", capped)
         return self.state.final
+
+    def _publish_latest(self, members: Iterable[int]) -> None:
+        """Publish each of ``members`` whose learner learned since its last publish (the
+        others' published weights are their latest already)."""
+        behind = [i for i in members if not self.state.members[i].published_latest]
+        if behind:
+            self.fleet.publish(behind)
 
     def _report_capped(self, evaluation: str, capped: Mapping[int, int]) -> None:
         """Episodes or games of an evaluation that the env's step limit cut (partial scores;
@@ -183,13 +196,15 @@ class Generations:
                     "draw)", evaluation, sum(counts.values()), sorted(counts))
 
     # ------------------------------------------------------------------ copy and mutate
-    def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]) -> None:
-        """Copy full states (``(member, source)`` pairs), then mutate, through the fleet
-        (which publishes the changed members); record what changed."""
+    def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
+                  ) -> set[int]:
+        """Copy full states (``(member, source)`` pairs), then mutate, through the fleet;
+        record what changed. The members changed (their weights not yet published)."""
         algorithms = [m.algorithm for m in self.state.members]  # before any copy (may swap)
         copied, mutated = self.fleet.carry_out(copies, plans)
         self._record_copies(copied, algorithms)
         self._record_mutations(mutated)
+        return {c.member for c in copied} | {m.plan.member for m in mutated}
 
     def _record_copies(self, copied: Sequence[Copied], algorithms: Sequence[str]) -> None:
         members = self.state.members
@@ -200,8 +215,7 @@ class Generations:
                 members[i].algorithm = algorithms[src]
                 self.state.event(member=i, converted=algorithms[src], was=algorithms[i])
             self.state.copy_log.append({"generation": self.state.generation, "member": i,
-                                        "source": src, "source_checksum": c.source_checksum,
-                                        "copy_checksum": c.copy_checksum})
+                                        "source": src})
 
     def _record_mutations(self, mutated: Sequence[Mutated]) -> None:
         for m in mutated:

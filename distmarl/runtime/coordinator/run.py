@@ -11,8 +11,13 @@ runs it on Ray.
 - :class:`~distmarl.runtime.records.recorder.Recorder`: metrics, checkpoints, artifacts, resume.
 
 The loop: ask the scheduler for calls, submit them to the fleet, hand each finished result
-back, evolve members at their boundaries, record. The run owns no env and no network; plain
-data in, plain data out.
+back, evolve members at their boundaries, record. The loop steps no env and trains no network:
+the fleet's rollout workers and learners do (on Ray in actors of their own; the in-process
+fleet's in this process). The coordinator itself builds one probe env at the start (the spaces,
+:func:`~distmarl.factory.env_spaces`) and, for the records, an env per video it renders and
+acting policies from members' published weights (actors only: the videos and the elite model,
+:mod:`~distmarl.runtime.records`). Learner states reach it only as data: checkpoints on their
+way to and from disk, and on Ray the fleet's restart snapshots.
 """
 
 from __future__ import annotations

@@ -62,6 +62,19 @@ def get_with_retry(submit: Callable[[], Any], attempts: int = 120, delay_s: floa
     raise AssertionError("unreachable")
 
 
+def gather_with_retry(submits: Sequence[Callable[[], Any]]) -> list[Any]:
+    """``[ray.get(submit()) for submit in submits]``, the calls made together; one whose actor
+    just died or is restarting is made again (:func:`get_with_retry`)."""
+    refs = [submit() for submit in submits]
+    out = []
+    for submit, ref in zip(submits, refs):
+        try:
+            out.append(ray.get(ref, timeout=600))
+        except RayActorError:
+            out.append(get_with_retry(submit))
+    return out
+
+
 class FaultKeeping:
     """Restarts and snapshots of a fleet's ``buffer``, ``learners`` and ``workers`` (Ray actor
     handles, set by the fleet), counted in ``faults``; events go to ``state``, a resync of
@@ -79,6 +92,8 @@ class FaultKeeping:
         self.snapshots = Snapshots(snapshot_interval_s)
         self.buffer_incarnation: str | None = None
         self.learner_incarnations: dict[int, str] = {}
+        #: each member's earlier incarnations (learners Ray restarted, since restored)
+        self.retired_incarnations: dict[int, set[str]] = {}
         self.worker_pids: dict[tuple[int, int], int] = {}
         self.census: dict[tuple[int, int], Any] = {}
         self.census_taken = time.monotonic()
@@ -96,8 +111,7 @@ class FaultKeeping:
     def trained(self, member: int, incarnation: str) -> bool:
         """A train call of ``member`` came back from learner ``incarnation``: False when the
         learner restarted since (it was then restored); every few calls, snapshot its state."""
-        if incarnation != self.learner_incarnations.get(member):
-            self.check_learners([member])
+        if self.note_incarnation(member, incarnation):
             return False
         self.train_calls[member] = self.train_calls.get(member, 0) + 1
         if self.train_calls[member] % STATE_SNAPSHOT_CALLS == 0:
@@ -157,18 +171,34 @@ class FaultKeeping:
         return True
 
     def check_learners(self, members: Sequence[int] | None = None) -> None:
-        """Restore every learner Ray restarted since we last looked (it holds fresh weights)."""
-        for member in range(len(self.learners)) if members is None else members:
-            incarnation = get_with_retry(self.learners[member].incarnation.remote)
-            known = self.learner_incarnations.get(member)
-            if known is None:
-                self.learner_incarnations[member] = incarnation
-            elif incarnation != known:
-                self.faults.learner_restarts += 1
-                restored = self.restore_learner(member)
-                self.state.event(fault="learner restarted", member=member, restored=restored)
-                log.warning("learner %d restarted and was restored from its last snapshot",
-                            member)
+        """Ask ``members``' learners (default: all) their incarnations, together, and restore
+        every one Ray restarted since we last looked (it holds fresh weights)."""
+        members = range(len(self.learners)) if members is None else members
+        incarnations = gather_with_retry([self.learners[m].incarnation.remote for m in members])
+        for member, incarnation in zip(members, incarnations):
+            self.note_incarnation(member, incarnation)
+
+    def note_incarnation(self, member: int, incarnation: str) -> bool:
+        """A reply of ``member``'s learner carried ``incarnation`` (a train result, published
+        weights): True when the reply is not from the learner as it is now, so it is to be
+        dropped. Either Ray restarted the learner since we last looked (it is then restored
+        from its snapshot, which republishes its weights), or the reply came from an
+        incarnation already replaced (sent before a restart that was dealt with)."""
+        known = self.learner_incarnations.get(member)
+        if known is None:
+            self.learner_incarnations[member] = incarnation
+            return False
+        if incarnation == known:
+            return False
+        if incarnation in self.retired_incarnations.get(member, ()):
+            return True
+        self.retired_incarnations.setdefault(member, set()).add(known)
+        self.learner_incarnations[member] = incarnation
+        self.faults.learner_restarts += 1
+        restored = self.restore_learner(member)
+        self.state.event(fault="learner restarted", member=member, restored=restored)
+        log.warning("learner %d restarted and was restored from its last snapshot", member)
+        return True
 
     def restore_learner(self, member: int) -> bool:
         """Load the member's last state snapshot into its (restarted) learner and republish.
@@ -178,8 +208,12 @@ class FaultKeeping:
         restored, hp = load_first(learner.load_state.remote,
                                   self.snapshots.learner_candidates(member), f"learner {member}")
         m.hp = hp if restored else get_with_retry(learner.hyperparameters.remote)
-        m.set_weights(*get_with_retry(learner.publish.remote))
-        self.learner_incarnations[member] = get_with_retry(learner.incarnation.remote)
+        published = get_with_retry(learner.publish.remote)
+        m.set_weights(published.version, published.box)
+        known = self.learner_incarnations.get(member)
+        if known is not None and known != published.incarnation:
+            self.retired_incarnations.setdefault(member, set()).add(known)
+        self.learner_incarnations[member] = published.incarnation
         return restored
 
     def snapshot_learner(self, member: int) -> None:

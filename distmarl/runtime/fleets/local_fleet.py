@@ -1,4 +1,4 @@
-"""``LocalFleet``: the whole population in this process, no Ray.
+"""``LocalFleet``: the whole population in this process; it starts no Ray and no actor.
 
 The same shells as on Ray (:class:`~distmarl.runtime.actors.learner.LearnerShell`,
 :class:`~distmarl.runtime.actors.rollout.RolloutShell`,
@@ -8,6 +8,9 @@ collect calls in the order the scheduler asked for them), and its result waits f
 :meth:`LocalFleet.finished`. Nothing runs side by side, so a seeded run is reproducible step for
 step; weights and states cross between shells as copies (:class:`LocalStore`), as they would
 through Ray's object store. There are no faults to survive: an error ends the run.
+
+Ray is imported all the same: the shells' modules define their actor classes with it, and a
+learner asks whether Ray is running (it is not) before it looks for GPUs Ray gave it.
 """
 
 from __future__ import annotations
@@ -104,8 +107,10 @@ class LocalFleet:
 
     # ------------------------------------------------------------------ between the calls
     def publish(self, members: Sequence[int], snapshot: bool = False) -> None:
+        """Publish ``members``' weights (no snapshots: nothing here restarts)."""
         for i in members:
-            self.state.members[i].set_weights(*self.learners[i].publish())
+            version, box, _ = self.learners[i].publish()
+            self.state.members[i].set_weights(version, box)
 
     def evaluate(self, members: Sequence[int], episodes: int, max_steps: int | None,
                  seed: int, explore: bool) -> list[Scores]:
@@ -135,17 +140,13 @@ class LocalFleet:
         sources = sorted({src for _, src in copies})
         # copies, read before any load: a swap must not see a state it just wrote
         states = {src: copy.deepcopy(self.learners[src].get_state()) for src in sources}
-        sums = {src: self.learners[src].weights_checksum() for src in sources}
-        copied = []
-        for i, src in copies:
-            hp = self.learners[i].load_state(copy.deepcopy(states[src]))
-            copied.append(Copied(i, src, hp, sums[src], self.learners[i].weights_checksum()))
+        copied = [Copied(i, src, self.learners[i].load_state(copy.deepcopy(states[src])))
+                  for i, src in copies]
         mutated = []
         for p in plans:
             if p.kind != "none":
                 result = self.learners[p.member].mutate(p)
                 mutated.append(Mutated(p, result["change"], result["hp"]))
-        self.publish(sorted({c.member for c in copied} | {m.plan.member for m in mutated}))
         return copied, mutated
 
     def set_hyperparameters(self, values: Mapping[int, dict[str, Any]]
@@ -153,12 +154,9 @@ class LocalFleet:
         return {i: self.learners[i].set_hyperparameters(v) for i, v in values.items()}
 
     # ------------------------------------------------------------------ state
-    def learner_state(self, member: int) -> dict[str, Any]:
-        """The learner's own tensors (read them, or copy before changing them)."""
-        return self.learners[member].get_state()
-
     def learner_states(self) -> list[dict[str, Any]]:
-        return [self.learner_state(i) for i in range(len(self.learners))]
+        """The learners' own tensors (read them, or copy before changing them)."""
+        return [learner.get_state() for learner in self.learners]
 
     def buffer_state(self) -> dict[str, Any] | None:
         """None where fragments resynchronise (on-policy), as on Ray."""

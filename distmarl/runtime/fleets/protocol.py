@@ -7,8 +7,9 @@ carry them out:
 
 - :class:`~distmarl.runtime.fleets.ray_fleet.RayFleet`: actors on a Ray cluster, calls in flight
   side by side, restarts, snapshots and what was lost (:class:`FaultLog`);
-- :class:`~distmarl.runtime.fleets.local_fleet.LocalFleet`: the same shells in this process, each
-  call run when it is submitted; a seeded run is reproducible step for step.
+- :class:`~distmarl.runtime.fleets.local_fleet.LocalFleet`: the same shells as plain objects in
+  this process (no Ray started, no actor; the shells' modules still import ray), each call run
+  when it is submitted; a seeded run is reproducible step for step.
 
 Both build their shells from one :class:`FleetSpec`.
 """
@@ -114,13 +115,11 @@ class Play(NamedTuple):
 
 class Copied(NamedTuple):
     """A copy carried out: ``member`` took ``source``'s full state (and hyperparameters
-    ``hp``); the checksums of the source's weights and of the copy's."""
+    ``hp``)."""
 
     member: int
     source: int
     hp: dict[str, Any]
-    source_checksum: float
-    copy_checksum: float
 
 
 class Mutated(NamedTuple):
@@ -162,7 +161,8 @@ class Fleet(Protocol):
         """On every turn of the loop: upkeep that must not wait."""
 
     def publish(self, members: Sequence[int], snapshot: bool = False) -> None:
-        """Publish ``members``' current weights (``snapshot``: and keep their states)."""
+        """Publish ``members``' current weights (``snapshot``: and keep their states, where
+        the fleet keeps snapshots)."""
 
     def evaluate(self, members: Sequence[int], episodes: int, max_steps: int | None,
                  seed: int, explore: bool) -> list[Scores]:
@@ -178,14 +178,12 @@ class Fleet(Protocol):
     def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
                   ) -> tuple[list[Copied], list[Mutated]]:
         """Copy full states (``(member, source)``; all read before any is written, so swaps
-        are safe), then mutate, then publish the changed members."""
+        are safe), then mutate. The changed members' weights are not published here: the
+        caller publishes every member its step changed, once."""
 
     def set_hyperparameters(self, values: Mapping[int, dict[str, Any]]
                             ) -> dict[int, dict[str, Any]]:
         """Set each member's ``values``; each member's hyperparameters after."""
-
-    def learner_state(self, member: int) -> dict[str, Any]:
-        """``member``'s full learner state."""
 
     def learner_states(self) -> list[dict[str, Any]]:
         """Every learner's full state, in member order."""

@@ -25,7 +25,7 @@ from distmarl.runtime.actors.buffer import make_buffer_actor
 from distmarl.runtime.actors.clients import RayStore, RemoteBuffer, Store
 from distmarl.runtime.actors.host import HostActor, LearnerView, WorkerView
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
-from distmarl.runtime.fleets.faults import LOST, FaultKeeping, get_with_retry
+from distmarl.runtime.fleets.faults import LOST, FaultKeeping, gather_with_retry, get_with_retry
 from distmarl.runtime.fleets.protocol import Copied, FleetSpec, Mutated, Play, check_state_count
 from distmarl.runtime.fleets.resources import plan_resources
 from distmarl.runtime.logic.datapath import DataPath
@@ -92,12 +92,8 @@ class RayFleet(FaultKeeping):
     def watch(self) -> None:
         """Publish every learner's weights, snapshot every state, and remember every actor's
         incarnation / pid (a later change is a restart)."""
-        published = ray.get([lr.publish.remote() for lr in self.learners])
-        for m, (version, box) in zip(self.state.members, published):
-            m.set_weights(version, box)
-            self.snapshot_learner(m.member)
+        self.publish(range(len(self.learners)), snapshot=True)
         self.check_buffer()
-        self.check_learners()
         learner_infos = ray.get([lr.info.remote() for lr in self.learners])
         self.learner_devices = [i["device"] for i in learner_infos]
         notes = [i["device_note"] for i in learner_infos if i["device_note"]]
@@ -190,12 +186,13 @@ class RayFleet(FaultKeeping):
 
     # ------------------------------------------------------------------ between the calls
     def publish(self, members: Sequence[int], snapshot: bool = False) -> None:
-        """Restore any of ``members``' learners Ray restarted, then publish their weights;
-        ``snapshot``: keep their states too (after a copy or mutation)."""
-        self.check_learners(members)
-        published = ray.get([self.learners[i].publish.remote() for i in members])
-        for i, (version, box) in zip(members, published):
-            self.state.members[i].set_weights(version, box)
+        """Publish ``members``' weights, one call each, together; a reply from a learner Ray
+        restarted (its incarnation says so) is dropped, the learner restored from its snapshot
+        (which publishes again). ``snapshot``: keep their states too (after a change)."""
+        published = gather_with_retry([self.learners[i].publish.remote for i in members])
+        for i, p in zip(members, published):
+            if not self.note_incarnation(i, p.incarnation):
+                self.state.members[i].set_weights(p.version, p.box)
             if snapshot:
                 self.snapshot_learner(i)
 
@@ -245,7 +242,7 @@ class RayFleet(FaultKeeping):
         goes back to its last snapshot too (so no copy or mutation is applied twice), and the
         step is carried out once more."""
         try:
-            done = self._carry_out(copies, plans)
+            return self._carry_out(copies, plans)
         except LOST as err:
             log.warning("a learner was lost while copying / mutating (%s); redoing the step "
                         "from the members' snapshots", type(err).__name__)
@@ -254,25 +251,18 @@ class RayFleet(FaultKeeping):
             for i in changed:
                 self.restore_learner(i)
             self.state.event(fault="copy step redone", members=changed)
-            done = self._carry_out(copies, plans)
-        copied, mutated = done
-        self.publish(sorted({c.member for c in copied} | {m.plan.member for m in mutated}),
-                     snapshot=True)
-        return done
+            return self._carry_out(copies, plans)
 
     def _carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
                    ) -> tuple[list[Copied], list[Mutated]]:
+        """The step's calls, made together: each source's state read once, every load, then
+        every mutation (a learner answers its calls in order)."""
         learners = self.learners
-        sources = sorted({src for _, src in copies})
-        states = {src: learners[src].get_state.remote() for src in sources}
-        source_sums = {src: learners[src].weights_checksum.remote() for src in sources}
+        states = {src: learners[src].get_state.remote() for src in sorted({s for _, s in copies})}
         loads = [learners[i].load_state.remote(states[src]) for i, src in copies]
-        copied_sums = [learners[i].weights_checksum.remote() for i, _ in copies]
         mutated = [p for p in plans if p.kind != "none"]
         results = [learners[p.member].mutate.remote(p) for p in mutated]
-        copied = [Copied(i, src, hp, before, after) for (i, src), hp, before, after in zip(
-            copies, ray.get(loads), ray.get([source_sums[s] for _, s in copies]),
-            ray.get(copied_sums))]
+        copied = [Copied(i, src, hp) for (i, src), hp in zip(copies, ray.get(loads))]
         return copied, [Mutated(p, r["change"], r["hp"]) for p, r in zip(mutated, ray.get(results))]
 
     def set_hyperparameters(self, values: Mapping[int, dict[str, Any]]
@@ -281,13 +271,11 @@ class RayFleet(FaultKeeping):
         return dict(zip(values, hps))
 
     # ------------------------------------------------------------------ state
-    def learner_state(self, member: int) -> dict[str, Any]:
-        return get_with_retry(self.learners[member].get_state.remote)
-
     def learner_states(self) -> list[dict[str, Any]]:
-        """Every learner's full state, after restoring any Ray restarted."""
+        """Every learner's full state (the calls made together), after restoring any Ray
+        restarted."""
         self.check_learners()
-        return [get_with_retry(lr.get_state.remote) for lr in self.learners]
+        return gather_with_retry([lr.get_state.remote for lr in self.learners])
 
     def buffer_state(self) -> dict[str, Any] | None:
         """The buffer's state for a checkpoint; None where the data path resynchronises

@@ -41,6 +41,8 @@ class MemberState:
     requested: int = 0  # updates of the train call in flight
     version: int = 0
     weights_box: list[Any] | None = None  # [ref] of the published weights of ``version``
+    #: the published weights are the learner's latest: it has learned nothing since
+    published_latest: bool = False
     phase: str = RUN
     fitness: list[float] = field(default_factory=list)
     scores: deque[float] = field(default_factory=lambda: deque(maxlen=100))
@@ -79,6 +81,7 @@ class MemberState:
     def set_weights(self, version: int, box: list[Any] | None) -> None:
         """The learner published ``version``; its rollout workers act with ``box`` next."""
         self.version, self.weights_box = version, box
+        self.published_latest = True
 
     def mean_score(self) -> float | None:
         return float(sum(self.scores) / len(self.scores)) if self.scores else None

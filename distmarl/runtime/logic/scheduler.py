@@ -130,6 +130,8 @@ class Scheduler:
         m.requested = 0
         if result.weights is not None:
             m.set_weights(*result.weights)
+        elif result.updates:
+            m.published_latest = False
 
     def on_failure(self, call: Call) -> int:
         """Account for a call that failed (its actor died, or an actor it called): a lost
@@ -145,6 +147,7 @@ class Scheduler:
         lost = m.requested
         m.owed += lost
         m.requested = 0
+        m.published_latest = False  # it may have learned before it failed
         return lost
 
     def forget_owed(self, members: Sequence[int]) -> None:
@@ -156,9 +159,6 @@ class Scheduler:
     def idle(self, member: int) -> bool:
         """No call of ``member`` in flight."""
         return member not in self.learner_busy and not self._started(member)
-
-    def in_flight(self) -> int:
-        return len(self.learner_busy) + len(self.collecting)
 
     def at_boundary(self, member: int) -> bool:
         """True when ``member`` just reached its boundary with every update done and nothing

@@ -1,10 +1,14 @@
 """What a run leaves behind: metrics at their cadence, checkpoints, artifacts, the elite model,
-and a resume from a checkpoint.
+videos, and a resume from a checkpoint.
 
 Everything here runs in the coordinator's process. Tracking failures never stop training (the
 tracker queues and retries). A checkpoint holds the run's config (as plain data), every member's
 learner state, the run's counters (:class:`~distmarl.runtime.logic.run_state.RunState`), the
-generations' RNG and lineage, the MLflow run ids, and a buffer snapshot.
+generations' RNG and lineage, the MLflow run ids, and a buffer snapshot: the learner states
+pass through this process as data on their way to the checkpoint's files (and back, on a
+resume), never loaded into a learner here. The elite model and the videos are built from the
+members' published weights (:class:`~distmarl.runtime.records.policies.PublishedPolicies`:
+actors only); the videos play in envs built here (:mod:`~distmarl.runtime.records.videos`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from distmarl.hpo import Lineage
 from distmarl.runtime.fleets.protocol import Fleet
 from distmarl.runtime.hooks.base import GameHooks
 from distmarl.runtime.logic.run_state import RunState
+from distmarl.runtime.records.policies import PublishedPolicies
 from distmarl.runtime.records.videos import VideoRecorder
 from distmarl.tracking.base import NullTracker, Tracker
 from distmarl.version import __version__
@@ -97,8 +102,8 @@ class Recorder:
     ``tags`` go to the tracking run (the git commit is added). ``max_steps`` (env steps per
     member) sets the ``"auto"`` cadences, and with ``evo_steps`` (per member) the boundaries
     after a resume.
-    ``new_policy(name)`` builds a fresh algorithm of that name (the elite's), for the elite
-    model. ``agent_spaces`` (each agent's spaces as text, see
+    ``new_policy(name)`` builds a fresh algorithm of that name, which the elite model and the
+    videos load a member's published weights into. ``agent_spaces`` (each agent's spaces as text, see
     :func:`~distmarl.runtime.driver.resume.agent_spaces`) go into every checkpoint, so a resume can
     check its env against it before Ray starts."""
 
@@ -110,7 +115,9 @@ class Recorder:
                  agent_spaces: dict[str, dict[str, str]] | None = None) -> None:
         self.tracking, self.run_dir, self.name = tracking, run_dir, name
         self.agent_spaces = agent_spaces
-        self.config, self.tags, self.new_policy = config, tags, new_policy
+        self.config, self.tags = config, tags
+        #: each member acting with its published weights (the elite model's, the videos')
+        self.policies = PublishedPolicies(state, fleet.store, new_policy)
         self.max_steps, self.evo_steps = max_steps, evo_steps
         self.state, self.fleet, self.generations = state, fleet, generations
         self.tracker: Tracker = NullTracker()
@@ -123,7 +130,7 @@ class Recorder:
         self.next_write: int | None = None
         self.next_ckpt: int | None = None
         self.next_video: int | None = None
-        self.videos = VideoRecorder(config, run_dir, fleet, new_policy, lambda: self.tracker)
+        self.videos = VideoRecorder(config, run_dir, self.policies, lambda: self.tracker)
 
     # ------------------------------------------------------------------ start
     def restore(self, path: str) -> None:
@@ -278,7 +285,8 @@ class Recorder:
 
     def log_elite_model(self) -> str | None:
         """The elite (the final evaluation's, else the best by latest fitness) as a model of
-        the parent run; its URI, or None when tracking is off or the model could not be
+        the parent run, acting with the weights it last published (those the final
+        evaluation scored); its URI, or None when tracking is off or the model could not be
         logged."""
         if self.tracker.run_ids().get("parent") is None:
             return None
@@ -286,10 +294,7 @@ class Recorder:
 
         elite = self._elite()
         try:
-            state = self.fleet.learner_state(elite)
-            algo = self.new_policy(state["algo"]["algorithm"])
-            algo.load_state_dict(state["algo"])
-            model = PolicyModel(algo)
+            model = PolicyModel(self.policies(elite))
         except Exception as err:
             log.warning("could not log the elite model to MLflow: %s", err)
             return None

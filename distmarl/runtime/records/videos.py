@@ -10,7 +10,10 @@ opponent), and with ``tracking.video_every_generations`` the current elite's ``e
 every so many generations (``generation_<g>.gif``), so a user can watch play improve.
 
 Each video is one greedy episode seeded with ``evolution.final_seed``, played in the
-coordinator's process. Recording is best effort: a failure is a warning, never a stopped run.
+coordinator's process: an env of the run's config built there to render frames, each member
+acting with the weights it last published
+(:class:`~distmarl.runtime.records.policies.PublishedPolicies`: actors only, no learner state).
+Recording is best effort: a failure is a warning, never a stopped run.
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from distmarl.algorithms import Algorithm
-from distmarl.runtime.fleets.protocol import Fleet
+from distmarl.algorithms import Policy
 from distmarl.tracking.base import Tracker
 
 __all__ = ["Seat", "VideoRecorder"]
@@ -34,13 +36,13 @@ Seat = tuple[int | str, list[str] | None]
 
 class VideoRecorder:
     """Records videos of the run whose config is ``config`` (plain data) into
-    ``run_dir / "videos"`` and ``tracker``; members' weights come from ``fleet``, their
-    algorithms from ``new_policy(name)``."""
+    ``run_dir / "videos"`` and ``tracker``; ``policy(member)`` is a member acting with its
+    published weights."""
 
-    def __init__(self, config: Mapping[str, Any], run_dir: Path, fleet: Fleet,
-                 new_policy: Callable[[str], Algorithm], tracker: Callable[[], Tracker]) -> None:
-        self.config, self.folder, self.fleet = config, run_dir / "videos", fleet
-        self.new_policy, self.tracker = new_policy, tracker
+    def __init__(self, config: Mapping[str, Any], run_dir: Path,
+                 policy: Callable[[int], Policy], tracker: Callable[[], Tracker]) -> None:
+        self.config, self.folder = config, run_dir / "videos"
+        self.policy, self.tracker = policy, tracker
         self._renders: bool | None = None
 
     def renders(self) -> bool:
@@ -84,7 +86,7 @@ class VideoRecorder:
         return path
 
     def _player(self, player: int | str, agents: list[str] | None, cfg: Any) -> Any:
-        """A member's algorithm with its current weights, or a reference built for
+        """A member acting with its published weights, or a reference built for
         ``agents``."""
         if isinstance(player, str):
             from distmarl.factory import env_spaces
@@ -94,10 +96,7 @@ class VideoRecorder:
             return make_reference(player, agents or list(spaces.observation),
                                   spaces.observation, spaces.action, cfg.env.kwargs,
                                   cfg.evolution.final_seed)
-        state = self.fleet.learner_state(player)
-        policy = self.new_policy(state["algo"]["algorithm"])
-        policy.load_state_dict(state["algo"])
-        return policy
+        return self.policy(player)
 
     def _cfg(self) -> Any:
         from distmarl.config.stored import stored_config

@@ -8,12 +8,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from distmarl.agents import resolve_sides
-from distmarl.factory import env_spaces
+from distmarl.factory import buffer_kwargs, env_spaces, rollout_spec
 from distmarl.league.final import FinalPairing
 from distmarl.league.plans import Match
 from distmarl.league.seating import DRAW, GameResults, LeaguePlan, SeatingRules
 from distmarl.league.setup import league_setup
-from distmarl.runtime.actors.clients import LocalStore
+from distmarl.runtime.actors.buffer import BufferShell
+from distmarl.runtime.actors.clients import LocalBuffer, LocalStore
 from distmarl.runtime.actors.rollout import RolloutShell
 from distmarl.runtime.hooks.league import LeagueHooks
 from distmarl.runtime.logic.run_state import RunState
@@ -30,7 +31,8 @@ def test_a_rollout_worker_reports_capped_episodes_and_games_in_process() -> None
     spc = env_spaces(cfg.env)
     sides = resolve_sides(list(spc[0]), spc[0], spc[1], None, symmetric=True)
     assert sides is not None
-    shell = RolloutShell(0, 0, cfg.env, cfg.algorithm, spc, None, seed=0,
+    buffer = LocalBuffer(BufferShell(buffer_kwargs(cfg, list(spc[0]), rollout_spec(cfg, spc))))
+    shell = RolloutShell(0, 0, cfg.env, cfg.algorithm, spc, buffer, seed=0,
                          league=SeatingRules(sides))
     try:
         assert shell.venv.max_episode_steps == LIMIT
@@ -41,10 +43,11 @@ def test_a_rollout_worker_reports_capped_episodes_and_games_in_process() -> None
         games = shell.play(-1, None, ("ref/random", None, None, "e_1"), games=4, seed=0,
                            side=None)
         assert games.capped == 4 and {r for *_, r in games} == {DRAW}
-        shell.seat(LeaguePlan([Match({"e_0": "member/0", "e_1": "ref/random"}, "e_0")],
-                              {"ref/random": (None, None, "e_1")}))
-        rollout = shell.collector.collect(LIMIT)
-        assert rollout.capped == 2 and {r for *_, r in rollout.match_results} == {DRAW}
+        collected = shell.collect(LIMIT, -1, None, LeaguePlan(
+            [Match({"e_0": "member/0", "e_1": "ref/random"}, "e_0")],
+            {"ref/random": (None, None, "e_1")}))
+        assert collected.capped_episodes == 2
+        assert {r for *_, r in collected.match_results} == {DRAW}
     finally:
         shell.close()
 
