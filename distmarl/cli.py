@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -393,7 +394,27 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
               file=file or sys.stderr)
 
 
+#: exit status when the reader of the output stopped reading (a closed pipe: ``| head``):
+#: 128 + SIGPIPE, what a shell reports for git or ls in the same place
+EXIT_BROKEN_PIPE = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status. Output piped into a reader that stops
+    (``distmarl config schema | head``) ends the command quietly with
+    :data:`EXIT_BROKEN_PIPE`, as git and ls do, whatever the command."""
+    try:
+        try:
+            return _command(argv)
+        finally:
+            sys.stdout.flush()  # here, not at exit: a closed pipe must raise where it is caught
+    except BrokenPipeError:
+        # what is left in stdout's buffer goes nowhere (Python flushes it again at exit)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     warnings.showwarning = _show_warning
     try:
