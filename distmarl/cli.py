@@ -48,11 +48,17 @@ def show_layouts() -> None:
     logger.propagate = False
 
 
+#: ``train``'s exit status when the local Ray did not start (one line says why)
+EXIT_RAY_START = 4
+
+
 def _train(args: argparse.Namespace) -> int:
     """Train; exits 0 when the run ended by itself, ``128 + signum`` (130 for SIGINT, 143 for
-    SIGTERM) when a signal stopped it (after its checkpoint and summary)."""
+    SIGTERM) when a signal stopped it (after its checkpoint and summary),
+    :data:`EXIT_RAY_START` when the local Ray did not start (overload)."""
     show_layouts()
     from distmarl.config import load_config
+    from distmarl.runtime.driver.cluster import RayStartError
     from distmarl.runtime.driver.stopping import exit_code
     from distmarl.runtime.driver.trainer import Stopped, train
 
@@ -70,6 +76,9 @@ def _train(args: argparse.Namespace) -> int:
     except Stopped as stopped:
         print(f"distmarl: {stopped}", file=sys.stderr)
         return exit_code(stopped.signum)
+    except RayStartError as err:
+        print(f"distmarl: {err}", file=sys.stderr)
+        return EXIT_RAY_START
     print(result_line(summary))
     signum = summary.get("stop_signal")
     return 0 if signum is None else exit_code(signum)
