@@ -4,7 +4,8 @@ limit no evaluation reaches), so only the stop can end the evaluation in flight;
 writes its checkpoint and ends as stopped, without counting the games it cut. In process
 (``--local``) and on Ray, where the fleet cancels the workers' calls.
 
-Also here, without a run: a play loop stops at the step its :class:`Cancel` is set."""
+Also here: a stop during the final evaluation (the run then ends as stopped, without a final
+score); without a run, a play loop stops at the step its :class:`Cancel` is set."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from distmarl.collect.cancel import NEVER, Cancelled
 from distmarl.config import load_config
 from distmarl.envs import make_vector_env
 from distmarl.league.seating import play_games
+from distmarl.runtime.logic.stop_request import StopRequest, interruption
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
@@ -29,9 +31,10 @@ ENDLESS = "tests.envs.toy_envs:EndlessEnv"
 NEVER_CUT = 10**9
 #: env steps per member between generations: the first evaluation starts after these
 EVO_STEPS = 40
-#: seconds from the stop to the end of the run (checkpoint included), well under the 30 s
-#: Kubernetes and Slurm give
-BOUND_S = 10.0
+#: seconds from the stop to the end of the run (checkpoint included), under the 30 s
+#: Kubernetes and Slurm give, with room for a loaded machine (it takes about 1 s in process
+#: and 2 s on Ray on an idle 2-core machine; the evaluation alone would never end)
+BOUND_S = 20.0
 REASON = "stopped by SIGTERM"
 
 
@@ -65,19 +68,42 @@ def test_a_play_stops_at_the_step_its_stop_is_set() -> None:
         assert evaluate(venv, policy, episodes=1, cancel=NEVER) == [4.0, 4.0]
 
 
-def _config(tmp_path: Path) -> Any:
+def test_only_an_interrupting_stop_cuts_plays() -> None:
+    """A signal's stop cuts evaluations and games; a planned stop lets them (and the final
+    evaluation) finish; a plain Event is a planned stop."""
+    planned, signal = StopRequest(), StopRequest()
+    assert not planned.interruption.is_set() and not signal.interruption.is_set()
+    planned.request("stopped")
+    signal.request(REASON, interrupted=True)
+    assert planned.is_set() and not interruption(planned).is_set()
+    assert interruption(signal).is_set()
+    assert interruption(threading.Event()) is NEVER
+
+
+def _config(tmp_path: Path, *more: str) -> Any:
     return load_config(TINY, [
         f"env.spec={ENDLESS}", "env.kwargs={}", f"env.max_episode_steps={NEVER_CUT}",
         "league.symmetric=true", "league.eval_games=4", "evolution.final_episodes=4",
         "training.max_steps_per_member=100000", f"evolution.evo_steps={EVO_STEPS}",
-        "tracking.mlflow=false", f"tracking.directory={tmp_path}"])
+        "tracking.mlflow=false", f"tracking.directory={tmp_path}", *more])
 
 
-def _stop_in_evaluation(tmp_path: Path, local: bool) -> tuple[dict[str, Any], float]:
-    """Train the endless league; once every member has reached its first evaluation, ask
-    the run to stop as the driver does on SIGTERM. The summary, and the seconds from the
-    stop to the run's end. (The run goes on in a thread, so a run that does not stop fails
-    the test instead of hanging it.)"""
+def _league_evaluation(progress: dict[str, Any]) -> bool:
+    """Every member has reached its first evaluation (whose games never end)."""
+    return bool(progress["env_steps"] >= 2 * EVO_STEPS)
+
+
+def _final_evaluation(progress: dict[str, Any]) -> bool:
+    """The run has trained its steps: its final evaluation (episodes that never end) runs."""
+    return bool(progress["stop_reason"] == "max_steps")
+
+
+def _stop_in_evaluation(cfg: Any, local: bool, under_way: Any = _league_evaluation
+                        ) -> tuple[dict[str, Any], float]:
+    """Train ``cfg``; once ``under_way(progress)`` says an evaluation is in flight, ask the
+    run to stop as the driver does on SIGTERM. The summary, and the seconds from the stop to
+    the run's end. (The run goes on in a thread, so a run that does not stop fails the test
+    instead of hanging it.)"""
     from distmarl.runtime.driver.trainer import train
 
     coord: list[Any] = []
@@ -85,7 +111,7 @@ def _stop_in_evaluation(tmp_path: Path, local: bool) -> tuple[dict[str, Any], fl
 
     def run() -> None:
         try:
-            out["summary"] = train(_config(tmp_path), run_dir=tmp_path / "run",
+            out["summary"] = train(cfg, run_dir=Path(cfg.tracking.directory) / "run",
                                    show_progress=False, local=local, on_coordinator=coord.append)
         except BaseException as err:
             out["error"] = err
@@ -94,11 +120,11 @@ def _stop_in_evaluation(tmp_path: Path, local: bool) -> tuple[dict[str, Any], fl
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     progress, stop = _handles(coord, local)
-    while progress()["env_steps"] < 2 * EVO_STEPS:
+    while not under_way(progress()):
         assert thread.is_alive(), out.get("error")
         time.sleep(0.1)
-    time.sleep(1.0)  # the evaluation's games are under way (they never end)
-    assert progress()["generation"] == 0 and thread.is_alive()
+    time.sleep(1.0)  # the evaluation's episodes are under way (they never end)
+    assert thread.is_alive()
     stopped = time.monotonic()
     stop()
     thread.join(BOUND_S)
@@ -146,11 +172,24 @@ def _check_stopped(summary: dict[str, Any], seconds: float) -> None:
 
 
 def test_a_stop_cuts_the_evaluation_in_flight_in_process(tmp_path: Path) -> None:
-    summary, seconds = _stop_in_evaluation(tmp_path, local=True)
+    summary, seconds = _stop_in_evaluation(_config(tmp_path), local=True)
     _check_stopped(summary, seconds)
+
+
+def test_a_stop_cuts_the_final_evaluation_in_process(tmp_path: Path) -> None:
+    """A cooperative run whose fitness evaluations end (``eval_steps``) but whose final
+    evaluation, whole episodes, never does: stopped during it, the run ends as stopped,
+    without a final score."""
+    cfg = _config(tmp_path, "league.symmetric=false", f"training.max_steps_per_member={EVO_STEPS}",
+                  "evolution.eval_steps=5", "evolution.final_episodes=2")
+    summary, seconds = _stop_in_evaluation(cfg, local=True, under_way=_final_evaluation)
+    assert seconds < BOUND_S
+    assert summary["stop_reason"] == REASON and summary["final_score"] is None
+    assert summary["generations"] == 1  # the run's own generation counts
+    assert Path(summary["checkpoint"]).is_dir()
 
 
 @pytest.mark.ray
 def test_a_stop_cuts_the_evaluation_in_flight_on_ray(ray_local: Any, tmp_path: Path) -> None:
-    summary, seconds = _stop_in_evaluation(tmp_path, local=False)
+    summary, seconds = _stop_in_evaluation(_config(tmp_path), local=False)
     _check_stopped(summary, seconds)

@@ -26,7 +26,7 @@ from typing import Any
 import ray
 
 from distmarl.checkpoint import agent_spaces
-from distmarl.collect.cancel import Cancelled
+from distmarl.collect.cancel import Cancel, Cancelled
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, rollout_spec
 from distmarl.hpo.strategies import make_strategy
@@ -41,7 +41,7 @@ from distmarl.runtime.hooks.league import make_hooks
 from distmarl.runtime.logic.datapath import DataPath, make_datapath
 from distmarl.runtime.logic.run_state import DONE, MemberState, RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
-from distmarl.runtime.logic.stop_request import StopRequest, stop_details
+from distmarl.runtime.logic.stop_request import StopRequest, interruption, stop_details
 from distmarl.runtime.records.recorder import Recorder
 from distmarl.version import __version__
 
@@ -93,7 +93,7 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRu
 
 
 def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,
-               scheduler: Scheduler, stop: threading.Event) -> Fleet:
+               scheduler: Scheduler, stop: Cancel) -> Fleet:
     """A :class:`LocalFleet` (``local``) or a :class:`RayFleet` (Ray must be running); its
     evaluations and games stop part-way once ``stop`` is set. The
     in-process fleet's env worker processes start in a process group of their own, as a local
@@ -137,7 +137,7 @@ class TrainingRun:
         seating = None if setup is None else SeatingRules(setup.sides, cfg.league.win_above,
                                                         cfg.league.opponent_epsilon)
         self.fleet = make_fleet(fleet_spec(cfg, spaces, seating), local, path, self.state,
-                                self.scheduler, stop)
+                                self.scheduler, interruption(stop))
         self.game = make_hooks(cfg, setup, self.state, self.fleet)
         evo_steps = cfg.member_evo_steps()
         self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps_per_member), hp,
@@ -175,10 +175,10 @@ class TrainingRun:
         self.state.start_clock()
 
     def run(self) -> dict[str, Any]:
-        """The loop; returns the summary. A failure still closes the tracking runs. A stop
-        cuts an evaluation or the final games short (they look at it between env steps:
-        :mod:`distmarl.collect.cancel`); what they played is no result, and the run ends as
-        stopped, its checkpoint written."""
+        """The loop; returns the summary. A failure still closes the tracking runs. An
+        interrupting stop (a signal) cuts an evaluation or the final evaluation short (they
+        look at it between env steps: :mod:`distmarl.collect.cancel`); what they played is
+        no result, and the run ends as stopped, its checkpoint written."""
         try:
             while self.state.running:
                 if self.stop_requested.is_set():
