@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -47,11 +48,17 @@ def show_layouts() -> None:
     logger.propagate = False
 
 
+#: ``train``'s exit status when the local Ray did not start (one line says why)
+EXIT_RAY_START = 4
+
+
 def _train(args: argparse.Namespace) -> int:
     """Train; exits 0 when the run ended by itself, ``128 + signum`` (130 for SIGINT, 143 for
-    SIGTERM) when a signal stopped it (after its checkpoint and summary)."""
+    SIGTERM) when a signal stopped it (after its checkpoint and summary),
+    :data:`EXIT_RAY_START` when the local Ray did not start (overload)."""
     show_layouts()
     from distmarl.config import load_config
+    from distmarl.runtime.driver.cluster import RayStartError
     from distmarl.runtime.driver.stopping import exit_code
     from distmarl.runtime.driver.trainer import Stopped, train
 
@@ -69,6 +76,9 @@ def _train(args: argparse.Namespace) -> int:
     except Stopped as stopped:
         print(f"distmarl: {stopped}", file=sys.stderr)
         return exit_code(stopped.signum)
+    except RayStartError as err:
+        print(f"distmarl: {err}", file=sys.stderr)
+        return EXIT_RAY_START
     print(result_line(summary))
     signum = summary.get("stop_signal")
     return 0 if signum is None else exit_code(signum)
@@ -393,7 +403,27 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
               file=file or sys.stderr)
 
 
+#: exit status when the reader of the output stopped reading (a closed pipe: ``| head``):
+#: 128 + SIGPIPE, what a shell reports for git or ls in the same place
+EXIT_BROKEN_PIPE = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status. Output piped into a reader that stops
+    (``distmarl config schema | head``) ends the command quietly with
+    :data:`EXIT_BROKEN_PIPE`, as git and ls do, whatever the command."""
+    try:
+        try:
+            return _command(argv)
+        finally:
+            sys.stdout.flush()  # here, not at exit: a closed pipe must raise where it is caught
+    except BrokenPipeError:
+        # what is left in stdout's buffer goes nowhere (Python flushes it again at exit)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     warnings.showwarning = _show_warning
     try:

@@ -155,6 +155,11 @@ class CompetitiveGameWarning(UserWarning):
     :mod:`distmarl.envs.competitive`)."""
 
 
+class StepLimitWarning(UserWarning):
+    """An env with no episode limit of its own, and no board to fit one to, runs with the
+    default limit (see :mod:`distmarl.envs.limits`)."""
+
+
 def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     """Check what only the env and the algorithm can check, before any actor starts: the env
     builds, resets and takes random legal steps (:class:`~distmarl.envs.probe.ProbeRun`, in a
@@ -162,7 +167,8 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
     (the ``net_config`` fits the env's agents), and an on-policy population's buffer can carry
     its fragments. (Hyperparameters and their search ranges are checked when the config
     loads.) Warns (:class:`CompetitiveGameWarning`) when the game looks competitive and the
-    config has no ``league:`` section. Returns the spaces."""
+    config has no ``league:`` section, and (:class:`StepLimitWarning`) when its episodes
+    get the default step limit. Returns the spaces."""
     from distmarl.config import ConfigError
     from distmarl.envs import EnvSpecError, parse_wrappers
     from distmarl.envs.errors import spec_reason
@@ -190,6 +196,7 @@ def preflight(cfg: ExperimentConfig) -> EnvSpaces:
         raise ConfigError(problem)
     if not cfg.league.enabled:
         _warn_if_competitive(spec, report)
+    _warn_if_default_limit(cfg.env)
     return spaces
 
 
@@ -227,3 +234,20 @@ def _warn_if_competitive(spec: str, report: Any) -> None:
     message = competitive_warning(spec, report)
     if message is not None:
         warnings.warn(message, CompetitiveGameWarning, stacklevel=3)
+
+
+def _warn_if_default_limit(env_cfg: EnvConfig) -> None:
+    """Warn when ``env.max_episode_steps: auto`` leaves the env with the default step limit
+    (:func:`~distmarl.envs.limits.default_limit_note`)."""
+    import warnings
+
+    from distmarl.envs import make_env, parse_wrappers
+    from distmarl.envs.limits import default_limit_note
+
+    env = make_env(env_cfg.spec, wrappers=parse_wrappers(env_cfg.wrappers), **env_cfg.kwargs)
+    try:
+        note = default_limit_note(env_cfg.max_episode_steps, env)
+    finally:
+        env.close()
+    if note is not None:
+        warnings.warn(note, StepLimitWarning, stacklevel=3)

@@ -124,3 +124,23 @@ def test_cooperative_games_and_leagues_do_not_warn(path, sets) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompetitiveGameWarning)
         preflight(load_config(path, sets))
+
+
+# ------------------------------------------------------ episodes at the default step limit
+def test_an_env_without_a_limit_warns_of_the_default() -> None:
+    """No limit of its own and no board: the default limit is said once; none where the
+    config sets one, and none for a board game (go: a limit fitted to its board)."""
+    import warnings
+
+    from distmarl.factory import StepLimitWarning
+
+    endless = ["env.spec=tests.envs.toy_envs:EndlessEnv", "env.kwargs={}"]
+    with pytest.warns(StepLimitWarning) as record:
+        preflight(load_config(TINY, endless))
+    warned = [str(w.message) for w in record if w.category is StepLimitWarning]
+    assert len(warned) == 1 and "set env.max_episode_steps" in warned[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StepLimitWarning)
+        preflight(load_config(TINY, [*endless, "env.max_episode_steps=500"]))
+        preflight(load_config(EXAMPLES / "connect_four_ippo_league.yaml",
+                              ["env.spec=pettingzoo.classic:go_v5", "env.kwargs={board_size: 5}"]))

@@ -120,12 +120,20 @@ def _member_rows(storage: RingStorage, start: int, member: int) -> np.ndarray:
 
 def check_ratio(replay_ratio: float | None) -> float | None:
     """A buffer's default ``replay_ratio`` as given (None, or in ``(0, 1)``), else ValueError
-    naming it."""
-    if replay_ratio is not None and not 0.0 < float(replay_ratio) < 1.0:
-        raise ValueError(f"replay_ratio must be None (replay only) or in (0, 1), got "
-                         f"{replay_ratio} (a consumer that reads only new rows, each once, "
-                         "registers a stream read: ReadSpec.stream())")
-    return replay_ratio
+    naming it and what the value asks for: 1 or more, replay only (``replay_ratio=None``, or
+    a consumer's ``ReadSpec.replay()``); 0 or less, new rows only, each once (a consumer's
+    ``ReadSpec.stream()``)."""
+    if replay_ratio is None or 0.0 < float(replay_ratio) < 1.0:
+        return replay_ratio
+    hint = ""
+    if float(replay_ratio) >= 1.0:
+        hint = (" (a ratio of 1 replays only: leave replay_ratio=None, the buffer's default "
+                "read then replays only, or register ReadSpec.replay() for the consumer)")
+    elif float(replay_ratio) <= 0.0:
+        hint = (" (a ratio of 0 reads only new rows, each once: register ReadSpec.stream() "
+                "for the consumer that does)")
+    raise ValueError(f"replay_ratio must be None (replay only) or in (0, 1), got "
+                     f"{replay_ratio}{hint}")
 
 
 class Sampler:

@@ -12,6 +12,7 @@ import numpy as np
 from distmarl import tree
 from distmarl.algorithms import Acting
 from distmarl.checkpoint import load_checkpoint
+from distmarl.collect.cancel import NEVER, Cancel, check
 from distmarl.config import ExperimentConfig
 from distmarl.config.stored import stored_config
 from distmarl.envs import apply_env_defined_actions, fold_info_masks
@@ -53,15 +54,16 @@ class Outcomes(NamedTuple):
 
 
 def evaluate(venv: Any, algo: Acting, episodes: int = 1, max_steps: int | None = None,
-             seed: int | None = None, explore: bool = False) -> Scores:
+             seed: int | None = None, explore: bool = False, cancel: Cancel = NEVER
+             ) -> Scores:
     """Scores (rewards summed over agents) of ``episodes`` episodes per sub-env, acting without
     exploration (``explore``: sampling the policy; the caller seeds its stream), in a fixed
     order: sub-env ``i``'s ``k``-th episode at ``k * num_envs + i`` (whichever ends first),
     so a seed names the same episodes for every policy. With
     ``max_steps``, an episode still running then counts with its partial score (AgileRL's
     ``eval_steps``); so does an episode the env's step limit cut (counted in
-    :attr:`Scores.capped`)."""
-    out = episode_outcomes(venv, algo, episodes, max_steps, seed, explore)
+    :attr:`Scores.capped`). ``cancel``: see :func:`episode_outcomes`."""
+    out = episode_outcomes(venv, algo, episodes, max_steps, seed, explore, cancel)
     return Scores([float(sum(r.values())) for r in out.returns], sum(out.capped))
 
 
@@ -73,11 +75,13 @@ def episode_returns(venv: Any, algo: Acting, episodes: int = 1, max_steps: int |
 
 
 def episode_outcomes(venv: Any, algo: Acting, episodes: int = 1, max_steps: int | None = None,
-                     seed: int | None = None, explore: bool = False) -> Outcomes:
+                     seed: int | None = None, explore: bool = False, cancel: Cancel = NEVER
+                     ) -> Outcomes:
     """:func:`episode_returns`, and which of the episodes the vector env's step limit ended
     (``infos["capped"]``). Episodes still running at ``max_steps`` count with their partial
     returns, not as capped (an episode that had not taken a step then is no episode: left
-    out)."""
+    out). ``cancel`` is asked before every vector step: once set, the play stops with
+    :class:`~distmarl.collect.cancel.Cancelled` (a stop does not wait for long episodes)."""
     obs, infos = venv.reset(seed=seed)
     obs = fold_info_masks(obs, infos)
     agents = list(venv.possible_agents)
@@ -87,6 +91,7 @@ def episode_outcomes(venv: Any, algo: Acting, episodes: int = 1, max_steps: int 
     per_env: list[list[tuple[dict[str, float], bool]]] = [[] for _ in range(venv.num_envs)]
     steps = 0
     while (done < episodes).any() and (max_steps is None or steps < max_steps):
+        check(cancel)
         actions = apply_env_defined_actions(algo.act(obs, explore=explore), infos)
         obs, rew, _, _, infos = venv.step(actions)
         obs = fold_info_masks(obs, infos)
@@ -109,14 +114,15 @@ def episode_outcomes(venv: Any, algo: Acting, episodes: int = 1, max_steps: int 
     return Outcomes([r for r, _ in ordered], [c for _, c in ordered])
 
 
-def fixed_scores(venv: Any, policy: Acting, episodes: int, seed: int, explore: bool = False
-                 ) -> Scores:
+def fixed_scores(venv: Any, policy: Acting, episodes: int, seed: int, explore: bool = False,
+                 cancel: Cancel = NEVER) -> Scores:
     """Scores of exactly ``episodes`` whole episodes seeded by ``seed``: the first
     ``episodes`` of :func:`evaluate`'s order, the same episodes for every policy on a venv of
     the same env config (the final evaluation, and the random policy beside it); those the
-    env's step limit cut are counted in :attr:`Scores.capped`."""
+    env's step limit cut are counted in :attr:`Scores.capped`. ``cancel``: see
+    :func:`episode_outcomes`."""
     per_env = -(-episodes // venv.num_envs)
-    out = episode_outcomes(venv, policy, per_env, seed=seed, explore=explore)
+    out = episode_outcomes(venv, policy, per_env, seed=seed, explore=explore, cancel=cancel)
     return Scores([float(sum(r.values())) for r in out.returns[:episodes]],
                   sum(out.capped[:episodes]))
 

@@ -58,7 +58,7 @@ class EnvConfig(Section):
     num_envs: int = Field(8, ge=1, description="sub-envs per rollout worker")
     vector_mode: Literal["sync", "async"] = Field("sync", description="sub-envs in-process (sync) or in subprocesses (async)")
     nonfinite: Literal["raise", "drop"] = Field("raise", description="NaN/inf observations or rewards: raise, or drop the rows and count them")
-    max_episode_steps: int | Literal["auto"] = Field("auto", description="env steps after which an episode still running is cut, in training (its agents truncated, so learners bootstrap) and in every evaluation and league game (a cut game counts as a draw, and cut games are counted in the results). auto: the env's own limit where it declares one (max_cycles, max_steps, spec.max_episode_steps), else 10000")
+    max_episode_steps: int | Literal["auto"] = Field("auto", description="env steps after which an episode still running is cut, in training (its agents truncated, so learners bootstrap) and in every evaluation and league game (a cut game counts as a draw, and cut games are counted in the results). auto: the env's own limit where it declares one (max_cycles, max_steps, spec.max_episode_steps); else, for a turn-based board game, 8 moves per cell of its board or per action, whichever are more (go 5x5: 208); else 10000, with a warning")
 
     @field_validator("max_episode_steps", mode="before")
     @classmethod

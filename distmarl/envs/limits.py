@@ -11,8 +11,12 @@ and marks the step's info with :data:`CAPPED_KEY`; the vector env reports such e
 The limit (``env.max_episode_steps``) is an int, or ``"auto"``: the env's own limit where it
 declares one (:func:`declared_limit`: ``max_cycles``, ``max_steps`` or
 ``max_episode_steps``, or a gymnasium-style ``spec.max_episode_steps``, on the env or any env
-it wraps), else :data:`DEFAULT_MAX_EPISODE_STEPS`. An env that ends its episodes at its own
-limit is therefore never cut short: the env ends them first.
+it wraps); else, for a turn-based board game (one move per step, a board observation of rank
+3), a limit that fits its board (:func:`board_limit`: :data:`MOVES_PER_CELL` moves per cell,
+or per action where it has more actions than cells: go on 5x5 gets 208 moves); else
+:data:`DEFAULT_MAX_EPISODE_STEPS`, which :func:`default_limit_note` says (the run warns). An
+env that ends its episodes at its own limit is therefore never cut short: the env ends them
+first.
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ from typing import Any, Literal
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel_wrapper
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-__all__ = ["CAPPED_KEY", "DEFAULT_MAX_EPISODE_STEPS", "LimitedFactory", "StepLimit",
-           "declared_limit", "resolve_limit"]
+__all__ = ["CAPPED_KEY", "DEFAULT_MAX_EPISODE_STEPS", "MOVES_PER_CELL", "LimitedFactory",
+           "StepLimit", "board_limit", "declared_limit", "default_limit_note", "resolve_limit"]
 
 #: Env steps per episode when neither the config nor the env gives a limit: long enough for
 #: any board game or arena episode, short enough that an endless one costs seconds.
 DEFAULT_MAX_EPISODE_STEPS = 10_000
+#: A turn-based board game's moves per cell of its board (or per action, where it has more):
+#: room for long games (captures free cells again in go), still seconds for one that never ends.
+MOVES_PER_CELL = 8
 #: Attributes that hold an env's own episode limit, in env steps (or cycles).
 LIMIT_ATTRIBUTES = ("max_episode_steps", "max_cycles", "max_steps")
 #: Attributes through which wrappers and converters hold the env they wrap.
@@ -89,17 +96,63 @@ def declared_limit(env: Any) -> int | None:
         found.append(_positive_int(_static(_static(obj, "spec"), "max_episode_steps")))
         limit = next((v for v in found if v is not None), None)
         if limit is not None:
-            turn_based = any(isinstance(o, turn_based_aec_to_parallel_wrapper) for o in chain)
-            return limit * len(env.possible_agents) if turn_based else limit
+            return limit * len(env.possible_agents) if _turn_based(env) else limit
     return None
+
+
+def _turn_based(env: Any) -> bool:
+    """Whether ``env`` moves one agent per step (``turn_based_aec_to_parallel``)."""
+    return any(isinstance(o, turn_based_aec_to_parallel_wrapper) for o in _chain(env))
+
+
+def _board_cells(space: Any) -> int | None:
+    """Cells of a board observation: a Box of rank 3 (or a Dict's ``observation`` one), read
+    as PettingZoo's board games lay it out, ``(height, width, planes)``; None otherwise."""
+    inner = getattr(space, "spaces", None)
+    if isinstance(inner, dict):
+        space = inner.get("observation")
+    shape = getattr(space, "shape", None)
+    if shape is None or len(shape) != 3:
+        return None
+    return int(shape[0]) * int(shape[1])
+
+
+def board_limit(env: Any) -> int | None:
+    """A turn-based board game's step limit: :data:`MOVES_PER_CELL` times its board's cells
+    or its actions, whichever are more (go on 5x5: 25 cells, 26 actions, so 208 moves), at most
+    :data:`DEFAULT_MAX_EPISODE_STEPS`. The board is read from the innermost env's observation
+    space (the game's own layout, before any wrapper). None for another env."""
+    if not _turn_based(env):
+        return None
+    agent = env.possible_agents[0]
+    game = next((o for o in reversed(_chain(env)) if callable(_static(o, "observation_space"))),
+                env)
+    cells = _board_cells(game.observation_space(agent))
+    if cells is None:
+        return None
+    actions = int(getattr(env.action_space(agent), "n", 0))
+    return min(MOVES_PER_CELL * max(cells, actions), DEFAULT_MAX_EPISODE_STEPS)
+
+
+def default_limit_note(setting: Setting, env: Any) -> str | None:
+    """What to tell the user when ``setting`` (``"auto"``) leaves ``env`` with
+    :data:`DEFAULT_MAX_EPISODE_STEPS`: it declares no limit of its own and is no board game;
+    None when the limit comes from the config, the env or its board."""
+    if setting != "auto" or declared_limit(env) is not None or board_limit(env) is not None:
+        return None
+    return (f"the env declares no episode limit of its own (max_cycles, max_steps, "
+            f"max_episode_steps): episodes still running after {DEFAULT_MAX_EPISODE_STEPS:,} "
+            f"env steps are cut (a cut league game is a draw); set env.max_episode_steps to a "
+            f"length its episodes finish within")
 
 
 def resolve_limit(setting: Setting, env: Any) -> int:
     """The step limit of ``env``'s episodes: ``setting`` itself, or (``"auto"``) the env's
-    :func:`declared_limit`, else :data:`DEFAULT_MAX_EPISODE_STEPS`; ValueError naming the
-    setting when it is neither ``"auto"`` nor an int >= 1."""
+    :func:`declared_limit`, else its :func:`board_limit`, else
+    :data:`DEFAULT_MAX_EPISODE_STEPS`; ValueError naming the setting when it is neither
+    ``"auto"`` nor an int >= 1."""
     if setting == "auto":
-        return declared_limit(env) or DEFAULT_MAX_EPISODE_STEPS
+        return declared_limit(env) or board_limit(env) or DEFAULT_MAX_EPISODE_STEPS
     limit = _positive_int(setting)
     if limit is None or isinstance(setting, float):
         raise ValueError(f"env.max_episode_steps must be an int >= 1 or 'auto', got {setting!r}")

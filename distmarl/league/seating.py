@@ -33,6 +33,7 @@ import numpy as np
 
 from distmarl.agents import Sides
 from distmarl.algorithms import Acting
+from distmarl.collect.cancel import NEVER, Cancel
 from distmarl.collect.evaluation import Seats, episode_outcomes
 from distmarl.collect.seats import MatchResult
 from distmarl.league.plans import Match
@@ -254,13 +255,16 @@ def side_result(sides: Sides, side: str, returns: Mapping[str, float],
 
 def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Acting],
                opponent: tuple[str, Acting], games: int, seed: int, explore: bool = False,
-               win_above: Mapping[str, float] | None = None) -> GameResults:
+               win_above: Mapping[str, float] | None = None, cancel: Cancel = NEVER
+               ) -> GameResults:
     """``games`` evaluation games of the learner (``(player id, policy)``) against one
     opponent, who holds every other side. The learner plays ``side``; in a symmetric game
     (``side`` None) it takes each seat for an equal share of the games (the first seats one
     more when they do not divide). Results as :meth:`Seating.result` gives them (a game the
     step limit cut is a draw, and counted in ``capped``); the games of one seating are played
-    together on the sub-envs, seeded ``seed + k`` for seating ``k``."""
+    together on the sub-envs, seeded ``seed + k`` for seating ``k``. ``cancel`` is asked
+    before every step: once set, the games stop with
+    :class:`~distmarl.collect.cancel.Cancelled` (a stopped game is no result)."""
     (me, mine), (them, theirs) = learner, opponent
     if (side is None) != sides.symmetric:
         raise ValueError("a symmetric game's learner takes every seat (side None); an "
@@ -274,7 +278,8 @@ def play_games(venv: Any, sides: Sides, side: str | None, learner: tuple[str, Ac
         seats = {a: (mine if s == seat else theirs) for s, agents in sides.agents.items()
                  for a in agents}
         per_env = -(-count // venv.num_envs)
-        out = episode_outcomes(venv, Seats(seats), per_env, seed=seed + k, explore=explore)
+        out = episode_outcomes(venv, Seats(seats), per_env, seed=seed + k, explore=explore,
+                               cancel=cancel)
         for returns, capped in zip(out.returns[:count], out.capped[:count], strict=True):
             results.append((me, them, DRAW if capped else side_result(sides, seat, returns,
                                                                       win_above)))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from distmarl.collect import Collector, RandomPolicy
+from distmarl.collect.cancel import Cancel
 from distmarl.config import AlgorithmConfig
 from distmarl.league.opponents import Opponents
 from distmarl.league.seating import GameResults, LeaguePlan, Seating, SeatingRules, play_games
@@ -36,8 +37,9 @@ class WorkerLeague(Protocol):
         seat), made afresh with ``seed``."""
 
     def play(self, venv: Any, me: tuple[str, Any], opponent: Opponent, games: int, seed: int,
-             side: str | None, explore: bool) -> GameResults:
-        """``games`` games of ``me`` on ``side`` against ``opponent`` on ``venv``."""
+             side: str | None, explore: bool, cancel: Cancel) -> GameResults:
+        """``games`` games of ``me`` on ``side`` against ``opponent`` on ``venv``, stopped
+        part-way once ``cancel`` is set."""
 
 
 class NoLeague:
@@ -52,7 +54,7 @@ class NoLeague:
                          "league.symmetric)")
 
     def play(self, venv: Any, me: tuple[str, Any], opponent: Opponent, games: int, seed: int,
-             side: str | None, explore: bool) -> GameResults:
+             side: str | None, explore: bool, cancel: Cancel) -> GameResults:
         raise ValueError("play() is for league runs (league.sides or league.symmetric)")
 
 
@@ -108,7 +110,7 @@ class LeagueSeats:
         return name, self.opponents.reference(name, seats, seed)
 
     def play(self, venv: Any, me: tuple[str, Any], opponent: Opponent, games: int, seed: int,
-             side: str | None, explore: bool) -> GameResults:
+             side: str | None, explore: bool, cancel: Cancel) -> GameResults:
         """References are made afresh, seeded by ``seed``, so the same games give the same
         results again (``distmarl evaluate``)."""
         player, version, box, opp_side = opponent
@@ -117,7 +119,7 @@ class LeagueSeats:
         else:
             policy = self.opponent(player, version, box, opp_side)
         return play_games(venv, self.game.sides, side, me, (player, policy), games, seed,
-                          explore, self.game.win_above)
+                          explore, self.game.win_above, cancel)
 
 
 def worker_league(game: SeatingRules | None, member: int, algo_cfg: AlgorithmConfig,

@@ -325,6 +325,20 @@ def test_a_read_without_meaning_is_named() -> None:
         make(100, replay_ratio=0.0)
 
 
+def test_a_buffer_ratio_of_one_points_to_replay_only() -> None:
+    """1 (or more) asks for replay only: the message names replay_ratio=None and
+    ReadSpec.replay(), not a stream read."""
+    for ratio in (1.0, 2.0):
+        with pytest.raises(ValueError) as err:
+            make(100, replay_ratio=ratio)
+        message = str(err.value)
+        assert message == (
+            f"replay_ratio must be None (replay only) or in (0, 1), got {ratio} (a ratio of 1 "
+            "replays only: leave replay_ratio=None, the buffer's default read then replays "
+            "only, or register ReadSpec.replay() for the consumer)")
+        assert "stream" not in message
+
+
 def test_packed_batches_round_trip_exactly() -> None:
     buf = make(1000, replay_ratio=0.5)
     buf.add(rows(np.arange(300)), member=2)

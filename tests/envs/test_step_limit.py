@@ -1,5 +1,6 @@
 """Every episode ends: the vector env truncates an episode still running at its step limit
-and reports it capped; the limit is the config's, or the env's own, or the stated default."""
+and reports it capped; the limit is the config's, or the env's own, or one fitted to a
+turn-based game's board, or the stated default (which the run warns of)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from distmarl.envs import make_vector_env
+from distmarl.envs import make_env, make_vector_env
 from distmarl.envs.limits import (
     DEFAULT_MAX_EPISODE_STEPS,
+    MOVES_PER_CELL,
     StepLimit,
+    board_limit,
     declared_limit,
+    default_limit_note,
     resolve_limit,
 )
 from tests.envs.toy_envs import DyingEnv, EndlessEnv, EndlessTurns
@@ -95,3 +99,36 @@ def test_each_sub_env_resolves_its_own_limit() -> None:
 def test_a_bad_limit_is_refused_naming_the_setting(bad: Any) -> None:
     with pytest.raises(ValueError, match=r"env\.max_episode_steps must be an int >= 1 or 'auto'"):
         StepLimit(EndlessEnv(), bad)
+
+
+@pytest.mark.parametrize("spec,kwargs,cells,actions", [
+    ("pettingzoo.classic:go_v5", {"board_size": 5}, 25, 26),
+    ("pettingzoo.classic:go_v5", {"board_size": 9}, 81, 82),
+    ("pettingzoo.classic:connect_four_v3", {}, 42, 7),
+    ("pettingzoo.classic:tictactoe_v3", {}, 9, 9),
+], ids=["go 5x5", "go 9x9", "connect four", "tictactoe"])
+def test_a_board_game_without_a_limit_gets_one_that_fits_its_board(
+        spec: str, kwargs: dict[str, Any], cells: int, actions: int) -> None:
+    env = make_env(spec, **kwargs)
+    try:
+        assert declared_limit(env) is None  # no move limit of its own
+        fitted = MOVES_PER_CELL * max(cells, actions)
+        assert board_limit(env) == resolve_limit("auto", env) == fitted
+        assert default_limit_note("auto", env) is None
+        assert resolve_limit(50, env) == 50  # the config's wins
+    finally:
+        env.close()
+    assert board_limit(make_env("pettingzoo.classic:go_v5", board_size=5)) == 208
+
+
+def test_the_default_limit_is_said_where_nothing_fits_one() -> None:
+    """A turn-based game without a board, a parallel env without a limit: the default, and a
+    note naming the setting; none where the env or the config gives the limit."""
+    for env in (make_env(TURNS), EndlessEnv()):
+        assert board_limit(env) is None
+        assert resolve_limit("auto", env) == DEFAULT_MAX_EPISODE_STEPS
+        note = default_limit_note("auto", env)
+        assert note is not None and "10,000 env steps" in note
+        assert "env.max_episode_steps" in note
+        assert default_limit_note(100, env) is None
+    assert default_limit_note("auto", EndlessEnv(declared=6)) is None

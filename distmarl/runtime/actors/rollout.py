@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import ray
 
 from distmarl.collect import Collector, RandomPolicy, evaluate, fixed_scores
+from distmarl.collect.cancel import NEVER, Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig
 from distmarl.factory import converted, make_algorithm, make_venv
@@ -53,12 +54,15 @@ class RolloutShell:
     def __init__(self, member: int, worker: int, env_cfg: EnvConfig, algo_cfg: AlgorithmConfig,
                  spaces: tuple[Any, ...], buffer: BufferClient, seed: int,
                  spec: RolloutSpec | None = None, league: SeatingRules | None = None,
-                 store: Store | None = None) -> None:
+                 store: Store | None = None, cancel: Cancel = NEVER) -> None:
         import torch
 
         torch.set_num_threads(1)
         #: where the weights it is handed live (Ray's object store unless in-process)
         self.store: Store = RayStore() if store is None else store
+        #: the run's stop, asked between env steps of evaluations and games (on Ray: whether
+        #: the coordinator cancelled the call, :class:`~distmarl.runtime.actors.cancel.RayTaskCancel`)
+        self.cancel = cancel
         self.member, self.worker = member, worker
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
@@ -126,7 +130,8 @@ class RolloutShell:
             me: tuple[str, Any] = (member_id(self.member), self.algo)
         else:
             me = self.league.reference_player(learner, side, seed + 1)
-        return self.league.play(self._eval_venv(seed), me, opponent, games, seed, side, explore)
+        return self.league.play(self._eval_venv(seed), me, opponent, games, seed, side, explore,
+                                self.cancel)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
                  max_steps: int | None, seed: int, explore: bool = False) -> Scores:
@@ -136,7 +141,7 @@ class RolloutShell:
         self._sync(version, weights_box)
         self._seed_sampling(explore, seed)
         return evaluate(self._eval_venv(seed), self.algo, episodes=episodes, max_steps=max_steps,
-                        seed=seed, explore=explore)
+                        seed=seed, explore=explore, cancel=self.cancel)
 
     def score_fixed(self, version: int, weights_box: list[Any] | None, episodes: int,
                     seed: int, random: bool = False, explore: bool = False) -> Scores:
@@ -145,10 +150,11 @@ class RolloutShell:
         random actions on the same episodes."""
         if random:
             return fixed_scores(self._eval_venv(seed), RandomPolicy(self.action_spaces, seed),
-                                episodes, seed)
+                                episodes, seed, cancel=self.cancel)
         self._sync(version, weights_box)
         self._seed_sampling(explore, seed)
-        return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed, explore)
+        return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed, explore,
+                            self.cancel)
 
     def _seed_sampling(self, explore: bool, seed: int) -> None:
         """A sampled evaluation's actions come from a stream seeded by its episodes' seed, so

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from distmarl.collect.cancel import Cancelled
 from distmarl.config import EvolutionConfig, RLParameterConfig, TrainingConfig
 from distmarl.hpo import HyperparameterConfig, Lineage, MutationPlan, RLParameter, mean_fitness
 from distmarl.hpo.strategies import EvolutionStrategy, Fitness, Group, Step
@@ -154,10 +155,16 @@ class Generations:
         """The members' latest weights (published where they learned since their last
         publish), then the game's evaluation (episodes, or a league's games), seeded alike for
         everyone so the comparison is fair; appends to each fitness. A learner Ray restarted
-        meanwhile is restored (its weights republished) by the fleet."""
+        meanwhile is restored (its weights republished) by the fleet. A stop cuts it short
+        (:class:`~distmarl.collect.cancel.Cancelled`, raised on): nothing is recorded."""
         self._publish_latest(members)
+        before = self.rng.bit_generator.state
         seed = int(self.rng.integers(2**31))
-        evaluated = self.game.evaluate(members, seed)
+        try:
+            evaluated = self.game.evaluate(members, seed)
+        except Cancelled:  # a stop: no result, and a resume draws the same seed again
+            self.rng.bit_generator.state = before
+            raise
         self._report_capped(evaluated.name, evaluated.capped)
         for i in members:
             self.state.members[i].evaluated(evaluated.fitness[i])

@@ -31,6 +31,7 @@ from typing import Any
 import ray
 
 from distmarl.checkpoint import agent_spaces
+from distmarl.collect.cancel import Cancel, Cancelled
 from distmarl.config import ExperimentConfig
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, rollout_spec
 from distmarl.hpo.strategies import make_strategy
@@ -45,7 +46,7 @@ from distmarl.runtime.hooks.league import make_hooks
 from distmarl.runtime.logic.datapath import DataPath, make_datapath
 from distmarl.runtime.logic.run_state import DONE, MemberState, RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
-from distmarl.runtime.logic.stop_request import StopRequest, stop_details
+from distmarl.runtime.logic.stop_request import StopRequest, interruption, stop_details
 from distmarl.runtime.records.recorder import Recorder
 from distmarl.version import __version__
 
@@ -97,15 +98,16 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRu
 
 
 def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,
-               scheduler: Scheduler) -> Fleet:
-    """A :class:`LocalFleet` (``local``) or a :class:`RayFleet` (Ray must be running). The
+               scheduler: Scheduler, stop: Cancel) -> Fleet:
+    """A :class:`LocalFleet` (``local``) or a :class:`RayFleet` (Ray must be running); its
+    evaluations and games stop part-way once ``stop`` is set. The
     in-process fleet's env worker processes start in a process group of their own, as a local
     Ray's do: a signal to the driver's group (``timeout``, Ctrl-C) reaches the driver alone,
     which stops the run with its envs still there."""
     if not local:
-        return RayFleet(spec, path=path, state=state, scheduler=scheduler)
+        return RayFleet(spec, path=path, state=state, scheduler=scheduler, stop=stop)
     with own_process_group():
-        return LocalFleet(spec, path=path, state=state, scheduler=scheduler)
+        return LocalFleet(spec, path=path, state=state, scheduler=scheduler, stop=stop)
 
 
 class TrainingRun:
@@ -140,7 +142,7 @@ class TrainingRun:
         seating = None if setup is None else SeatingRules(setup.sides, cfg.league.win_above,
                                                         cfg.league.opponent_epsilon)
         self.fleet = make_fleet(fleet_spec(cfg, spaces, seating), local, path, self.state,
-                                self.scheduler)
+                                self.scheduler, interruption(stop))
         self.game = make_hooks(cfg, setup, self.state, self.fleet)
         evo_steps = cfg.member_evo_steps()
         self.state.members = [MemberState(i, min(evo_steps[i], training.max_steps_per_member), hp,
@@ -178,7 +180,10 @@ class TrainingRun:
         self.state.start_clock()
 
     def run(self) -> dict[str, Any]:
-        """The loop; returns the summary. A failure still closes the tracking runs."""
+        """The loop; returns the summary. A failure still closes the tracking runs. An
+        interrupting stop (a signal) cuts an evaluation or the final evaluation short (they
+        look at it between env steps: :mod:`distmarl.collect.cancel`); what they played is
+        no result, and the run ends as stopped, its checkpoint written."""
         try:
             while self.state.running:
                 if self.stop_requested.is_set():
@@ -190,13 +195,16 @@ class TrainingRun:
                                        for call in self.scheduler.next_calls()])
                 for call, result in self.fleet.finished(timeout_s=0.5):
                     self._handle(call, result)
-                self._evolve()
+                try:
+                    self._evolve()
+                except Cancelled:
+                    continue  # the stop is set: the next turn ends the loop
                 self.recorder.maybe_write()
                 self.fleet.tick()
             for call, result in self.fleet.drain(timeout_s=60):  # their rows and updates count
                 self._handle(call, result)
             if self.final_episodes > 0 and not self.interrupted:
-                self.generations.final_evaluation(self.final_episodes, self.final_seed)
+                self._final_evaluation()
             self.recorder.finish("KILLED" if self.interrupted else "FINISHED")
         except BaseException:
             self.recorder.finish("FAILED")
@@ -204,6 +212,14 @@ class TrainingRun:
         finally:
             self.fleet.close()
         return self.summary()
+
+    def _final_evaluation(self) -> None:
+        """The final evaluation; a stop meanwhile ends the run as stopped, without one."""
+        try:
+            self.generations.final_evaluation(self.final_episodes, self.final_seed)
+        except Cancelled:
+            reason, self.interrupted = stop_details(self.stop_requested)
+            self.state.cut_short(reason)
 
     def _handle(self, call: Call, result: Any) -> None:
         """Hand a finished call's result to the scheduler and the member's record."""

@@ -32,6 +32,18 @@ LOOPBACK = "127.0.0.1"
 #: Ray's loggers whose notes at a local start ask nothing of the user: the token it makes for
 #: its own local instance (joining a cluster, they stay)
 QUIET_AT_LOCAL_START = ("ray._private.authentication.authentication_token_setup",)
+#: Ray's notes, while it waits for its node to register, that suggest a setting its wait does
+#: not read (a start that times out is said in one line: :class:`RayStartError`)
+QUIET_NOTES = (("ray._private.node", "Failed to get node info"),)
+
+
+#: what Ray's exception says when the node it starts does not register in time (Ray gives
+#: the raylet 30 s to register with the GCS; a machine under heavy load misses that)
+NODE_START_TIMEOUT = "timed out during startup"
+
+
+class RayStartError(RuntimeError):
+    """The local Ray did not start: one line naming the cause and what to do."""
 
 
 def local_system_config() -> dict[str, Any]:
@@ -89,10 +101,13 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
 
 
 class _QuietLoggers(logging.Filter):
-    """Drops the records of :data:`QUIET_AT_LOCAL_START`."""
+    """Drops the records of :data:`QUIET_AT_LOCAL_START` and :data:`QUIET_NOTES`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name not in QUIET_AT_LOCAL_START
+        if record.name in QUIET_AT_LOCAL_START:
+            return False
+        return not any(record.name == name and str(record.msg).startswith(start)
+                       for name, start in QUIET_NOTES)
 
 
 def _quiet_local_start_notes() -> None:
@@ -109,7 +124,16 @@ def _start_local(*, num_cpus: int | None, num_gpus: int | None, dashboard: bool,
         "num_cpus": num_cpus if num_cpus is not None else os.cpu_count(),
         "num_gpus": num_gpus, "resources": resources, "include_dashboard": dashboard,
         "dashboard_host": LOOPBACK, "_system_config": local_system_config(), **kwargs}
-    if not loopback_only:
-        return ray.init(**options)
-    with loopback_node():
-        return ray.init(**options)
+    try:
+        if not loopback_only:
+            return ray.init(**options)
+        with loopback_node():
+            return ray.init(**options)
+    except Exception as err:
+        if NODE_START_TIMEOUT not in str(err):
+            raise
+        raise RayStartError(
+            "the local Ray did not start in time: its node did not register with Ray's GCS "
+            "within Ray's 30 s (the machine is overloaded, or a Ray process failed to start); "
+            "retry when the load is lower, or join a running Ray with --address "
+            "(`ray start --head` first)") from None

@@ -19,7 +19,7 @@ from distmarl.config import ConfigError, ExperimentConfig
 from distmarl.factory import preflight
 from distmarl.league.setup import league_setup
 from distmarl.runtime.coordinator.run import Coordinator, CoordinatorActor
-from distmarl.runtime.driver.cluster import init_ray
+from distmarl.runtime.driver.cluster import RayStartError, init_ray
 from distmarl.runtime.driver.progress import ProgressDisplay
 from distmarl.runtime.driver.resume import check_resume
 from distmarl.runtime.driver.stopping import StopSignals, stop_reason
@@ -81,7 +81,7 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
                                resume=resume is not None, show_progress=show_progress,
                                num_cpus=num_cpus, num_gpus=num_gpus,
                                on_coordinator=on_coordinator)
-        except Stopped:
+        except (Stopped, RayStartError):
             if new:  # nothing was written: no empty run directory left behind
                 with contextlib.suppress(OSError):
                     run_dir.rmdir()

@@ -19,6 +19,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from distmarl.collect.cancel import NEVER, Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan
@@ -47,10 +48,12 @@ class LocalFleet:
     """:class:`~distmarl.runtime.fleets.protocol.Fleet`'s verbs on shells built from ``spec`` in this
     process; published weights go to ``state``'s members. ``path`` says whether fragments
     resynchronise (on-policy: then the buffer's state is not kept in checkpoints, and a resync
-    clears the owed updates in ``scheduler``)."""
+    clears the owed updates in ``scheduler``). ``stop``: the run's stop request, which the
+    workers' evaluations and games look at between env steps (they then raise
+    :class:`~distmarl.collect.cancel.Cancelled`)."""
 
     def __init__(self, spec: FleetSpec, *, path: DataPath, state: RunState,
-                 scheduler: Scheduler) -> None:
+                 scheduler: Scheduler, stop: Cancel = NEVER) -> None:
         self.path, self.state, self.scheduler = path, state, scheduler
         self.store: Store = LocalStore()
         self.buffer = BufferShell(spec.buffer_kwargs)
@@ -61,7 +64,7 @@ class LocalFleet:
         #: each learner group, and where a turn's train calls wait to run as one call each
         self.groups = [LearnerGroup([self.learners[m] for m in ms]) for ms in groups]
         self.trains = HeldTrains(groups)
-        self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store))
+        self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store, stop))
                          for w in range(spec.population.workers_per_member)]
                         for member in range(spec.members)]
         self.faults = FaultLog()

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple, Protocol
 
+from distmarl.collect.cancel import Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
 from distmarl.hpo import MutationPlan
@@ -88,13 +89,14 @@ class FleetSpec:
                     fields=tuple(self.buffer_kwargs["field_names"]), convert=self.convert,
                     store=store)
 
-    def worker_kwargs(self, member: int, worker: int, buffer: BufferClient, store: Store
-                      ) -> dict[str, Any]:
-        """:class:`~distmarl.runtime.actors.rollout.RolloutShell`'s arguments."""
+    def worker_kwargs(self, member: int, worker: int, buffer: BufferClient, store: Store,
+                      cancel: Cancel) -> dict[str, Any]:
+        """:class:`~distmarl.runtime.actors.rollout.RolloutShell`'s arguments (``cancel``: the
+        stop its evaluations and games look at)."""
         return dict(member=member, worker=worker, env_cfg=self.env,
                     algo_cfg=self.algorithms[member], spaces=self.spaces, buffer=buffer,
                     seed=self.seed * 7919 + member * 101 + worker, spec=self.rollout,
-                    league=self.league, store=store)
+                    league=self.league, store=store, cancel=cancel)
 
 
 class Play(NamedTuple):
@@ -132,7 +134,9 @@ class Mutated(NamedTuple):
 
 class Fleet(Protocol):
     """The run's verbs. Weights a fleet publishes go to the members of the run state it was
-    given (``set_weights``), so the next collect call carries them."""
+    given (``set_weights``), so the next collect call carries them. Evaluations and games
+    (:meth:`evaluate`, :meth:`score_fixed`, :meth:`play`) stop part-way when the run's stop
+    comes first, raising :class:`~distmarl.collect.cancel.Cancelled`: no result."""
 
     faults: FaultLog
     #: where published weights and league snapshots live

@@ -18,16 +18,19 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from distmarl.collect.cancel import NEVER, Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan
 from distmarl.runtime.actors.buffer import make_buffer_actor
+from distmarl.runtime.actors.cancel import RayTaskCancel
 from distmarl.runtime.actors.clients import RayStore, RemoteBuffer, Store
 from distmarl.runtime.actors.host import HostActor, LearnerView, WorkerView
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
 from distmarl.runtime.fleets.faults import LOST, FaultKeeping, gather_with_retry, get_with_retry
 from distmarl.runtime.fleets.protocol import Copied, FleetSpec, Mutated, Play, check_state_count
 from distmarl.runtime.fleets.resources import plan_resources
+from distmarl.runtime.fleets.stoppable import wait_unless_stopped
 from distmarl.runtime.logic.datapath import DataPath
 from distmarl.runtime.logic.grouping import HeldTrains
 from distmarl.runtime.logic.run_state import RunState
@@ -45,11 +48,15 @@ class RayFleet(FaultKeeping):
     verbs), sized to the cluster (:func:`~distmarl.runtime.fleets.resources.plan_resources`); what
     faults cost (:attr:`faults`). Learners publish every ``weight_sync_updates`` updates; the
     buffer is snapshotted every ``snapshot_interval_s``. Events go to ``state``; a resync of
-    fragments clears the member's owed updates in ``scheduler``."""
+    fragments clears the member's owed updates in ``scheduler``. Evaluations and games in
+    flight are cancelled once ``stop`` (the run's stop request) is set
+    (:func:`~distmarl.runtime.fleets.stoppable.wait_unless_stopped`)."""
 
     def __init__(self, spec: FleetSpec, *, path: DataPath, state: RunState,
-                 scheduler: Scheduler) -> None:
+                 scheduler: Scheduler, stop: Cancel = NEVER) -> None:
         super().__init__(spec.snapshot_interval_s)
+        self.stop = stop
+        cancel = RayTaskCancel()  # the workers' side of a stop: Ray's flag of a cancelled call
         self.path, self.state, self.scheduler = path, state, scheduler
         cluster = ray.cluster_resources()
         groups = spec.learner_groups(cluster)
@@ -67,7 +74,7 @@ class RayFleet(FaultKeeping):
         self.hosts: list[Any] = [
             HostActor.options(**resources.host(len(ms)), **ACTOR_OPTIONS).remote(
                 [spec.learner_kwargs(m, client, self.store) for m in ms],
-                [spec.worker_kwargs(m, 0, client, self.store) for m in ms]
+                [spec.worker_kwargs(m, 0, client, self.store, cancel) for m in ms]
                 if resources.colocate else [])
             for ms in groups]
         host_of = {m: self.hosts[g] for g, ms in enumerate(groups) for m in ms}
@@ -76,7 +83,7 @@ class RayFleet(FaultKeeping):
         self.workers: list[list[Any]] = [
             [WorkerView(host_of[member], member) if resources.colocate and w == 0
              else RolloutWorkerActor.options(**resources.worker, **ACTOR_OPTIONS).remote(
-                 **spec.worker_kwargs(member, w, client, self.store))
+                 **spec.worker_kwargs(member, w, client, self.store, cancel))
              for w in range(spec.population.workers_per_member)]
             for member in range(spec.members)]
         self.trains = HeldTrains(groups)
@@ -217,15 +224,18 @@ class RayFleet(FaultKeeping):
         return scores, random
 
     def play(self, games: Sequence[Play]) -> list[GameResults]:
-        return ray.get([self.workers[g.worker][0].play.remote(
+        refs = [self.workers[g.worker][0].play.remote(
             g.version, g.box, g.opponent, g.games, g.seed, g.side, g.explore,
-            learner=g.learner) for g in games])
+            learner=g.learner) for g in games]
+        wait_unless_stopped(refs, self.stop)
+        return ray.get(refs)
 
     def _gather(self, members: Sequence[int], calls: Sequence[Callable[[], Any]]) -> list[Any]:
         """Results of ``calls`` (``calls[k]`` submits member ``members[k]``'s), made together;
         a call lost with its learner or worker is made again once the learner is restored
         (its weights republished)."""
         refs = [call() for call in calls]
+        wait_unless_stopped(refs, self.stop)
         results = []
         for i, call, ref in zip(members, calls, refs):
             try:

@@ -190,6 +190,11 @@ class RunState:
         if self.running:
             self.stop_reason = reason
 
+    def cut_short(self, reason: str) -> None:
+        """A stop cut short what the run does after its loop (the final evaluation): the run
+        ends for ``reason``, whatever ended its loop."""
+        self.stop_reason = reason
+
     def count_steps(self, env_steps: int) -> None:
         """``env_steps`` transitions were collected and stored."""
         self.total_env_steps += env_steps
