@@ -191,5 +191,7 @@ def test_a_stop_cuts_the_final_evaluation_in_process(tmp_path: Path) -> None:
 
 @pytest.mark.ray
 def test_a_stop_cuts_the_evaluation_in_flight_on_ray(ray_local: Any, tmp_path: Path) -> None:
-    summary, seconds = _stop_in_evaluation(_config(tmp_path), local=False)
+    # one learner process for both members (their workers in it): fewer processes to start
+    cfg = _config(tmp_path, "population.members_per_learner=2")
+    summary, seconds = _stop_in_evaluation(cfg, local=False)
     _check_stopped(summary, seconds)
