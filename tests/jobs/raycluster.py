@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,6 +214,20 @@ class LocalRayCluster:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no job server at {self.address} after {timeout_s} s")
             time.sleep(0.5)
+
+    def job_status(self, submission_id: str) -> str | None:
+        """A job's status from the job server's REST API (None: no such job yet): a poll that
+        starts no process."""
+        req = urllib.request.Request(
+            f"{self.address}/api/jobs/{submission_id}",
+            headers={"Authorization": f"Bearer {self.token_file.read_text()}"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return str(json.loads(r.read())["status"])
+        except urllib.error.HTTPError as err:
+            if err.code == 404:
+                return None
+            raise
 
     def state(self, what: str) -> str:
         """JSON from the state API (alive and dead entries), read in a subprocess."""
