@@ -38,8 +38,9 @@ TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 #: env steps per member on Ray (never reached before the signal) and between its checkpoints
 #: (soon after Ray's start-up)
 MAX_STEPS, RAY_CHECKPOINT_INTERVAL = 4000, 100
-#: env steps per member in process: a checkpoint every 200 (a generation), about 7 s on 2 cores
-LOCAL_MAX_STEPS = 2000
+#: env steps per member in process: a checkpoint every 200 (a generation), the stop lands after
+#: the second, about 4 s of training on 2 cores
+LOCAL_MAX_STEPS = 1200
 
 
 # ---------------------------------------------------------------------------------- helpers
