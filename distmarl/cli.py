@@ -15,6 +15,10 @@ from typing import Any, TextIO
 
 from distmarl.version import __version__
 
+#: ``distmarl.export.FORMATS``, named here so that building the parser (every command, ``jobs``
+#: and ``submit`` included) imports no torch
+EXPORT_FORMATS = ("torchscript", "onnx")
+
 
 def _buffer_info(args: argparse.Namespace) -> int:
     from distmarl.buffers import MultiAgentReplayBuffer
@@ -375,13 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "render mode) instead")
     pl.set_defaults(func=_play)
 
-    from distmarl.export.files import FORMATS
-
     ex = sub.add_parser("export", help="write a saved member's greedy policy as TorchScript "
                                        "or ONNX files that run without distmarl")
     ex.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
     ex.add_argument("out", help="folder to write (policy.json and a file per agent)")
-    ex.add_argument("--format", choices=FORMATS, default="torchscript",
+    ex.add_argument("--format", choices=EXPORT_FORMATS, default="torchscript",
                     help="torchscript (runs with torch alone) or onnx (with onnxruntime alone; "
                          "writing it needs the export extra)")
     ex.add_argument("--member", type=int,

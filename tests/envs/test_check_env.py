@@ -68,7 +68,8 @@ def run_example(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "distmarl", "train", str(EXAMPLE / "chase_mappo.yaml"),
          "--no-mlflow", "--quiet", "--set", f"tracking.directory={tmp_path}",
-         "--set", "training.max_steps_per_member=2048", "--set", "evolution.evo_steps=1024", *args],
+         "--set", "training.max_steps_per_member=512", "--set", "evolution.evo_steps=256",
+         "--set", "evolution.final_episodes=2", *args],
         capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
 
 

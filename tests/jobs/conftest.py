@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +37,12 @@ def run_cli(cluster: LocalRayCluster, *args: str, env: dict[str, str] | None = N
     return subprocess.run([sys.executable, "-m", "distmarl.cli", *args],
                           env={**cluster.env(token), **(env or {})}, cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def run_clis(cluster: LocalRayCluster, *calls: tuple[tuple[str, ...], dict[str, Any]]
+             ) -> list[subprocess.CompletedProcess]:
+    """:func:`run_cli` of each ``(args, keywords)`` at once (each client is a process of its
+    own, most of its time spent starting up); the results in order."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        futures = [pool.submit(run_cli, cluster, *args, **kw) for args, kw in calls]
+        return [f.result() for f in futures]

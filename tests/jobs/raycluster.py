@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,8 @@ class Node:
 
 @dataclass
 class LocalRayCluster:
-    """``start_head()`` then optionally ``add_node()``; ``shutdown()`` always (a fixture does)."""
+    """``start_head()`` then ``add_node()`` (which waits for the job server) or
+    ``wait_for_job_server()``; ``shutdown()`` always (a fixture does)."""
 
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dmr", dir="/tmp")))
     nodes: list[Node] = field(default_factory=list)
@@ -167,12 +169,14 @@ class LocalRayCluster:
         self._start(["--head", "--port", str(self.gcs_port), "--num-cpus", str(num_cpus),
                      "--dashboard-host", "127.0.0.1", "--dashboard-port", str(self.dashboard_port),
                      "--ray-client-server-port", str(client)], "head")
-        self.wait_for_job_server()
         return self
 
     def add_node(self, num_cpus: int) -> LocalRayCluster:
+        """Another node; returns once the job server is up (the head's dashboard starts
+        meanwhile) and the node is alive."""
         self._start(["--address", self.gcs_address, "--num-cpus", str(num_cpus)],
                     f"node{len(self.nodes)}")
+        self.wait_for_job_server()
         self.wait_for_nodes(len(self.nodes))
         return self
 
@@ -214,16 +218,31 @@ class LocalRayCluster:
                 raise RuntimeError(f"no job server at {self.address} after {timeout_s} s")
             time.sleep(0.5)
 
+    def _get(self, path: str, timeout: float = 10) -> object:
+        """JSON from the dashboard's REST API (token sent): a query that starts no process."""
+        req = urllib.request.Request(
+            f"{self.address}{path}",
+            headers={"Authorization": f"Bearer {self.token_file.read_text()}"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+
+    def job_status(self, submission_id: str) -> str | None:
+        """A job's status (None: no such job yet)."""
+        try:
+            reply = self._get(f"/api/jobs/{submission_id}")
+        except urllib.error.HTTPError as err:
+            if err.code == 404:
+                return None
+            raise
+        assert isinstance(reply, dict)
+        return str(reply["status"])
+
     def state(self, what: str) -> str:
-        """JSON from the state API (alive and dead entries), read in a subprocess."""
-        code = ("import dataclasses, json; from ray.util import state; "
-                f"rows = state.list_{what}(address={self.address!r}, detail=True, limit=10000, "
-                "raise_on_missing_output=False); "
-                "print(json.dumps([r if isinstance(r, dict) else dataclasses.asdict(r) for r in rows], "
-                "default=str))")
-        out = subprocess.run([sys.executable, "-c", code], env=self.env(), capture_output=True,
-                             text=True, timeout=60, check=True)
-        return out.stdout
+        """JSON rows of the state API (alive and dead entries, in detail): ``nodes``,
+        ``actors``."""
+        reply = self._get(f"/api/v0/{what}?limit=10000&detail=true", timeout=60)
+        assert isinstance(reply, dict) and reply["result"], reply
+        return json.dumps(reply["data"]["result"]["result"])
 
     def wait_for_nodes(self, n: int, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s

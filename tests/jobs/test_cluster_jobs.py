@@ -1,9 +1,9 @@
 """`distmarl submit` / `distmarl jobs` against a real two-node Ray cluster on this machine.
 
 One tiny training job is shared by the assertions on its outcome (a job costs ~30-70 s here,
-most of it process start-up); a job that fails and one that is stopped follow. The cluster has
-token authentication on; the clients find its token in each place Ray looks (``token=`` of
-``run_cli``), or nowhere.
+most of it process start-up); a job that fails runs beside it, one that is stopped follows.
+The cluster has token authentication on; the clients find its token in each place Ray looks
+(``token=`` of ``run_cli``), or nowhere.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.jobs.conftest import run_cli
+from tests.jobs.conftest import run_cli, run_clis
 from tests.jobs.raycluster import ROOT
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -27,14 +28,57 @@ SECRET = "pw-d0-not-print-7f3a"
 SUMMARY = re.compile(r"^distmarl: max_steps after ([\d,]+) env steps .* run in (\S+)$", re.M)
 
 
+class BadEnvJob:
+    """``distmarl submit`` of a job whose env spec passes local validation (a string) but does
+    not exist on the cluster, started beside the tiny job: its entrypoint fails before asking
+    Ray for any actor."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, cluster) -> None:
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "distmarl.cli", "submit", str(TINY),
+                 "--address", cluster.address, "--set", "env.spec=no_such_env_pkg_zz:env",
+                 "--set", "tracking.mlflow=false", "--submission-id", "bad-env-job"],
+                env=cluster.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+
+    def result(self, cluster, timeout: float = 180) -> tuple[int, str]:
+        """Its exit code and stderr (started now if the tiny job did not start it)."""
+        self.start(cluster)
+        assert self.proc is not None
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return self.proc.returncode, err
+
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
 @pytest.fixture(scope="module")
-def tiny_job(cluster, tmp_path_factory):
+def bad_env_job() -> Iterator[BadEnvJob]:
+    job = BadEnvJob()
+    yield job
+    job.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_job(cluster, bad_env_job, tmp_path_factory):
     """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, each member's
     learner and rollout worker in one process (colocated) asking 0.5 + 0.5 CPU: the two fill
     the cluster's 2 CPUs, one CPU per node, so they must spread across both nodes. The token is only in Ray's default file
     ($HOME/.ray/auth_token) and RAY_AUTH_MODE is unset, as on a machine where a local
     `ray.init` or `ray get-auth-token --generate` wrote it."""
     tmp = tmp_path_factory.mktemp("tiny-job")
+    bad_env_job.start(cluster)  # meanwhile: it fails in its entrypoint, asking Ray for nothing
     db = tmp / "mlflow.db"
     uri = f"sqlite:///{db}"
     proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
@@ -64,8 +108,12 @@ def test_submit_follows_the_job_to_success(tiny_job, cluster) -> None:
 def test_job_status_and_logs_through_the_cli(tiny_job, cluster) -> None:
     """Each finds the token in another place: Ray's default file, RAY_AUTH_TOKEN, and
     RAY_AUTH_MODE=token with RAY_AUTH_TOKEN_PATH."""
-    status = run_cli(cluster, "jobs", "status", "tiny-job-test", "--json",
-                     "--address", cluster.address, token="home")
+    status, logs, listed = run_clis(
+        cluster,
+        (("jobs", "status", "tiny-job-test", "--json", "--address", cluster.address),
+         {"token": "home"}),
+        (("jobs", "logs", "tiny-job-test", "--address", cluster.address), {"token": "env"}),
+        (("jobs", "list", "--address", cluster.address), {}))
     assert status.returncode == 0, status.stderr
     info = json.loads(status.stdout)
     assert info["status"] == "SUCCEEDED"
@@ -74,10 +122,7 @@ def test_job_status_and_logs_through_the_cli(tiny_job, cluster) -> None:
     assert info["runtime_env"]["env_vars"] == {"MLFLOW_TRACKING_URI": "<hidden>",
                                                "MLFLOW_TRACKING_USERNAME": "<hidden>",
                                                "MLFLOW_TRACKING_PASSWORD": "<hidden>"}
-    logs = run_cli(cluster, "jobs", "logs", "tiny-job-test", "--address", cluster.address,
-                   token="env")
     assert logs.returncode == 0 and SUMMARY.search(logs.stdout), logs.stdout[-2000:]
-    listed = run_cli(cluster, "jobs", "list", "--address", cluster.address)
     row = next(line for line in listed.stdout.splitlines() if line.startswith("tiny-job-test"))
     assert row.split()[1] == "SUCCEEDED"
 
@@ -130,13 +175,12 @@ def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:
     assert by_class["HostShell"] == nodes
 
 
-def test_job_that_fails_on_the_cluster_reports_failed(cluster) -> None:
-    """The env spec passes local validation (a string) but does not exist on the cluster."""
-    proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
-                   "--set", "env.spec=no_such_env_pkg_zz:env", "--set", "tracking.mlflow=false",
-                   "--submission-id", "bad-env-job", timeout=180)
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    last = proc.stderr.strip().splitlines()[-1]
+def test_job_that_fails_on_the_cluster_reports_failed(bad_env_job, cluster) -> None:
+    """The env spec passes local validation (a string) but does not exist on the cluster
+    (:class:`BadEnvJob`)."""
+    code, err = bad_env_job.result(cluster)
+    assert code == 1, err[-3000:]
+    last = err.strip().splitlines()[-1]
     assert last.startswith("distmarl: job bad-env-job FAILED: Job entrypoint command failed "
                            "with exit code 2"), last
     assert "env.spec 'no_such_env_pkg_zz:env'" in last and "no_such_env_pkg_zz" in last
@@ -152,9 +196,9 @@ def test_stopping_a_followed_job_makes_submit_exit_3(cluster) -> None:
         env=cluster.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while run_cli(cluster, "jobs", "status", "long-job", "--address", cluster.address).returncode:
+        while cluster.job_status("long-job") is None:
             assert time.monotonic() < deadline and submit.poll() is None, submit.communicate()
-            time.sleep(0.5)
+            time.sleep(0.2)
         stop = run_cli(cluster, "jobs", "stop", "long-job", "--wait", "--address", cluster.address)
         assert stop.returncode == 0 and "now STOPPED" in stop.stdout, stop.stdout + stop.stderr
         _, err = submit.communicate(timeout=60)
@@ -177,21 +221,25 @@ def test_a_missing_or_wrong_token_exits_4_naming_what_to_set(cluster) -> None:
     """Nothing is sent without the token; the one stderr line says which variables and which
     file to put it in, without a traceback."""
     default_file = f"{cluster.base}/empty-home/.ray/auth_token"
-    for args in (("submit", str(TINY), "--no-mlflow-env", "--submission-id", "never-sent"),
-                 ("jobs", "list")):
-        proc = run_cli(cluster, *args, "--address", cluster.address, token="none", timeout=60)
+    none = {"token": "none", "timeout": 60}
+    *missing, wrong, disabled = run_clis(
+        cluster,
+        (("submit", str(TINY), "--no-mlflow-env", "--submission-id", "never-sent",
+          "--address", cluster.address), none),
+        (("jobs", "list", "--address", cluster.address), none),
+        (("jobs", "list", "--address", cluster.address),
+         {**none, "env": {"RAY_AUTH_TOKEN": "not-the-token"}}),
+        (("jobs", "list", "--address", cluster.address),
+         {"token": "home", "env": {"RAY_AUTH_MODE": "disabled"}, "timeout": 60}))
+    for proc in missing:
         assert proc.returncode == 4, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             f"distmarl: Ray job server {cluster.address} requires a token and none was found. "
             "Put the cluster's token (`ray get-auth-token` on its head prints it) in "
             f"RAY_AUTH_TOKEN, or in a file named by RAY_AUTH_TOKEN_PATH, or in {default_file}."]
-    wrong = run_cli(cluster, "jobs", "list", "--address", cluster.address, token="none",
-                    env={"RAY_AUTH_TOKEN": "not-the-token"}, timeout=60)
     assert wrong.returncode == 4 and "Traceback" not in wrong.stderr
     assert f"{cluster.address} refused the token from RAY_AUTH_TOKEN. Put" in wrong.stderr
     assert "not-the-token" not in wrong.stderr
-    disabled = run_cli(cluster, "jobs", "list", "--address", cluster.address, token="home",
-                       env={"RAY_AUTH_MODE": "disabled"}, timeout=60)
     assert disabled.returncode == 4 and "Traceback" not in disabled.stderr
     assert disabled.stderr.strip().endswith(", and set RAY_AUTH_MODE=token (or unset it).")
     listed = run_cli(cluster, "jobs", "list", "--address", cluster.address)

@@ -65,7 +65,7 @@ def test_a_colocated_member_shares_its_process_with_worker_0_and_no_chunk_lags(
                              "resources.colocate=true", "population.workers_per_member=2",
                              "training.max_steps_per_member=400", "training.weight_sync_updates=1",
                              "training.chunk_steps=4", "algorithm.hp.learn_step=1",
-                             "replay.max_policy_lag=0"])
+                             "replay.max_policy_lag=0", "evolution.final_episodes=2"])
     run = TrainingRun(cfg, tmp_path / "run", None, None, threading.Event())
     fleet = run.fleet
     try:

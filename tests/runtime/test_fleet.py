@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 
 
-#: env steps per member, in three generations: long enough that the kills land mid-run
-STEPS = 3000
+#: env steps per member, in three generations: the kills land mid-run (nothing collects
+#: while the members' process is down)
+STEPS = 1500
 
 
 def start(ray, tmp_path, *sets):
@@ -28,7 +29,8 @@ def start(ray, tmp_path, *sets):
 
     cfg = load_config(TINY, ["tracking.mlflow=false", f"training.max_steps_per_member={STEPS}",
                              f"evolution.evo_steps={STEPS // 3}",
-                             f"tracking.directory={tmp_path}", *sets])
+                             f"tracking.directory={tmp_path}", "evolution.final_episodes=2",
+                             *sets])
     coord = CoordinatorActor.remote(json.loads(cfg.model_dump_json()), str(tmp_path / "run"))
     result = coord.run.remote()
     deadline = time.time() + 240

@@ -29,15 +29,15 @@ from tests.jobs.raycluster import ROOT, LocalRayCluster
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
-#: one generation per member: 16,000 population steps, about 8 s of training here, so the
+#: one generation per member: 12,000 population steps, about 6 s of training here, so the
 #: kill (timed from when every actor is up) lands well inside it
-MAX_STEPS = EVO_STEPS = 8000
+MAX_STEPS = EVO_STEPS = 6000
 #: the node is removed once training has run for this long and made this many env steps
 #: (buffer snapshots every 0.5 s have been copied by then), before the generation's end.
 #: Not covered: a node lost while the coordinator evaluates or copies members
 #: (runtime/coordinator/generations.py retries only a worker that died, not weights or states whose owner,
 #: a learner, died with the node).
-KILL_AFTER_S, KILL_AT = 2.0, 300
+KILL_AFTER_S, KILL_AT = 1.5, 300
 PROGRESS = re.compile(r"([\d,]+) env steps .*? gen\s+(\d+)")
 #: the GCS declares a node dead after ~3 missed 1 s health checks (default: 5 of 3 s)
 FAST_HEALTH_CHECKS = {"RAY_health_check_period_ms": "1000",
@@ -124,7 +124,7 @@ class Trainer:
                 "--address", cluster.gcs_address, "--no-mlflow", "--run-dir", str(out / "run"),
                 "--summary-json", str(self.summary_path),
                 "--set", f"training.max_steps_per_member={MAX_STEPS}", "--set", f"evolution.evo_steps={EVO_STEPS}",
-                "--set", "buffer.snapshot_interval_s=0.5",
+                "--set", "buffer.snapshot_interval_s=0.5", "--set", "evolution.final_episodes=2",
                 "--set", "resources.num_cpus_per_learner=0.5",
                 "--set", "resources.num_cpus_per_worker=0.5",
                 "--set", "resources.num_cpus_buffer=0.5"]

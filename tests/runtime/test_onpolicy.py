@@ -98,6 +98,7 @@ def test_each_fragment_is_learned_once_by_its_own_member(ray_local, tmp_path) ->
     from distmarl.runtime.coordinator.run import CoordinatorActor
 
     cfg = on_policy_config(tmp_path, "IPPO", "tracking.mlflow=false", "training.max_steps_per_member=400",
+                           "evolution.final_episodes=2",
                            "population.workers_per_member=2",
                            "population.members_per_learner=2",
                            "evolution.hp_config={learn_step: {min: 8, max: 32, dtype: int}}",

@@ -1,13 +1,16 @@
 """Stopping a run from outside, as a shell, ``timeout``, a container runtime or a scheduler does:
 SIGTERM and SIGINT to a real ``distmarl train`` stop it after the calls in flight with a
 checkpoint, a summary and the MLflow runs KILLED, exiting 143 / 130; ``--resume`` then goes on to
-``max_steps``; a second signal exits at once. The signals go to the driver's whole process group
-(what ``timeout`` and a terminal's Ctrl-C do). The whole path runs in process (``--local``); on
-Ray, whose processes must be out of the signals' way, a resumed run stopped by SIGTERM, and a
-double SIGINT that leaves no Ray process behind.
+``max_steps``; a second signal exits at once; a run started with SIGINT ignored (a script's
+``cmd &``) keeps ignoring it. The signals go to the driver's whole process group (what
+``timeout`` and a terminal's Ctrl-C do). In process (``--local``): two runs started together,
+one ignoring SIGINT, stopped by SIGTERM and resumed to the end; on Ray, whose processes must be
+out of the signals' way, a run started in process and stopped by SIGINT, resumed and stopped by
+SIGTERM, and a double SIGINT that leaves no Ray process behind.
 
 Also here, without Ray: the signal handling itself, the process group the driver gives Ray, and
-run directories that never collide."""
+run directories that never collide. Every test passes whether the test run itself started with
+SIGINT ignored or not."""
 
 from __future__ import annotations
 
@@ -35,8 +38,9 @@ TINY = ROOT / "examples" / "configs" / "tiny.yaml"
 #: env steps per member on Ray (never reached before the signal) and between its checkpoints
 #: (soon after Ray's start-up)
 MAX_STEPS, RAY_CHECKPOINT_INTERVAL = 4000, 100
-#: env steps per member in process: a checkpoint every 200 (a generation), about 7 s on 2 cores
-LOCAL_MAX_STEPS = 2000
+#: env steps per member in process: a checkpoint every 200 (a generation), the stop lands after
+#: the second, about 4 s of training on 2 cores
+LOCAL_MAX_STEPS = 1200
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -64,25 +68,36 @@ class Train:
         return self.err.read_text()[-3000:]
 
 
-def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | None = None
-                ) -> Train:
+def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | None = None,
+                sigint_ignored: bool = False) -> Train:
     """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job): on
     a local Ray of 2 CPUs, or in process (``local``). Either way a signal to the group reaches
-    the driver alone: Ray's processes and env worker processes start in a group of their own. ``max_steps`` per member: by default
-    :data:`MAX_STEPS` on Ray, :data:`LOCAL_MAX_STEPS` in process."""
+    the driver alone: Ray's processes and env worker processes start in a group of their own.
+    ``max_steps`` per member: by default :data:`MAX_STEPS` on Ray, :data:`LOCAL_MAX_STEPS` in
+    process. ``sigint_ignored``: started with SIGINT ignored, as a script's ``cmd &`` is."""
     n = len(list(tmp.glob("stderr-*.txt")))
     out, err = tmp / f"stdout-{n}.txt", tmp / f"stderr-{n}.txt"
     where = ["--local"] if local else [
         "--num-cpus", "2", "--set", f"tracking.checkpoint_interval={RAY_CHECKPOINT_INTERVAL}"]
     if max_steps is None:
         max_steps = LOCAL_MAX_STEPS if local else MAX_STEPS
+    command = [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", *where,
+               "--set", f"tracking.directory={tmp / 'runs'}",
+               "--set", f"training.max_steps_per_member={max_steps}", *args]
+    # SIGINT set for the new process either way: the test run itself may have started with it
+    # ignored, which the child would inherit
+    command = [sys.executable, "-c", EXEC_WITH_SIGINT, "ignore" if sigint_ignored else "default",
+               *command]
     with out.open("w") as out_file, err.open("w") as err_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", *where,
-             "--set", f"tracking.directory={tmp / 'runs'}",
-             "--set", f"training.max_steps_per_member={max_steps}", *args],
-            stdout=out_file, stderr=err_file, cwd=ROOT, process_group=0)
+        proc = subprocess.Popen(command, stdout=out_file, stderr=err_file, cwd=ROOT,
+                                process_group=0)
     return Train(proc, out, err, max_steps)
+
+
+#: sets SIGINT (``ignore`` or ``default``) then becomes the command given (same process)
+EXEC_WITH_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, "
+                    "signal.SIG_IGN if sys.argv[1] == 'ignore' else signal.SIG_DFL); "
+                    "os.execv(sys.argv[2], sys.argv[2:])")
 
 
 def wait_for(what: str, check: Callable[[], Any], run: Train, timeout: float = 240) -> Any:
@@ -99,10 +114,19 @@ def wait_for(what: str, check: Callable[[], Any], run: Train, timeout: float = 2
     pytest.fail(f"no {what} after {timeout} s")
 
 
-def steps(tmp: Path) -> list[int]:
-    """The steps of the complete checkpoints under ``tmp/runs/*/checkpoints``."""
+def steps(run_dir: Path | None) -> list[int]:
+    """The steps of the complete checkpoints in ``run_dir`` (none where it is None)."""
+    if run_dir is None:
+        return []
     return sorted(int(p.parent.name.removeprefix("step-"))
-                  for p in (tmp / "runs").glob("*/checkpoints/step-*/manifest.json"))
+                  for p in run_dir.glob("checkpoints/step-*/manifest.json"))
+
+
+def only_run_dir(tmp: Path) -> Path | None:
+    """The one run directory under ``tmp/runs``, once there is one."""
+    found = list((tmp / "runs").glob("*"))
+    assert len(found) <= 1, found
+    return found[0] if found else None
 
 
 def run_statuses(summary: dict[str, Any]) -> dict[str, str]:
@@ -133,21 +157,25 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def stop_at_a_checkpoint(tmp: Path, run: Train, signum: int, after: int = 0) -> dict[str, Any]:
-    """Once ``run`` has saved a checkpoint past ``after`` env steps, send ``signum`` to its
-    process group: it exits ``128 + signum`` with a summary naming the signal, a checkpoint at
-    the summary's step, no final evaluation and its MLflow runs KILLED. Returns the summary."""
+def stop_at_a_checkpoint(run_dir: Callable[[], Path | None], run: Train, signum: int,
+                         after: int = 0) -> dict[str, Any]:
+    """Once ``run`` has saved a checkpoint past ``after`` env steps in ``run_dir()`` (its
+    directory once it exists), send ``signum`` to its process group: it exits ``128 + signum``
+    with a summary naming the signal, a checkpoint at the summary's step, no final evaluation
+    and its MLflow runs KILLED. Returns the summary."""
     name = signal.Signals(signum).name
-    wait_for(f"a checkpoint after step {after}", lambda: steps(tmp) and steps(tmp)[-1] > after,
-             run)
+    wait_for(f"a checkpoint after step {after}",
+             lambda: steps(run_dir()) and steps(run_dir())[-1] > after, run)
     code, out = run.stop(signum)
     assert code == 128 + signum, run.stderr_tail()
-    (run_dir,) = (tmp / "runs").iterdir()
-    summary = json.loads((run_dir / "summary.json").read_text())
+    path = run_dir()
+    assert path is not None
+    summary = json.loads((path / "summary.json").read_text())
+    assert summary["run_dir"] == str(path)
     assert summary["stop_reason"] == f"stopped by {name}" and summary["stop_signal"] == signum
     assert f"distmarl: stopped by {name} after {summary['env_steps']:,} env steps" in out
     assert Path(summary["checkpoint"]).name == f"step-{summary['env_steps']:012d}"
-    assert after < steps(tmp)[-1] == summary["env_steps"] < 2 * run.max_steps
+    assert after < steps(path)[-1] == summary["env_steps"] < 2 * run.max_steps
     assert summary["final_score"] is None  # no final evaluation on a stop
     assert set(run_statuses(summary).values()) == {"KILLED"}
     assert f"{name}: stopping after the calls in flight" in run.err.read_text()
@@ -155,24 +183,63 @@ def stop_at_a_checkpoint(tmp: Path, run: Train, signum: int, after: int = 0) -> 
 
 
 # ---------------------------------------------------------------------------------- real runs
+def new_run_dirs(runs: Path, taken: set[Path]) -> list[Path]:
+    """The run directories under ``runs`` made since ``taken`` were."""
+    return sorted(set(runs.iterdir()) - taken)
+
+
+def run_dir_marked(runs: Path, taken: set[Path], marker: str) -> Callable[[], Path | None]:
+    """A finder of the new run directory whose ``config.yaml`` holds ``marker``."""
+    def find() -> Path | None:
+        for path in new_run_dirs(runs, taken):
+            config = path / "config.yaml"
+            if config.is_file() and marker in config.read_text():
+                return path
+        return None
+    return find
+
+
 @pytest.mark.slow
-def test_sigterm_and_sigint_stop_with_a_checkpoint_then_resume_reaches_max_steps(
+def test_runs_started_together_one_ignoring_sigint_stop_on_sigterm_resume_and_finish(
         tmp_path: Path) -> None:
-    """In process (``--local``, the first run's envs in worker processes): SIGTERM mid-run,
-    ``--resume`` then SIGINT (a terminal's
-    Ctrl-C) once it has saved again, ``--resume`` to ``max_steps``: one run directory, one set
-    of MLflow runs, FINISHED at the end."""
-    # envs in worker processes: the run keeps them out of the group the signal goes to
-    first = stop_at_a_checkpoint(
-        tmp_path, start_train(tmp_path, "--set", "env.vector_mode=async", local=True),
-        signal.SIGTERM)
+    """In process (``--local``), two ``distmarl train`` of one config started at once, as two
+    runs started in one second: the plain ``<time>-tiny`` names of the next two minutes are
+    taken beforehand, so both must claim suffixed names in the same seconds, and each is
+    tracked in MLflow in its own run directory. The first, its envs in worker processes (the
+    run keeps them out of the group the signals go to), starts with SIGINT ignored (a script's
+    ``cmd &``): a SIGINT to its group changes nothing, the run saves again, and SIGTERM then
+    stops it with a checkpoint (143); ``--resume`` takes it to ``max_steps``, in the same
+    directory and MLflow runs, FINISHED. The second runs to ``max_steps`` meanwhile."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    now = time.time()
+    taken = {runs / f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + s))}-tiny"
+             for s in range(120)}
+    for path in taken:
+        path.mkdir()
+    ignoring = start_train(tmp_path, "--set", "env.vector_mode=async", local=True,
+                           sigint_ignored=True)
+    other = start_train(tmp_path, local=True, max_steps=400)
+    find = run_dir_marked(runs, taken, "vector_mode: async")
+
+    wait_for("a checkpoint", lambda: steps(find()), ignoring)
+    ignored_at = steps(find())[-1]
+    os.killpg(ignoring.proc.pid, signal.SIGINT)
+    first = stop_at_a_checkpoint(find, ignoring, signal.SIGTERM, after=ignored_at)
+    assert "SIGINT" not in ignoring.err.read_text()
     assert first["ray"] is None  # in process
     run_dir = Path(first["run_dir"])
 
-    run = start_train(tmp_path, "--resume", str(run_dir), local=True)
-    second = stop_at_a_checkpoint(tmp_path, run, signal.SIGINT, after=first["env_steps"])
-    assert second["mlflow"] == first["mlflow"]
-    assert second["resumed_from"].endswith(f"step-{first['env_steps']:012d}")
+    code, out = other.wait(timeout=300)
+    assert code == 0, other.stderr_tail()
+    assert "distmarl: max_steps after" in out
+    made = new_run_dirs(runs, taken)
+    assert len(made) == 2 and all(p.name.endswith(("-tiny-2", "-tiny-3")) for p in made)
+    (other_dir,) = set(made) - {run_dir}
+    done = json.loads((other_dir / "summary.json").read_text())
+    assert done["run_dir"] == str(other_dir) and (other_dir / "mlflow.db").exists()
+    assert done["mlflow"]["uri"] != first["mlflow"]["uri"]
+    assert set(run_statuses(done).values()) == {"FINISHED"}
 
     run = start_train(tmp_path, "--resume", str(run_dir), local=True)
     code, out = run.wait(timeout=400)
@@ -180,11 +247,11 @@ def test_sigterm_and_sigint_stop_with_a_checkpoint_then_resume_reaches_max_steps
     last = json.loads((run_dir / "summary.json").read_text())
     assert last["stop_reason"] == "max_steps" and last["stop_signal"] is None
     assert all(m["env_steps"] >= LOCAL_MAX_STEPS for m in last["members"])
-    assert last["resumed_from"].endswith(f"step-{second['env_steps']:012d}")
+    assert last["resumed_from"].endswith(f"step-{first['env_steps']:012d}")
     assert last["final_score"] is not None and last["mlflow"] == first["mlflow"]
     assert set(run_statuses(last).values()) == {"FINISHED"}
     assert "distmarl: max_steps after" in out
-    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_dir.name]
+    assert new_run_dirs(runs, taken) == made
 
 
 @pytest.mark.ray
@@ -196,11 +263,12 @@ def test_on_ray_sigterm_stops_a_resumed_run_with_a_checkpoint(tmp_path: Path) ->
     SIGTERM to the group, once it has saved again, stops it cleanly. Ray's warning of actor
     handles among constructor arguments (the buffer's, handed over by name) is not printed."""
     run = start_train(tmp_path, local=True, max_steps=MAX_STEPS)
-    start = stop_at_a_checkpoint(tmp_path, run, signal.SIGINT)
+    start = stop_at_a_checkpoint(lambda: only_run_dir(tmp_path), run, signal.SIGINT)
     run_dir = Path(start["run_dir"])
 
     run = start_train(tmp_path, "--resume", str(run_dir))
-    stopped = stop_at_a_checkpoint(tmp_path, run, signal.SIGTERM, after=start["env_steps"])
+    stopped = stop_at_a_checkpoint(lambda: only_run_dir(tmp_path), run, signal.SIGTERM,
+                                   after=start["env_steps"])
     assert stopped["ray"]["address"]  # on Ray
     assert stopped["mlflow"] == start["mlflow"]
     assert stopped["resumed_from"].endswith(f"step-{start['env_steps']:012d}")
@@ -216,7 +284,7 @@ def test_a_second_signal_exits_at_once_and_leaves_no_ray_process(tmp_path: Path)
     """A double Ctrl-C (SIGINT twice to the group) on Ray: exit 130 at once, no summary, and
     Ray's processes, out of the group, end with the driver."""
     run = start_train(tmp_path)
-    wait_for("a checkpoint", lambda: steps(tmp_path), run)
+    wait_for("a checkpoint", lambda: steps(only_run_dir(tmp_path)), run)
     ray_processes = descendants(run.proc.pid)
     assert ray_processes  # the raylet, the GCS, the workers
     os.killpg(run.proc.pid, signal.SIGINT)
@@ -241,6 +309,8 @@ HANDLER_SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
     from distmarl.runtime.driver.stopping import StopSignals
 
+    signal.signal(signal.SIGINT, signal.{sigint})  # as the process was started
+    before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
     with StopSignals() as signals:
         os.kill(os.getpid(), signal.SIG{first})
         time.sleep(0.2)
@@ -249,31 +319,54 @@ HANDLER_SCRIPT = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIG{first})
             time.sleep(5)
             print("still here", flush=True)
-    print("restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
+    after = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    print("restored", after == before, flush=True)
 """)
+
+
+def handler_script(first: str, twice: bool, sigint: str = "default_int_handler") -> str:
+    return HANDLER_SCRIPT.format(first=first, twice=twice, sigint=sigint)
 
 
 @pytest.mark.parametrize("name,code", [("INT", 130), ("TERM", 143)])
 def test_the_first_signal_is_noted_and_a_second_exits_with_128_plus_signum(name: str,
                                                                          code: int) -> None:
-    once = subprocess.run([sys.executable, "-c", HANDLER_SCRIPT.format(first=name, twice=False)],
+    """As Python starts from a terminal (SIGINT raising KeyboardInterrupt); the handlers from
+    before come back at the end."""
+    once = subprocess.run([sys.executable, "-c", handler_script(name, twice=False)],
                           capture_output=True, text=True, timeout=60)
     assert once.returncode == 0, once.stderr
     number = int(getattr(signal, f"SIG{name}"))
     assert once.stdout.splitlines() == [f"received {number} stopped by SIG{name}",
                                         "restored True"]
     assert f"distmarl: SIG{name}: stopping after the calls in flight" in once.stderr
-    twice = subprocess.run([sys.executable, "-c", HANDLER_SCRIPT.format(first=name, twice=True)],
+    twice = subprocess.run([sys.executable, "-c", handler_script(name, twice=True)],
                            capture_output=True, text=True, timeout=60)
     assert twice.returncode == code
     assert "still here" not in twice.stdout
     assert f"distmarl: SIG{name} again: exiting now, without a checkpoint" in twice.stderr
 
 
+def test_sigint_ignored_before_stays_ignored_and_sigterm_still_stops() -> None:
+    """Started with SIGINT ignored (``cmd &`` in a script, ``nohup cmd &``): SIGINT is left
+    ignored (twice: no exit), SIGTERM is noted, and SIGINT is still ignored at the end."""
+    ignored = subprocess.run([sys.executable, "-c", handler_script("INT", True, "SIG_IGN")],
+                             capture_output=True, text=True, timeout=60)
+    assert ignored.returncode == 0, ignored.stderr
+    assert ignored.stdout.splitlines() == ["received None None", "still here", "restored True"]
+    assert "SIGINT" not in ignored.stderr
+    term = subprocess.run([sys.executable, "-c", handler_script("TERM", False, "SIG_IGN")],
+                          capture_output=True, text=True, timeout=60)
+    assert term.returncode == 0, term.stderr
+    assert term.stdout.splitlines() == [f"received {int(signal.SIGTERM)} stopped by SIGTERM",
+                                        "restored True"]
+
+
 COALESCED_SCRIPT = textwrap.dedent("""
-    import os, subprocess
+    import os, signal, subprocess
     from distmarl.runtime.driver.stopping import StopSignals
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal
     with StopSignals() as signals:
         pid = os.getpid()
         subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {pid}; sleep 0.1; kill -INT {pid}"])
@@ -408,30 +501,3 @@ def test_run_directories_claimed_at_once_by_processes_are_distinct(tmp_path: Pat
         p.join(timeout=60)
         assert p.exitcode == 0
     _check_names(paths)
-
-
-@pytest.mark.slow
-def test_two_runs_of_one_config_started_together_keep_their_own_directories(
-        tmp_path: Path) -> None:
-    """Two ``distmarl train --local`` of one config started at once, each tracked in MLflow in
-    its own run directory: both finish. The plain ``<time>-tiny`` names of the next two minutes
-    are taken beforehand, so both runs must claim suffixed names in the same seconds, as two
-    runs started in one second do."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    now = time.time()
-    taken = {runs / f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + s))}-tiny"
-             for s in range(120)}
-    for path in taken:
-        path.mkdir()
-    first, second = (start_train(tmp_path, local=True, max_steps=400) for _ in range(2))
-    for run in (first, second):
-        code, out = run.wait(timeout=300)
-        assert code == 0, run.stderr_tail()
-        assert "distmarl: max_steps after" in out
-    made = sorted(set(runs.iterdir()) - taken)
-    assert len(made) == 2 and all(p.name.endswith(("-tiny-2", "-tiny-3")) for p in made)
-    for path in made:
-        summary = json.loads((path / "summary.json").read_text())
-        assert summary["run_dir"] == str(path) and (path / "mlflow.db").exists()
-        assert set(run_statuses(summary).values()) == {"FINISHED"}

@@ -1,5 +1,5 @@
-"""A tiny training run tracked in MLflow: the default local store, and a real `mlflow server`.
-The runs train in process (``local=True``): their subject is the tracking, not Ray."""
+"""A tiny training run tracked in MLflow: the default local store, and a real `mlflow server`
+(the server's run is ``served_run`` of ``tests/tracking/conftest.py``). The runs train in process (``local=True``): their subject is the tracking, not Ray."""
 
 from __future__ import annotations
 
@@ -69,14 +69,15 @@ def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 
 def stop_server(proc: subprocess.Popen) -> None:
-    """Stop the server and its workers (its process group); safe to call twice."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    """Stop the server and its workers (its process group); safe to call twice. SIGKILL after
+    5 s: a server still holding a client's open connection waits for it to close."""
+    for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 20)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             break
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=grace)
             break
         except subprocess.TimeoutExpired:
             continue
@@ -191,12 +192,9 @@ def test_default_local_store(tmp_path: Path) -> None:
     check_elite_model_acts(summary, uri)
 
 
-def test_real_mlflow_server(tmp_path: Path) -> None:
-    """The same records through a real ``mlflow server`` over HTTP."""
-    proc, uri = start_mlflow_server(tmp_path)
-    try:
-        summary = run_tiny(tmp_path, [f"tracking.mlflow_uri={uri}"])
-        check_tracked_run(uri, summary)
-        check_elite_model_acts(summary, uri)
-    finally:
-        stop_server(proc)
+def test_real_mlflow_server(served_run: tuple[str, dict]) -> None:
+    """The same records through a real ``mlflow server`` over HTTP (``tests/tracking/conftest.py``:
+    the server and its run are shared with the browser's test)."""
+    uri, summary = served_run
+    check_tracked_run(uri, summary)
+    check_elite_model_acts(summary, uri)

@@ -1,4 +1,5 @@
-"""The elite's video as a user sees it: a tiny run tracked by a real ``mlflow server``, its
+"""The elite's video as a user sees it: a tiny run tracked by a real ``mlflow server`` (the one
+``test_real_mlflow_server`` reads: ``served_run`` of ``tests/tracking/conftest.py``), its
 artifact page opened in headless Chromium (Debian's, ``scripts/install_browser.sh``), whose
 rendered page must show ``videos/elite.gif`` loaded as an image. Skips without Chromium,
 unless ``DISTMARL_REQUIRE_BROWSER`` is set (``.ci/run`` sets it)."""
@@ -12,8 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from tests.tracking.test_mlflow_run import run_tiny, start_mlflow_server, stop_server
 
 pytestmark = [pytest.mark.slow]
 
@@ -37,7 +36,8 @@ def rendered_page(url: str, profile: Path, screenshot: Path) -> str:
     return out.stdout
 
 
-def test_the_mlflow_ui_shows_the_elite_video(tmp_path: Path) -> None:
+def test_the_mlflow_ui_shows_the_elite_video(request: pytest.FixtureRequest,
+                                             tmp_path: Path) -> None:
     if CHROMIUM is None:
         if os.environ.get("DISTMARL_REQUIRE_BROWSER"):
             pytest.fail("DISTMARL_REQUIRE_BROWSER is set but no chromium is on PATH "
@@ -45,19 +45,14 @@ def test_the_mlflow_ui_shows_the_elite_video(tmp_path: Path) -> None:
         pytest.skip("no chromium on PATH: bash scripts/install_browser.sh")
     from mlflow.tracking import MlflowClient
 
-    proc, uri = start_mlflow_server(tmp_path)
-    try:
-        summary = run_tiny(tmp_path, [f"tracking.mlflow_uri={uri}"])
-        parent = summary["mlflow"]["parent"]
-        experiment = MlflowClient(uri).get_run(parent).info.experiment_id
-        url = f"{uri}/#/experiments/{experiment}/runs/{parent}/artifacts/videos/elite.gif"
-        dom = ""
-        for attempt in range(3):  # a loaded machine may not finish the page in one budget
-            dom = rendered_page(url, tmp_path / f"profile-{attempt}",
-                                tmp_path / "artifact-page.png")
-            if SHOWN.search(dom):
-                break
-        assert SHOWN.search(dom), f"the artifact page does not show the video: {dom[-3000:]}"
-        assert (tmp_path / "artifact-page.png").stat().st_size > 10_000
-    finally:
-        stop_server(proc)
+    uri, summary = request.getfixturevalue("served_run")  # once Chromium is known to be here
+    parent = summary["mlflow"]["parent"]
+    experiment = MlflowClient(uri).get_run(parent).info.experiment_id
+    url = f"{uri}/#/experiments/{experiment}/runs/{parent}/artifacts/videos/elite.gif"
+    dom = ""
+    for attempt in range(3):  # a loaded machine may not finish the page in one budget
+        dom = rendered_page(url, tmp_path / f"profile-{attempt}", tmp_path / "artifact-page.png")
+        if SHOWN.search(dom):
+            break
+    assert SHOWN.search(dom), f"the artifact page does not show the video: {dom[-3000:]}"
+    assert (tmp_path / "artifact-page.png").stat().st_size > 10_000

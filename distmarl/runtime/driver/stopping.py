@@ -9,6 +9,10 @@ written and the tracking runs close as ``KILLED``. A second signal exits at once
 checkpoint, taking a local Ray's processes with it. The exit code is a shell's for a process
 ended by that signal: ``128 + signum`` (130 for ``SIGINT``, 143 for ``SIGTERM``).
 
+A process started with SIGINT ignored (``cmd &`` in a script, ``nohup cmd &``: a shell's
+background job ignores it) keeps ignoring it, as whoever started it asked; SIGTERM still stops
+it. The handlers put back on exit are whatever the process had before.
+
 A local Ray started by the driver runs in a process group of its own
 (:func:`~distmarl.runtime.fleets.process_group.own_process_group`), so a signal sent to the
 driver's whole group reaches the driver alone and the run can save before Ray's workers end.
@@ -26,6 +30,10 @@ from typing import Any
 
 #: the signals that stop a run
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the stop signals left alone where the process started with them ignored: a shell starts a
+#: background job (``cmd &``, ``nohup cmd &`` in a script) with SIGINT ignored so that a Ctrl-C
+#: meant for the foreground does not reach it
+KEPT_IGNORED = (signal.SIGINT,)
 
 
 def exit_code(signum: int) -> int:
@@ -41,7 +49,8 @@ def stop_reason(signum: int) -> str:
 class StopSignals:
     """While installed (a ``with`` block, main thread only), SIGINT and SIGTERM are caught:
     the first one's number goes to :attr:`received` and a line to stderr; a second one exits
-    the process at once with :func:`exit_code`. The previous handlers come back on exit.
+    the process at once with :func:`exit_code`. The previous handlers come back on exit. A
+    signal of :data:`KEPT_IGNORED` that is ignored when first installed stays ignored.
 
     The signals are never blocked: a blocked signal is inherited by every process started
     meanwhile (Ray's raylet and GCS, and through them its workers), which then ignore the
@@ -72,8 +81,16 @@ class StopSignals:
         if not self._main():
             return
         for signum in STOP_SIGNALS:
+            if signum not in self._previous and self._left_ignored(signum):
+                continue
             previous = signal.signal(signum, self._handle)
             self._previous.setdefault(signum, previous)
+
+    @staticmethod
+    def _left_ignored(signum: int) -> bool:
+        """Whether ``signum`` is one of :data:`KEPT_IGNORED` and ignored now (not yet caught
+        here: the check is the process's own setting)."""
+        return signum in KEPT_IGNORED and signal.getsignal(signum) is signal.SIG_IGN
 
     def restore(self) -> None:
         """Give the signals back their handlers (and Python's wakeup fd) from before."""
