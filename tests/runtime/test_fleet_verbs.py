@@ -160,3 +160,37 @@ def test_a_published_policy_acts_with_the_members_actors_alone() -> None:
     assert critics and not any(torch.equal(mine[k], theirs[k]) for k in critics)
     with pytest.raises(RuntimeError, match="member 1 has published no weights yet"):
         policies(1)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_copy_from_a_learner_that_restarted_unseen_copies_its_restored_state(
+        ray_local: Any) -> None:
+    """Member 1, holding member 0's first state (a copy, snapshot), then its learner killed
+    while idle (no call of the fleet's saw it): the copy step into member 0 sees the restart,
+    restores member 1 from its snapshot and copies that state, not the fresh one (member 1's
+    own first state) the restarted learner began with."""
+    import os
+    import signal
+    import time
+
+    built = Built(local=False)
+    try:
+        fleet = built.fleet
+        first = built.networks()
+        fleet.carry_out([(1, 0)], [])
+        fleet.publish([1], snapshot=True)
+        before = built.networks()
+        assert same(before[1], first[0]) and not same(before[1], first[1])
+        time.sleep(1.0)  # the snapshot taken
+        os.kill(ray_local.get(fleet.learners[1].info.remote())["pid"], signal.SIGKILL)
+        time.sleep(1.0)
+        fleet.carry_out([(0, 1)], [])
+        assert fleet.faults.learner_restarts == 1
+        assert [e["members"] for e in built.state.events
+                if e.get("fault") == "copy step redone"] == [[0]]
+        after = built.networks()
+        assert same(after[1], before[1]) and same(after[0], before[1])
+    finally:
+        for actor in built.fleet.actors():
+            ray_local.kill(actor)

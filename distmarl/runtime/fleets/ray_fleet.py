@@ -247,33 +247,44 @@ class RayFleet(FaultKeeping):
 
     def carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
                   ) -> tuple[list[Copied], list[Mutated]]:
-        """:meth:`Fleet.carry_out`. When a learner (or its node) is lost part-way, every
-        learner Ray restarted is restored from its snapshot, every member this step changes
-        goes back to its last snapshot too (so no copy or mutation is applied twice), and the
-        step is carried out once more."""
+        """:meth:`Fleet.carry_out`. When a learner (or its node) is lost part-way, or one the
+        step involves had restarted unseen (an idle learner: its incarnation, asked before the
+        step's calls, says so), every learner Ray restarted is restored from its snapshot,
+        every member this step changes goes back to its last snapshot too (so no copy or
+        mutation is applied twice, none from a fresh state), and the step is carried out once
+        more."""
         try:
-            return self._carry_out(copies, plans)
+            done, restarted = self._carry_out(copies, plans)
+            if not restarted:
+                return done
+            why = f"learners {restarted} had restarted"
         except LOST as err:
-            log.warning("a learner was lost while copying / mutating (%s); redoing the step "
-                        "from the members' snapshots", type(err).__name__)
-            self.check_learners()
-            changed = sorted({i for i, _ in copies} | {p.member for p in plans if p.kind != "none"})
-            for i in changed:
-                self.restore_learner(i)
-            self.state.event(fault="copy step redone", members=changed)
-            return self._carry_out(copies, plans)
+            why = f"a learner was lost ({type(err).__name__})"
+        log.warning("copying / mutating: %s; redoing the step from the members' snapshots", why)
+        self.check_learners()
+        changed = sorted({i for i, _ in copies} | {p.member for p in plans if p.kind != "none"})
+        for i in changed:
+            self.restore_learner(i)
+        self.state.event(fault="copy step redone", members=changed)
+        return self._carry_out(copies, plans)[0]
 
     def _carry_out(self, copies: Sequence[tuple[int, int]], plans: Sequence[MutationPlan]
-                   ) -> tuple[list[Copied], list[Mutated]]:
-        """The step's calls, made together: each source's state read once, every load, then
-        every mutation (a learner answers its calls in order)."""
+                   ) -> tuple[tuple[list[Copied], list[Mutated]], list[int]]:
+        """The step's calls, made together: each involved learner's incarnation, each
+        source's state read once, every load, then every mutation (a learner answers its calls
+        in order); and the involved members whose learner had restarted (now restored)."""
         learners = self.learners
+        mutated = [p for p in plans if p.kind != "none"]
+        involved = sorted({m for pair in copies for m in pair} | {p.member for p in mutated})
+        incarnations = [learners[i].incarnation.remote() for i in involved]
         states = {src: learners[src].get_state.remote() for src in sorted({s for _, s in copies})}
         loads = [learners[i].load_state.remote(states[src]) for i, src in copies]
-        mutated = [p for p in plans if p.kind != "none"]
         results = [learners[p.member].mutate.remote(p) for p in mutated]
         copied = [Copied(i, src, hp) for (i, src), hp in zip(copies, ray.get(loads))]
-        return copied, [Mutated(p, r["change"], r["hp"]) for p, r in zip(mutated, ray.get(results))]
+        done = copied, [Mutated(p, r["change"], r["hp"]) for p, r in zip(mutated, ray.get(results))]
+        restarted = [i for i, incarnation in zip(involved, ray.get(incarnations))
+                     if self.note_incarnation(i, incarnation)]
+        return done, restarted
 
     def set_hyperparameters(self, values: Mapping[int, dict[str, Any]]
                             ) -> dict[int, dict[str, Any]]:
