@@ -59,8 +59,11 @@ class Train:
         self.proc.wait(timeout=timeout)
         return self.proc.returncode, self.out.read_text()
 
-    def stop(self, signum: int, timeout: float = 120) -> tuple[int, str]:
-        """Send ``signum`` to its whole process group; :meth:`wait`."""
+    def stop(self, signum: int, timeout: float = 120, twice: bool = False) -> tuple[int, str]:
+        """Send ``signum`` to its whole process group (``twice``: first to the driver, then
+        to its group, at once, as ``timeout`` does); :meth:`wait`."""
+        if twice:
+            os.kill(self.proc.pid, signum)
         os.killpg(self.proc.pid, signum)
         return self.wait(timeout)
 
@@ -158,15 +161,16 @@ def descendants(pid: int) -> set[int]:
 
 
 def stop_at_a_checkpoint(run_dir: Callable[[], Path | None], run: Train, signum: int,
-                         after: int = 0) -> dict[str, Any]:
+                         after: int = 0, twice: bool = False) -> dict[str, Any]:
     """Once ``run`` has saved a checkpoint past ``after`` env steps in ``run_dir()`` (its
-    directory once it exists), send ``signum`` to its process group: it exits ``128 + signum``
+    directory once it exists), send ``signum`` to its process group (``twice``: as ``timeout``
+    does, see :meth:`Train.stop`): it exits ``128 + signum``
     with a summary naming the signal, a checkpoint at the summary's step, no final evaluation
     and its MLflow runs KILLED. Returns the summary."""
     name = signal.Signals(signum).name
     wait_for(f"a checkpoint after step {after}",
              lambda: steps(run_dir()) and steps(run_dir())[-1] > after, run)
-    code, out = run.stop(signum)
+    code, out = run.stop(signum, twice=twice)
     assert code == 128 + signum, run.stderr_tail()
     path = run_dir()
     assert path is not None
@@ -208,7 +212,7 @@ def test_runs_started_together_one_ignoring_sigint_stop_on_sigterm_resume_and_fi
     tracked in MLflow in its own run directory. The first, its envs in worker processes (the
     run keeps them out of the group the signals go to), starts with SIGINT ignored (a script's
     ``cmd &``): a SIGINT to its group changes nothing, the run saves again, and SIGTERM then
-    stops it with a checkpoint (143); ``--resume`` takes it to ``max_steps``, in the same
+    stops it with a checkpoint (143), though it comes twice at once, as from ``timeout``; ``--resume`` takes it to ``max_steps``, in the same
     directory and MLflow runs, FINISHED. The second runs to ``max_steps`` meanwhile."""
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -225,8 +229,8 @@ def test_runs_started_together_one_ignoring_sigint_stop_on_sigterm_resume_and_fi
     wait_for("a checkpoint", lambda: steps(find()), ignoring)
     ignored_at = steps(find())[-1]
     os.killpg(ignoring.proc.pid, signal.SIGINT)
-    first = stop_at_a_checkpoint(find, ignoring, signal.SIGTERM, after=ignored_at)
-    assert "SIGINT" not in ignoring.err.read_text()
+    first = stop_at_a_checkpoint(find, ignoring, signal.SIGTERM, after=ignored_at, twice=True)
+    assert "SIGINT" not in ignoring.err.read_text() and "again" not in ignoring.err.read_text()
     assert first["ray"] is None  # in process
     run_dir = Path(first["run_dir"])
 
@@ -288,7 +292,7 @@ def test_a_second_signal_exits_at_once_and_leaves_no_ray_process(tmp_path: Path)
     ray_processes = descendants(run.proc.pid)
     assert ray_processes  # the raylet, the GCS, the workers
     os.killpg(run.proc.pid, signal.SIGINT)
-    time.sleep(0.05)  # well within the stop (the calls in flight, a checkpoint, Ray's shutdown)
+    time.sleep(0.5)  # well within the stop (the calls in flight, a checkpoint, Ray's shutdown)
     sent = time.monotonic()
     code, _ = run.stop(signal.SIGINT, timeout=30)
     assert code == 130 and time.monotonic() - sent < 2
@@ -313,7 +317,7 @@ HANDLER_SCRIPT = textwrap.dedent("""
     before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
     with StopSignals() as signals:
         os.kill(os.getpid(), signal.SIG{first})
-        time.sleep(0.2)
+        time.sleep(0.5)
         print("received", signals.received, signals.reason, flush=True)
         if {twice}:
             os.kill(os.getpid(), signal.SIG{first})
@@ -362,27 +366,33 @@ def test_sigint_ignored_before_stays_ignored_and_sigterm_still_stops() -> None:
                                         "restored True"]
 
 
-COALESCED_SCRIPT = textwrap.dedent("""
-    import os, signal, subprocess
+DELIVERED_TWICE_SCRIPT = textwrap.dedent("""
+    import os, signal, time
     from distmarl.runtime.driver.stopping import StopSignals
 
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal
     with StopSignals() as signals:
         pid = os.getpid()
-        subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {pid}; sleep 0.1; kill -INT {pid}"])
-        sum(range(200_000_000))  # one long native call: Python runs the handler once, after it
+        os.kill(pid, signal.SIGTERM)  # timeout: the process, then its group (the same one here)
+        os.killpg(os.getpgid(pid), signal.SIGTERM)
+        time.sleep(0.5)
         print("survived", signals.received, flush=True)
+        os.kill(pid, signal.SIGTERM)  # a second stop, later
+        time.sleep(5)
+        print("still here", flush=True)
 """)
 
 
-def test_two_signals_before_the_handler_runs_still_exit_at_once() -> None:
-    """Python calls the handler once for both (a double Ctrl-C while the driver waits in
-    native code); the count comes from the wakeup fd."""
-    proc = subprocess.run([sys.executable, "-c", COALESCED_SCRIPT], capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 130, proc.stdout + proc.stderr
-    assert "survived" not in proc.stdout
-    assert "distmarl: SIGINT again: exiting now" in proc.stderr
+def test_one_stop_delivered_twice_at_once_is_one_stop_and_a_later_one_exits() -> None:
+    """``timeout`` sends its signal to the process and then to its whole process group, so the
+    driver gets it twice at once: that is one stop (a checkpoint follows), not a second one;
+    the same signal half a second later exits at once."""
+    proc = subprocess.run([sys.executable, "-c", DELIVERED_TWICE_SCRIPT], capture_output=True,
+                          text=True, timeout=60, process_group=0)
+    assert proc.returncode == 143, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == [f"survived {int(signal.SIGTERM)}"]
+    assert proc.stderr.count("distmarl: SIGTERM: stopping after the calls in flight") == 1
+    assert "distmarl: SIGTERM again: exiting now" in proc.stderr
 
 
 BLOCKED_SCRIPT = textwrap.dedent("""

@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -34,6 +35,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: background job (``cmd &``, ``nohup cmd &`` in a script) with SIGINT ignored so that a Ctrl-C
 #: meant for the foreground does not reach it
 KEPT_IGNORED = (signal.SIGINT,)
+#: a repeat of the first stop signal this soon after it is the same stop sent twice at once
+#: (``timeout`` signals the process, then its process group), not a second request
+SAME_STOP_S = 0.25
 
 
 def exit_code(signum: int) -> int:
@@ -58,15 +62,17 @@ class StopSignals:
     handled on the main thread, once it next runs Python code: the driver's wait loop
     returns to Python every fraction of a second.
 
-    Python calls a handler once for any number of one signal that came before it could run
-    (a double Ctrl-C while the main thread waits in native code), so the signals are counted
-    where each one lands: Python's wakeup fd gets a byte per signal."""
+    One stop may arrive as several signals at once: ``timeout`` sends its signal to the
+    process and then to its whole process group, which holds the process too. Python calls a
+    handler once for any number of one signal that came before it could run, and a repeat of
+    the first signal within :data:`SAME_STOP_S` of it is taken as the same stop; a second
+    signal counts from then on (a user's second Ctrl-C)."""
 
     def __init__(self) -> None:
         #: the first signal caught, or None
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
-        self._wakeup: tuple[int, int, int] | None = None  # (read end, write end, previous fd)
+        self._first_at = 0.0  # when the first signal was handled (time.monotonic)
         #: a process group to kill with the driver on a second signal (a local Ray's, from
         #: :func:`own_process_group`): Ray's agents would otherwise outlive it for a minute
         self.group: int | None = None
@@ -93,35 +99,14 @@ class StopSignals:
         return signum in KEPT_IGNORED and signal.getsignal(signum) is signal.SIG_IGN
 
     def restore(self) -> None:
-        """Give the signals back their handlers (and Python's wakeup fd) from before."""
+        """Give the signals back their handlers from before."""
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
-        if self._wakeup is not None:
-            read, write, previous_fd = self._wakeup
-            signal.set_wakeup_fd(previous_fd)
-            os.close(read)
-            os.close(write)
-            self._wakeup = None
 
     def __enter__(self) -> StopSignals:
         self.install()
-        if self._main():
-            read, write = os.pipe()
-            os.set_blocking(read, False)
-            os.set_blocking(write, False)
-            self._wakeup = (read, write, signal.set_wakeup_fd(write, warn_on_full_buffer=False))
         return self
-
-    def _arrived(self) -> int:
-        """How many stop signals landed since the last call (at least the one handled)."""
-        if self._wakeup is None:
-            return 1
-        data = b""
-        with contextlib.suppress(BlockingIOError):
-            while chunk := os.read(self._wakeup[0], 512):
-                data += chunk
-        return max(1, sum(1 for b in data if b in STOP_SIGNALS))
 
     def __exit__(self, *exc: object) -> None:
         self.restore()
@@ -133,13 +118,15 @@ class StopSignals:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
-        if self.received is not None or self._arrived() > 1:
+        if self.received is not None:
+            if signum == self.received and time.monotonic() - self._first_at < SAME_STOP_S:
+                return  # the same stop, delivered twice at once
             _say(f"\ndistmarl: {name} again: exiting now, without a checkpoint\n")
             if self.group is not None:
                 with contextlib.suppress(OSError):
                     os.killpg(self.group, signal.SIGKILL)
             os._exit(exit_code(signum))
-        self.received = signum
+        self.received, self._first_at = signum, time.monotonic()
         _say(f"\ndistmarl: {name}: stopping after the calls in flight, then writing a "
              f"checkpoint (send it again to exit at once)\n")
 
