@@ -82,23 +82,30 @@ def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
 
 
 def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
-    """The CLI's ``--local`` in a real subprocess: it trains, tracks in MLflow, and neither
+    """The CLI's ``--local`` in a real subprocess, its output to a file: it trains, tracks in
+    MLflow, writes plain progress lines (no bar off a terminal) ending at 100%, and neither
     starts Ray nor writes Ray's files in the home directory."""
     home = tmp_path / "home"
     home.mkdir()
     summary = tmp_path / "summary.json"
-    out = subprocess.run(
-        [sys.executable, "-m", "distmarl.cli", "train", str(ROOT / "examples/configs/tiny.yaml"),
-         "--local", "--quiet", "--summary-json", str(summary),
-         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps_per_member=200"],
-        capture_output=True, text=True, timeout=300,
-        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr[-2000:]
+    with (tmp_path / "train.log").open("w") as log:
+        out = subprocess.run(
+            [sys.executable, "-m", "distmarl", "train", str(ROOT / "examples/configs/tiny.yaml"),
+             "--local", "--summary-json", str(summary),
+             "--set", f"tracking.directory={tmp_path / 'runs'}",
+             "--set", "training.max_steps_per_member=200", "--set", "evolution.final_episodes=2"],
+            stdout=log, stderr=subprocess.STDOUT, timeout=300, cwd=tmp_path,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    text = (tmp_path / "train.log").read_text()
+    assert out.returncode == 0, text[-2000:]
     result = json.loads(summary.read_text())
     assert result["stop_reason"] == "max_steps" and result["ray"] is None
     assert result["tracking"]["failures"] == 0 and result["mlflow"]["parent"]
     assert not (home / ".ray").exists()
-    assert "distmarl: max_steps after" in out.stdout
+    progress = [line for line in text.splitlines() if line.startswith("progress:")]
+    assert "\r" not in text and progress
+    assert progress[-1].startswith("progress: 100%  400 env steps of 400")
+    assert "distmarl: max_steps after 400 env steps (2 members, 200 each) in " in text
 
 
 def test_a_league_evolves_asynchronously_within_its_sides(tmp_path: Path) -> None:
