@@ -68,6 +68,7 @@ def test_every_example_config_trains_in_process(path: Path, tmp_path: Path) -> N
     assert Path(summary["checkpoint"]).exists()
 
 
+@pytest.mark.slow
 def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
     """Two runs of one config and seed give the same summary (clocks, paths and ids aside):
     the same episodes, updates, fitness, copies, mutations and final scores."""
@@ -81,6 +82,7 @@ def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
     assert repeatable(other)["members"] != repeatable(first)["members"]
 
 
+@pytest.mark.slow
 def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
     """The CLI's ``--local`` in a real subprocess, its output to a file: it trains, tracks in
     MLflow, writes plain progress lines (no bar off a terminal) ending at 100%, and neither
@@ -111,6 +113,7 @@ def test_distmarl_train_local_starts_no_ray(tmp_path: Path) -> None:
             f"{min(each)} each) in ") in text
 
 
+@pytest.mark.slow
 def test_a_league_evolves_asynchronously_within_its_sides(tmp_path: Path) -> None:
     """Population-based training in a league: each member evolves at its own boundary, rated
     by its games, copying only members of its own side."""
@@ -136,6 +139,7 @@ def test_local_with_ray_options_is_refused_naming_them(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())  # no run directory was made
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny", "spread_mappo"])
 def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
