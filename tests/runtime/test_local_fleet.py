@@ -22,15 +22,15 @@ UNREPEATABLE = {"wall_seconds", "setup_seconds", "setup_phases", "env_steps_per_
 
 
 def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
-    """``path``'s config cut to a few generations of a few hundred env steps, two sub-envs,
-    two-episode evaluations and, in pistonball, 4 pistons (``extra``: more overrides)."""
+    """``path``'s config cut to two generations of a hundred or so env steps, two sub-envs,
+    one-episode evaluations and, in pistonball, 4 pistons (``extra``: more overrides)."""
     cfg = load_config(path)
     on_policy = cfg.algorithm.name in ("IPPO", "MAPPO")
     step = 16 * 2 if on_policy else 96  # env steps per boundary: whole fragments on-policy
     sets = [f"tracking.directory={tmp}", "tracking.mlflow=false", "env.num_envs=2",
             "env.max_episode_steps=30", f"evolution.evo_steps={step}",
-            f"training.max_steps_per_member={3 * step}", "evolution.eval_episodes=1",
-            "evolution.eval_steps=30", "evolution.final_episodes=2"]
+            f"training.max_steps_per_member={2 * step}", "evolution.eval_episodes=1",
+            "evolution.eval_steps=30", "evolution.final_episodes=1"]
     if on_policy:
         sets += ["algorithm.hp.learn_step=16", "algorithm.hp.batch_size=16"]
     else:
@@ -41,7 +41,7 @@ def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
         subs = ", ".join(f"{{size: {n}, evo_steps: {step * (k + 1)}}}"
                          for k, n in enumerate(sizes))
         sets += [f"evolution.subpopulations=[{subs}]",
-                 f"training.max_steps_per_member={2 * step * len(sizes)}"]
+                 f"training.max_steps_per_member={step * len(sizes)}"]
     if cfg.league.sides is not None or cfg.league.symmetric:
         sets += ["league.eval_games=2"]
     if "n_pistons" in cfg.env.kwargs:  # pistonball: 4 agents' images a step instead of 20
@@ -68,6 +68,7 @@ def test_every_example_config_trains_in_process(path: Path, tmp_path: Path) -> N
     assert Path(summary["checkpoint"]).exists()
 
 
+@pytest.mark.slow
 def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
     """Two runs of one config and seed give the same summary (clocks, paths and ids aside):
     the same episodes, updates, fitness, copies, mutations and final scores."""
@@ -81,26 +82,38 @@ def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
     assert repeatable(other)["members"] != repeatable(first)["members"]
 
 
+@pytest.mark.slow
 def test_distmarl_train_with_the_local_flag_starts_no_ray(tmp_path: Path) -> None:
-    """The CLI's ``--local`` in a real subprocess: it trains, tracks in MLflow, and neither
+    """The CLI's ``--local`` in a real subprocess, its output to a file: it trains, tracks in
+    MLflow, writes plain progress lines (no bar off a terminal) ending at 100%, and neither
     starts Ray nor writes Ray's files in the home directory."""
     home = tmp_path / "home"
     home.mkdir()
     summary = tmp_path / "summary.json"
-    out = subprocess.run(
-        [sys.executable, "-m", "distmarl.cli", "train", str(ROOT / "examples/configs/tiny.yaml"),
-         "--local", "--quiet", "--summary-json", str(summary),
-         "--set", f"tracking.directory={tmp_path / 'runs'}", "--set", "training.max_steps_per_member=200"],
-        capture_output=True, text=True, timeout=300,
-        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr[-2000:]
+    with (tmp_path / "train.log").open("w") as log:
+        out = subprocess.run(
+            [sys.executable, "-m", "distmarl", "train", str(ROOT / "examples/configs/tiny.yaml"),
+             "--local", "--summary-json", str(summary),
+             "--set", f"tracking.directory={tmp_path / 'runs'}",
+             "--set", "training.max_steps_per_member=200", "--set", "evolution.final_episodes=2"],
+            stdout=log, stderr=subprocess.STDOUT, timeout=300, cwd=tmp_path,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    text = (tmp_path / "train.log").read_text()
+    assert out.returncode == 0, text[-2000:]
     result = json.loads(summary.read_text())
     assert result["stop_reason"] == "max_steps" and result["ray"] is None
     assert result["tracking"]["failures"] == 0 and result["mlflow"]["parent"]
     assert not (home / ".ray").exists()
-    assert "distmarl: max_steps after" in out.stdout
+    progress = [line for line in text.splitlines() if line.startswith("progress:")]
+    assert "\r" not in text and progress
+    assert progress[-1].startswith("progress: 100%  400 env steps of 400")
+    each = {m["env_steps"] for m in result["members"]}  # whole chunks: 200 or a few more
+    assert len(each) == 1 and 200 <= min(each) < 216
+    assert (f"distmarl: max_steps after {result['env_steps']:,} env steps (2 members, "
+            f"{min(each)} each) in ") in text
 
 
+@pytest.mark.slow
 def test_a_league_evolves_asynchronously_within_its_sides(tmp_path: Path) -> None:
     """Population-based training in a league: each member evolves at its own boundary, rated
     by its games, copying only members of its own side."""
@@ -126,6 +139,7 @@ def test_local_with_ray_options_is_refused_naming_them(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())  # no run directory was made
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny", "spread_mappo"])
 def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
