@@ -22,7 +22,7 @@ SLOW_REGISTRATION = {"RAY_testing_asio_delay_us":
                      "RAY_raylet_start_wait_time_s": "1"}
 
 
-@pytest.mark.ray
+@pytest.mark.slow  # mostly Ray's wait: it runs beside other tests, first (not with the Ray part)
 def test_a_ray_that_does_not_start_in_time_says_so_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, **SLOW_REGISTRATION}
     env.pop("RAY_ADDRESS", None)
