@@ -46,11 +46,12 @@ def test_help_into_a_reader_that_stopped_ends_quietly(args: list[str]) -> None:
 
 def test_head_reads_the_first_lines_of_a_long_output() -> None:
     """``distmarl config schema | head -n 2`` in a shell: head's two lines, nothing on
-    stderr, the pipeline's first status 141."""
+    stderr, the pipeline's first status 141 where head closed the pipe before the schema was
+    all written (0 where the pipe's buffer took all of it first)."""
     done = subprocess.run(
         f"{sys.executable} -m distmarl config schema | head -n 2; "
         "echo \"status=${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash",
         capture_output=True, text=True, timeout=120)
     assert done.stderr == ""
     lines = done.stdout.splitlines()
-    assert lines[0] == "{" and len(lines) == 3 and lines[2] == "status=141"
+    assert lines[0] == "{" and len(lines) == 3 and lines[2] in {"status=141", "status=0"}

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from distmarl.collect.cancel import NEVER
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
 from distmarl.hpo.strategies import Step
@@ -40,7 +41,7 @@ class Built:
         path = make_datapath(cfg.algorithm.name, cfg.training, cfg.replay)
         scheduler = Scheduler(path, self.state, 1, cfg.env.num_envs)
         self.fleet: Any = make_fleet(fleet_spec(cfg, self.spaces, None), local, path,
-                                     self.state, scheduler)
+                                     self.state, scheduler, NEVER)
         self.state.members = [MemberState(i, 200, hp, algorithm="MADDPG")
                               for i, hp in enumerate(self.fleet.hyperparameters())]
         self.fleet.watch()
