@@ -80,7 +80,7 @@ class MultiFrequency:
         self.of_member = {m: k for k, sub in enumerate(self.subpopulations) for m in sub}
 
     def step_of(self, sub: int, fitness: Mapping[int, float], rng: np.random.Generator
-             ) -> SubpopulationStep:
+                ) -> SubpopulationStep:
         """Sub-population ``sub``'s step from every member's latest ``fitness`` (members of
         other sub-populations without one yet cannot migrate)."""
         own = sorted(self.subpopulations[sub], key=lambda m: (-fitness[m], m))

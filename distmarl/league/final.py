@@ -78,7 +78,7 @@ def final_games(league: League, elites: Mapping[str, int], seed: int) -> list[Fi
         for k, a in enumerate(sides):
             for b in sides[k + 1:]:
                 games.append(FinalPairing(member_id(elites[a]), a, member_id(elites[b]), b,
-                                       seed + 31337 * (k + 1), "elites"))
+                                          seed + 31337 * (k + 1), "elites"))
     for side in elites:
         own = None if league.settings.symmetric else side
         games += [FinalPairing(RANDOM, own, ref, ref_side, s, "baseline")

@@ -83,8 +83,8 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     venv.close()
     eval_venv.close()
     return ReferenceResult(env_steps=done, updates=updates, wall_seconds=wall,
-                       learn_seconds=learn_time, algo=algo, history=history,
-                       train_scores=train_scores, last_metrics=metrics)
+                           learn_seconds=learn_time, algo=algo, history=history,
+                           train_scores=train_scores, last_metrics=metrics)
 
 
 def learn(algo: ReplayLearner, buffer: MultiAgentReplayBuffer, batch: SampleBatch

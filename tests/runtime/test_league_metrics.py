@@ -27,7 +27,7 @@ def test_ratings_are_namespaced_metrics_and_the_plot_covers_every_player(tmp_pat
     assert setup is not None and setup.league.side_of_member == ["player_0", "player_0"]
     assert setup.references == {"random": ["player_0", "player_1"]}
     run = LeagueHooks(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
-                    fleet=STORE_ONLY)
+                      fleet=STORE_ONLY)
     run.record_evaluation([[("member/0", "ref/random", 1.0)] * 3, [("member/1", "member/0", 0.0)]])
     m = run.metrics()
     assert set(m) == {"member/0/rating", "member/1/rating", "league/ref/random/rating",
@@ -46,7 +46,7 @@ def test_the_league_tables_hold_every_rating_and_the_win_rate_matrix() -> None:
     setup = league_setup(cfg, env_spaces(cfg.env))
     assert setup is not None
     run = LeagueHooks(cfg.league, setup, num_envs=2, seed=0, state=RunState(),
-                    fleet=STORE_ONLY)
+                      fleet=STORE_ONLY)
     run.record_evaluation([[("member/0", "ref/random", 1.0)] * 3, [("member/1", "member/0", 0.0)]])
     tables = run.tables()
     ratings = tables["league/ratings.json"]

@@ -140,7 +140,7 @@ class TrainingRun:
                                    cfg.env.num_envs)
         setup = league_setup(cfg, spaces)
         seating = None if setup is None else SeatingRules(setup.sides, cfg.league.win_above,
-                                                        cfg.league.opponent_epsilon)
+                                                          cfg.league.opponent_epsilon)
         self.fleet = make_fleet(fleet_spec(cfg, spaces, seating), local, path, self.state,
                                 self.scheduler, interruption(stop))
         self.game = make_hooks(cfg, setup, self.state, self.fleet)

@@ -310,10 +310,10 @@ class LeagueHooks:
 
 
 def make_hooks(cfg: ExperimentConfig, setup: LeagueSetup | None, state: RunState,
-              fleet: Fleet) -> GameHooks:
+               fleet: Fleet) -> GameHooks:
     """The run's game hooks: its league from ``cfg.league`` and ``setup``, or (no setup) a
     cooperative game."""
     if setup is None:
         return CooperativeHooks(fleet, cfg.evolution)
     return LeagueHooks(cfg.league, setup, cfg.env.num_envs, cfg.seed * 31 + 7, state, fleet,
-                     cfg.evolution.eval_explore)
+                       cfg.evolution.eval_explore)
