@@ -85,3 +85,12 @@ def test_python_dash_m_distmarl_runs_the_command(tmp_path) -> None:
                               str(tmp_path / "nothing.arrow")], capture_output=True, text=True,
                              timeout=120)
     assert missing.returncode != 0 and "nothing.arrow" in missing.stderr + missing.stdout
+
+
+def test_the_export_command_offers_every_format_export_writes() -> None:
+    """The parser names the formats itself (building it imports no torch): the same as
+    :data:`distmarl.export.FORMATS`."""
+    from distmarl.cli import EXPORT_FORMATS
+    from distmarl.export import FORMATS
+
+    assert EXPORT_FORMATS == FORMATS
