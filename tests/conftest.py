@@ -13,11 +13,12 @@ import pytest
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 #: the user's home, kept out of the tests' reach: a local Ray writes its token to
-#: ``$HOME/.ray/auth_token`` and matplotlib its caches under ``$HOME``, so this process and
-#: every process a test starts see an empty home of their own, removed at exit
+#: ``$HOME/.ray/auth_token``, matplotlib and distmarl their caches under ``$HOME``, so this
+#: process and every process a test starts see an empty home of their own, removed at exit
 USER_HOME = os.environ.get("HOME")
 TEST_HOME = tempfile.mkdtemp(prefix="distmarl-tests-home-")
 os.environ["HOME"] = TEST_HOME
+os.environ["XDG_CACHE_HOME"] = os.path.join(TEST_HOME, ".cache")  # MLflow's blank store
 atexit.register(shutil.rmtree, TEST_HOME, ignore_errors=True)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from distmarl.tracking.base import split_key
+from distmarl.tracking.blank_store import start_from_blank
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class MlflowTracker:
         from mlflow.tracking import MlflowClient
 
         self.uri = uri
+        start_from_blank(uri)  # a new SQLite store in a moment, not after MLflow's migrations
         self.client = MlflowClient(tracking_uri=uri)
         self.experiment_name = experiment_name
         self.run_name = run_name

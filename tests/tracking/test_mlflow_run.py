@@ -46,6 +46,11 @@ def free_port() -> int:
 
 
 def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
+    """A real ``mlflow server`` on a SQLite store (started from the blank, as a run's own
+    store is) and a local artifact directory; ``(process, uri)`` once it answers."""
+    from distmarl.tracking.blank_store import start_from_blank
+
+    start_from_blank(f"sqlite:///{tmp / 'server.db'}")
     port = free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
     with (tmp / "mlflow-server.log").open("w") as log:  # the child keeps its own copy
