@@ -14,6 +14,7 @@ from tests.conftest import TEST_HOME, USER_HOME
 def test_the_tests_run_in_a_home_of_their_own() -> None:
     assert os.environ["HOME"] == TEST_HOME != USER_HOME
     assert Path.home() == Path(TEST_HOME)
+    assert Path(os.environ["XDG_CACHE_HOME"]).is_relative_to(TEST_HOME)  # MLflow's blank store
 
 
 @pytest.mark.ray
