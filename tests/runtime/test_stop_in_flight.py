@@ -195,3 +195,54 @@ def test_a_stop_cuts_the_evaluation_in_flight_on_ray(ray_local: Any, tmp_path: P
     cfg = _config(tmp_path, "population.members_per_learner=2")
     summary, seconds = _stop_in_evaluation(cfg, local=False)
     _check_stopped(summary, seconds)
+
+
+#: seconds a play of the cancel test runs at most when nothing cancels it
+PLAY_LIMIT_S = 30.0
+
+
+class _Plays:
+    """A host's worker thread in miniature: ``play`` calls run one at a time in a concurrency
+    group of one thread, each until it is cancelled (as the rollout worker's play looks
+    between env steps) or :data:`PLAY_LIMIT_S` has passed."""
+
+    def play(self) -> str:
+        from distmarl.runtime.actors.cancel import RayTaskCancel
+
+        cancel, end = RayTaskCancel(), time.monotonic() + PLAY_LIMIT_S
+        while time.monotonic() < end:
+            if cancel.is_set():
+                return "cancelled"
+            time.sleep(0.001)
+        return "played on"
+
+    def ping(self) -> bool:
+        return True
+
+
+@pytest.mark.ray
+def test_a_stop_ends_every_play_queued_on_one_thread(ray_local: Any) -> None:
+    """Plays queued on one actor thread (a host's workers), stopped at moments from before
+    the first starts to well after: every one ends before the wait gives up, none plays on
+    (Ray may drop a cancel that reaches a call about to start: the fleet cancels again)."""
+    import ray
+
+    from distmarl.runtime.fleets.stoppable import CANCEL_WAIT_S, wait_unless_stopped
+
+    stopped = threading.Event()
+    stopped.set()
+    actor = ray.remote(concurrency_groups={"worker": 1})(_Plays).remote()
+    assert ray.get(actor.ping.remote())
+    play = actor.play.options(concurrency_group="worker")
+    try:
+        for k in range(40):  # 1 to 4 plays, stopped 0 to 0.1 s after they were made
+            refs = [play.remote() for _ in range(1 + k % 4)]
+            time.sleep((0.0, 0.001, 0.01, 0.1)[k // 4 % 4])
+            started = time.monotonic()
+            with pytest.raises(Cancelled):
+                wait_unless_stopped(refs, stopped)
+            _, pending = ray.wait(refs, num_returns=len(refs), timeout=0)
+            assert not pending, f"round {k}: {len(pending)} of {len(refs)} plays still running"
+            assert time.monotonic() - started < CANCEL_WAIT_S
+    finally:
+        ray.kill(actor)
