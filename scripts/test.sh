@@ -1,27 +1,19 @@
 #!/usr/bin/env bash
-# The test suite in two parts:
-#   1. the tests that need no Ray, spread over the machine's cores (pytest-xdist, an idle
-#      worker taking tests from a busy one; each test runs torch on one thread),
-#      `DISTMARL_TEST_WORKERS` processes (default: one per core);
-#   2. the tests on a real Ray or Ray cluster, one at a time: each starts actors that want the
-#      cores to themselves, and some time how fast a stop or a restart is.
-# Arguments go to both parts (e.g. -x, -k NAME); a part that selects no test passes.
+# The test suite in one pytest-xdist run: `DISTMARL_TEST_WORKERS` processes (default: one per
+# core, plus one: many tests spend much of their time waiting on a subprocess, a Ray start or
+# a server, and the extra worker keeps the cores busy meanwhile). A file's tests run on one
+# worker together, a free worker taking the next file (a file's tests share a Ray, a cluster,
+# a server or a run that its fixtures start once); each test runs torch on one thread.
+# Arguments go to pytest (e.g. -x, -k NAME, -m "not ray").
 #   bash scripts/test.sh [PYTEST ARGS...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python="${DISTMARL_VENV:-.venv}/bin/python"
+workers="${DISTMARL_TEST_WORKERS:-$(($("$python" -c 'import os; print(os.cpu_count() or 1)') + 1))}"
 
-part() {
-  local name=$1 start=$SECONDS status
-  shift
-  echo "tests: $name"
-  "$python" -m pytest -q "$@"
-  status=$?
-  [ "$status" -eq 5 ] && status=0  # no test selected
-  echo "tests: $name ended (exit $status) in $((SECONDS - start)) s"
-  return "$status"
-}
-
-part "without Ray, on every core" -n "${DISTMARL_TEST_WORKERS:-auto}" --dist worksteal \
-  -m "not ray" "$@" || exit
-part "on Ray, one at a time" -m ray "$@"
+start=$SECONDS
+"$python" -m pytest -q -n "$workers" --dist loadfile "$@"
+status=$?
+[ "$status" -eq 5 ] && status=0  # no test selected
+echo "tests: ended (exit $status) in $((SECONDS - start)) s on $workers workers"
+exit "$status"

@@ -47,9 +47,8 @@ def _one_torch_thread() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the tests marked ``slow`` first (otherwise in collection order):
-    a long test that starts last keeps one worker busy after the others have run out of
-    tests, while short tests at the end fill the workers evenly (an idle one takes the
-    pending tail of a busy one's queue). Every worker sorts alike, as xdist requires."""
+    """Under pytest-xdist, the tests marked ``slow`` first (otherwise in collection order): a
+    long test that starts last keeps one worker busy after the others have run out of tests.
+    Every worker sorts alike, as xdist requires."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)

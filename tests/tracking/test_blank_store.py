@@ -1,8 +1,9 @@
 """A new SQLite store starts as a copy of a blank one: MLflow opens it as a store it built
-itself; a store already there is never replaced; without a usable cache MLflow builds it."""
+itself; a store already there is never replaced; without a usable cache it is left to MLflow."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -13,9 +14,9 @@ from distmarl.tracking.blank_store import blank_path, start_from_blank
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    """The tests' own cache (``tests/conftest.py``), whose blank other tests share."""
     monkeypatch.chdir(tmp_path)  # MLflow's default artifact root is relative to it
-    return tmp_path / "cache"
+    return Path(os.environ["XDG_CACHE_HOME"])
 
 
 def experiments(uri: str) -> list[tuple[str, str, str]]:
@@ -49,18 +50,19 @@ def test_a_store_already_there_is_kept(cache: Path, tmp_path: Path) -> None:
     assert len(MlflowClient(tracking_uri=uri).search_runs([kept[-1][0]])) == 1
 
 
-def test_without_a_cache_mlflow_builds_the_store(tmp_path: Path,
+def test_without_a_cache_the_store_is_left_to_mlflow(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_dir))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert not start_from_blank(uri)
-    assert not (tmp_path / "mlflow.db").exists()
-    assert [name for _, name, _ in experiments(uri)] == ["Default", "exp"]
+    assert not (tmp_path / "mlflow.db").exists()  # left to MLflow, which builds it on opening
 
 
-def test_only_new_sqlite_files_are_touched(cache: Path) -> None:
+def test_only_new_sqlite_files_are_touched(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert not start_from_blank("http://127.0.0.1:5000")
     assert not start_from_blank("file:///tmp/mlruns")
     assert not blank_path().exists()
