@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -31,6 +32,9 @@ FINISH_TIMEOUT_S = 10.0
 #: HTTP client (we retry ourselves) and a short timeout. Set before mlflow is imported.
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+
+#: the tag holding a run's creation key (see :meth:`MlflowTracker._create_run`)
+CREATE_KEY_TAG = "distmarl.create_key"
 
 MAX_PARAM_LEN = 6000
 MAX_QUEUE = 200_000
@@ -79,6 +83,9 @@ class MlflowTracker:
         self.member_ids: list[str] = list(self.resume.get("members", []))
         #: runs whose params are logged (a resumed run's were, by the earlier tracker)
         self._params_logged: set[str] = {r for r in (self.parent_id, *self.member_ids) if r}
+        #: calls of :meth:`start` so far, and the creation key of each run it creates, by name
+        self._start_attempts = 0
+        self._create_keys: dict[str, str] = {}
         self._metrics: deque[tuple[str, str, float, int, int]] = deque()
         self._artifacts: deque[tuple[str, str, str | None]] = deque()
         self._tables: deque[tuple[str, dict[str, list[Any]], str]] = deque()
@@ -97,11 +104,11 @@ class MlflowTracker:
               member_params: list[Mapping[str, Any]]) -> dict[str, Any]:
         """Create (or, resuming, reopen) the parent run and one child run per member. After a
         failure (a request timed out) calling it again goes on from where it stopped."""
+        self._start_attempts += 1
         exp_id = self._experiment_id()
         if self.parent_id is None:
-            parent = self.client.create_run(exp_id, run_name=self.run_name,
-                                            tags={k: str(v) for k, v in tags.items()})
-            self.parent_id = parent.info.run_id
+            self.parent_id = self._create_run(exp_id, self.run_name,
+                                              {k: str(v) for k, v in tags.items()})
         else:
             self.client.update_run(self.parent_id, status="RUNNING")
         self._log_params_once(self.parent_id, params)
@@ -109,15 +116,28 @@ class MlflowTracker:
             if member < len(self.member_ids):
                 self.client.update_run(self.member_ids[member], status="RUNNING")
             else:
-                child = self.client.create_run(
-                    exp_id, run_name=f"member-{member}",
-                    tags={"mlflow.parentRunId": self.parent_id, "distmarl.member": str(member)},
-                )
-                self.member_ids.append(child.info.run_id)
+                self.member_ids.append(self._create_run(
+                    exp_id, f"member-{member}",
+                    {"mlflow.parentRunId": self.parent_id, "distmarl.member": str(member)}))
             self._log_params_once(self.member_ids[member], hp)
         self._thread = threading.Thread(target=self._loop, name="mlflow-flush", daemon=True)
         self._thread.start()
         return self.run_ids()
+
+    def _create_run(self, exp_id: str, name: str, tags: Mapping[str, str]) -> str:
+        """A new run's id, or, when an earlier :meth:`start` failed, the run that its create
+        request made although its reply never came (a busy server may finish a request
+        after the client's timeout): each run carries a key of its own (tag
+        :data:`CREATE_KEY_TAG`), kept across attempts, and is looked up by it before it is
+        created again."""
+        key = self._create_keys.setdefault(name, uuid.uuid4().hex)
+        if self._start_attempts > 1:
+            found = self.client.search_runs(
+                [exp_id], filter_string=f"tags.`{CREATE_KEY_TAG}` = '{key}'", max_results=1)
+            if found:
+                return str(found[0].info.run_id)
+        run = self.client.create_run(exp_id, run_name=name, tags={**tags, CREATE_KEY_TAG: key})
+        return str(run.info.run_id)
 
     def run_ids(self) -> dict[str, Any]:
         return {"uri": self.uri, "experiment": self.experiment_name, "parent": self.parent_id,

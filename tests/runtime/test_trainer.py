@@ -41,9 +41,16 @@ class RayRun:
     actors: dict[str, Any] = field(default_factory=dict)
 
 
+def actor_weight_sum(state: dict[str, Any]) -> float:
+    """The sum of every actor weight of a learner's ``get_state()``: a fingerprint."""
+    online = state["algo"]["networks"]["online"]
+    return float(sum(t.double().sum() for name, weights in online.items()
+                     if name.startswith("actor/") for t in weights.values()))
+
+
 def watch_actors(coord: Any, seen: dict[str, Any], done: threading.Event) -> None:
     """Wait for the coordinator's actors (they exist once the run is set up) and read the
-    learners' weight checksums as the run starts."""
+    learners' actor weights as the run starts."""
     import ray
 
     while not done.is_set():
@@ -53,7 +60,8 @@ def watch_actors(coord: Any, seen: dict[str, Any], done: threading.Event) -> Non
             done.wait(0.1)
             continue
         seen["handles"] = handles
-        seen["before"] = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
+        seen["before"] = [actor_weight_sum(ray.get(lr.get_state.remote()))
+                          for lr in handles["learners"]]
         return
 
 
@@ -88,7 +96,8 @@ def run(ray_local: Any, tmp_path_factory: pytest.TempPathFactory) -> RayRun:
     actors: dict[str, Any] = {"before": seen.get("before")}
     handles = seen.get("handles")
     if handles is not None:
-        actors["after"] = ray.get([lr.weights_checksum.remote() for lr in handles["learners"]])
+        actors["after"] = [actor_weight_sum(ray.get(lr.get_state.remote()))
+                           for lr in handles["learners"]]
         actors["infos"] = ray.get([w.info.remote() for ws in handles["workers"] for w in ws])
         actors["stats"] = ray.get(handles["buffer"].stats.remote())
         state = ray.get(handles["buffer"].state_dict.remote())

@@ -29,10 +29,10 @@ from distmarl.runtime.actors.rollout import RolloutShell
 
 #: what may be called on each hosted member's learner and worker: the fleet's verbs (a
 #: learner's train calls go through :meth:`HostShell.train_many`), and what tests read through
-#: the fleet's handles (``used_fragments``, ``weights_checksum``)
+#: the fleet's handles (``used_fragments``)
 LEARNER_METHODS = frozenset({"incarnation", "discard_pending", "used_fragments", "publish",
                              "get_state", "load_state", "mutate", "hyperparameters",
-                             "set_hyperparameters", "weights_checksum", "info"})
+                             "set_hyperparameters", "info"})
 WORKER_METHODS = frozenset({"collect", "play", "evaluate", "score_fixed", "info"})
 CONCURRENCY_GROUPS = {"learner": 1, "worker": 1}
 

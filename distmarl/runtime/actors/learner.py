@@ -254,11 +254,6 @@ class LearnerShell:
         self.discard_pending()
         return self.hyperparameters()
 
-    def weights_checksum(self) -> float:
-        """Sum of every actor weight (a cheap fingerprint for tests and logs)."""
-        return float(sum(np.asarray(v, dtype=np.float64).sum()
-                         for v in self.algo.get_weights()["params"].values()))
-
     def info(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
         return {"member": self.member, "pid": os.getpid(), "device": self.device,
