@@ -12,18 +12,17 @@ from __future__ import annotations
 import time
 from typing import cast
 
-import numpy as np
 import torch
 
 from distmarl.algorithms import ReplayLearner
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.tensors import to_torch
-from distmarl.collect import Collector, progress_score
+from distmarl.collect import Collector
 from distmarl.config import ExperimentConfig, ReplayConfig
 from distmarl.config.hparams import on_policy
 from distmarl.config.replay import UpdateRule
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
-from distmarl.reference.result import ReferenceResult
+from distmarl.reference.result import Progress, ReferenceResult
 from distmarl.types import SampleBatch
 
 
@@ -51,40 +50,31 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
                                        "seed": seed})
     collector = Collector(venv, algo, seed=seed, spec=spec)
     rule = UpdateRule(replay.learning_starts, replay.learning_delay)
-    owed, updates, done, next_eval = 0.0, 0, 0, eval_every
-    history: list[tuple[int, float]] = []
-    train_scores: list[tuple[int, float]] = []
-    metrics: dict[str, float] = {}
-    learn_time, start = 0.0, time.perf_counter()
+    owed, done = 0.0, 0
+    progress = Progress(eval_every)
     while done < steps:
         rollout = collector.collect(1)  # one vectorised step: num_envs transitions
         buffer.add(rollout.data)
         done += rollout.env_steps
-        if rollout.episode_scores:
-            train_scores.append((done, float(np.mean(rollout.episode_scores))))
+        progress.collected(done, rollout.episode_scores)
         owed += rule.earned(done, rollout.env_steps, len(buffer), algo.hp["learn_step"])
         t = time.perf_counter()
         while owed >= 1:  # the updates these transitions are owed
             batch = buffer.read(int(algo.hp["batch_size"]))
             if batch is None:  # rate-limited (replay.samples_per_insert): owed until more data
                 break
-            metrics = learn(algo, buffer, batch)
+            progress.metrics = learn(algo, buffer, batch)
             owed -= 1
-            updates += 1
-        learn_time += time.perf_counter() - t
-        if eval_every and done >= next_eval:
-            score = progress_score(eval_venv, algo, seed, done)
-            history.append((done, score))
-            next_eval += eval_every
-            if log:
-                print(f"{done:>8} env steps  {done / (time.perf_counter() - start):7.0f}/s  "
-                      f"updates {updates:>6}  eval score {score:7.1f}", flush=True)
-    wall = time.perf_counter() - start
+            progress.updates += 1
+        progress.learn_seconds += time.perf_counter() - t
+        score = progress.evaluate_if_due(done, eval_venv, algo, seed)
+        if score is not None and log:
+            print(f"{done:>8} env steps  {progress.rate(done):7.0f}/s  "
+                  f"updates {progress.updates:>6}  eval score {score:7.1f}", flush=True)
+    result = progress.result(done, algo)
     venv.close()
     eval_venv.close()
-    return ReferenceResult(env_steps=done, updates=updates, wall_seconds=wall,
-                           learn_seconds=learn_time, algo=algo, history=history,
-                           train_scores=train_scores, last_metrics=metrics)
+    return result
 
 
 def learn(algo: ReplayLearner, buffer: MultiAgentReplayBuffer, batch: SampleBatch

@@ -11,14 +11,12 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
-import numpy as np
-
 from distmarl.algorithms import FragmentLearner
-from distmarl.collect import Collector, fragment_to_batch, progress_score
+from distmarl.collect import Collector, fragment_to_batch
 from distmarl.config import ExperimentConfig
 from distmarl.config.hparams import on_policy
 from distmarl.factory import env_spaces, make_algorithm, make_venv
-from distmarl.reference.result import ReferenceResult
+from distmarl.reference.result import Progress, ReferenceResult
 
 #: IPPO on mpe2 ``simple_spread_v3`` (continuous actions, 25-step episodes): 8 sub-envs,
 #: fragments of 128 steps (1024 transitions per agent); a config dict for
@@ -58,32 +56,25 @@ def train_on_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     venv = make_venv(cfg.env, seed=seed, global_state=algo.spec.global_state)
     eval_venv = make_venv(cfg.env, mode="sync", seed=seed + 1)
     collector = Collector(venv, algo, seed=seed)
-    updates, done, next_eval = 0, 0, eval_every
-    history: list[tuple[int, float]] = []
-    train_scores: list[tuple[int, float]] = []
-    metrics: dict[str, float] = {}
-    learn_time, start = 0.0, time.perf_counter()
+    done = 0
+    progress = Progress(eval_every)
     while done < steps:
         rollout = collector.collect(int(algo.hp["learn_step"]))  # one fragment, used once
         done += rollout.env_steps
-        if rollout.episode_scores:
-            train_scores.append((done, float(np.mean(rollout.episode_scores))))
+        progress.collected(done, rollout.episode_scores)
         t = time.perf_counter()
-        metrics = algo.learn(fragment_to_batch(rollout.data, venv.num_envs))
-        learn_time += time.perf_counter() - t
-        updates += 1
-        if eval_every and done >= next_eval:
-            score = progress_score(eval_venv, algo, seed, done)
-            history.append((done, score))
-            next_eval += eval_every
-            if log:
-                train = train_scores[-1][1] if train_scores else float("nan")
-                print(f"{done:>8} env steps  {done / (time.perf_counter() - start):6.0f}/s  "
-                      f"updates {updates:>5}  train score {train:7.1f}  eval score {score:7.1f}  "
-                      f"approx_kl {metrics['approx_kl']:.4f}", flush=True)
-    wall = time.perf_counter() - start
+        progress.metrics = algo.learn(fragment_to_batch(rollout.data, venv.num_envs))
+        progress.learn_seconds += time.perf_counter() - t
+        progress.updates += 1
+        score = progress.evaluate_if_due(done, eval_venv, algo, seed)
+        if score is not None and log:
+            scores = progress.train_scores
+            train = scores[-1][1] if scores else float("nan")
+            print(f"{done:>8} env steps  {progress.rate(done):6.0f}/s  "
+                  f"updates {progress.updates:>5}  train score {train:7.1f}  "
+                  f"eval score {score:7.1f}  approx_kl {progress.metrics['approx_kl']:.4f}",
+                  flush=True)
+    result = progress.result(done, algo)
     venv.close()
     eval_venv.close()
-    return ReferenceResult(env_steps=done, updates=updates, wall_seconds=wall,
-                           learn_seconds=learn_time, algo=algo, history=history,
-                           train_scores=train_scores, last_metrics=metrics)
+    return result
