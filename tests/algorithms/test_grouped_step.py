@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from distmarl.algorithms.common.adam import Adam
 from distmarl.algorithms.common.grouped_step import grouped_step
-from distmarl.algorithms.common.netset import make_adam
 
 
 def _nets(seed: int) -> list[torch.nn.Module]:
@@ -28,11 +28,12 @@ def _losses(nets: list[torch.nn.Module], x: torch.Tensor) -> list[torch.Tensor]:
 def test_matches_one_step_per_network(max_norm: float) -> None:
     x = torch.randn(16, 5, generator=torch.Generator().manual_seed(1))
     a, b = _nets(0), _nets(0)
-    # different rates, and one optimiser without the fused kernel (it steps on its own)
-    opts_a = [make_adam(a[0].parameters(), lr=1e-2), make_adam(a[1].parameters(), lr=1e-3),
-              torch.optim.Adam(a[2].parameters(), lr=1e-2, amsgrad=True)]
-    opts_b = [make_adam(b[0].parameters(), lr=1e-2), make_adam(b[1].parameters(), lr=1e-3),
-              torch.optim.Adam(b[2].parameters(), lr=1e-2, amsgrad=True)]
+    # different rates; the reference steps torch's own Adam, one network at a time
+    opts_a = [Adam(a[0].parameters(), lr=1e-2), Adam(a[1].parameters(), lr=1e-3),
+              Adam(a[2].parameters(), lr=1e-2, betas=(0.8, 0.99))]
+    opts_b = [torch.optim.Adam(b[0].parameters(), lr=1e-2, fused=True),
+              torch.optim.Adam(b[1].parameters(), lr=1e-3, fused=True),
+              torch.optim.Adam(b[2].parameters(), lr=1e-2, betas=(0.8, 0.99), fused=True)]
     start = [p.detach().clone() for n in a for p in n.parameters()]
     for _ in range(3):
         grouped_step(opts_a, torch.stack(_losses(a, x)).sum(), max_norm)
@@ -72,7 +73,7 @@ def _stepwise(nets, optims, x, max_norm: float) -> None:
 def test_a_network_outside_the_group_gets_no_gradient_and_does_not_move() -> None:
     nets = _nets(2)
     x = torch.randn(8, 5)
-    opt = make_adam(nets[2].parameters(), lr=1e-2)
+    opt = Adam(nets[2].parameters(), lr=1e-2)
     frozen = [p.detach().clone() for p in nets[0].parameters()]
     loss = _losses(nets, x)[2] + nets[0](x).mean()  # runs network 0, as an actor's loss a critic
     grouped_step([opt], loss, 0.0)

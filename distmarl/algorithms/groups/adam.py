@@ -1,12 +1,14 @@
 """Adam over stacked parameters ``(K, ...)``: each member its own learning rate, step count
-and moments, the arithmetic of ``torch.optim.Adam`` (its fused and foreach forms agree with it
-to float rounding)."""
+and moments, the arithmetic of :class:`~distmarl.algorithms.common.adam.Adam` (torch's fused
+and foreach kernels agree with it to float rounding)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 import torch
+
+from distmarl.algorithms.common.adam import Adam
 
 Params = dict[str, torch.Tensor]
 
@@ -22,7 +24,7 @@ class StackedAdam:
         self.eps = eps
 
     @classmethod
-    def gather(cls, optims: Sequence[torch.optim.Adam],
+    def gather(cls, optims: Sequence[Adam],
                params: Sequence[Mapping[str, torch.Tensor]]) -> StackedAdam:
         """The states of ``optims`` (one per member, a single parameter group each) over the
         members' parameters ``params`` (name -> tensor, the optimiser's order), stacked; a
@@ -73,7 +75,7 @@ class StackedAdam:
                 self.m[name].copy_(torch.where(keep, m, self.m[name]))
                 self.v[name].copy_(torch.where(keep, v, self.v[name]))
 
-    def scatter(self, optims: Sequence[torch.optim.Adam],
+    def scatter(self, optims: Sequence[Adam],
                 params: Sequence[Mapping[str, torch.Tensor]]) -> None:
         """Write member ``k``'s state back into ``optims[k]`` (over its parameters
         ``params[k]``), in the form that optimiser keeps it."""
@@ -82,7 +84,7 @@ class StackedAdam:
             for name, p in ps.items():
                 if float(self.steps[name][k]) == 0.0:
                     continue  # never stepped: no state, as in Adam
-                state = opt.state[p]
+                state = opt.state.setdefault(p, {})
                 step = self.steps[name][k].detach().clone()
                 state["step"] = (step.to(torch.float32) if fused
                                  else step.to(torch.get_default_dtype()).cpu())

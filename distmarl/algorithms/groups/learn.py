@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from distmarl.algorithms.base import Algorithm, Batch
+from distmarl.algorithms.common.adam import Adam
 from distmarl.algorithms.groups.offpolicy import StackedOffPolicy
 from distmarl.algorithms.groups.onpolicy import SHARED_HP, StackedOnPolicy
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
@@ -44,7 +45,7 @@ def stack_key(algo: Algorithm) -> str:
 
 
 def _optimisers(algo: OffPolicyMultiAgent | OnPolicyMultiAgent
-                ) -> dict[str, torch.optim.Optimizer]:
+                ) -> dict[str, Adam]:
     """Every optimiser of ``algo`` by name (PPO's log-stds' too)."""
     extra = ({f"log_std/{g}": o for g, o in algo.log_std_optim.items()}
              if isinstance(algo, OnPolicyMultiAgent) else {})

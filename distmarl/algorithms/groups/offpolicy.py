@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call
 
 from distmarl import tree
 from distmarl.algorithms.base import Batch
@@ -43,7 +43,7 @@ from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
 from distmarl.algorithms.groups.adam import Params, StackedAdam
 from distmarl.algorithms.groups.capture import EagerStep, GraphStep, StepRunner
-from distmarl.algorithms.groups.trees import stack_params, stack_tree
+from distmarl.algorithms.groups.trees import member_grads, stack_params, stack_tree
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.types import OFF_POLICY_FIELDS
@@ -101,8 +101,8 @@ class StackedOffPolicy:
                           for n, net in self.ref.nets.online.items()}
         self.actors = [f"actor/{a}" for a in self.agents]
         self.critics = [f"{r}/{a}" for r in self.roles for a in self.agents]
-        self._critic_grads = vmap(grad(self._critic_loss, has_aux=True))
-        self._actor_grads = vmap(grad(self._actor_loss, has_aux=True))
+        self._critic_grads = member_grads(self._critic_loss)
+        self._actor_grads = member_grads(self._actor_loss)
 
     # -- the public call -------------------------------------------------------------------
 

@@ -20,12 +20,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call
 
 from distmarl import tree
 from distmarl.algorithms.base import Batch
+from distmarl.algorithms.common.adam import Adam
 from distmarl.algorithms.groups.adam import StackedAdam
-from distmarl.algorithms.groups.trees import stack_params, stack_tree
+from distmarl.algorithms.groups.trees import member_grads, stack_params, stack_tree
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows
@@ -159,7 +160,7 @@ class StackedOnPolicy:
             return {"log_std": m.log_std[g]}
         return dict(m.nets.online[f"{name}/{g}"].named_parameters())
 
-    def _optim(self, m: OnPolicyMultiAgent, g: str, name: str) -> torch.optim.Adam:
+    def _optim(self, m: OnPolicyMultiAgent, g: str, name: str) -> Adam:
         return m.log_std_optim[g] if name == "log_std" else m.nets.optim[f"{name}/{g}"]
 
     @torch.no_grad()
@@ -172,7 +173,7 @@ class StackedOnPolicy:
             adam[name].scatter([self._optim(m, g, name) for m in self.members], own)
 
     def _loss_grads(self, g: str) -> Any:
-        """``vmap(grad(loss))`` of the group's PPO loss over the members (built once)."""
+        """The gradients (:func:`~distmarl.algorithms.groups.trees.member_grads`) of the group's PPO loss over the members (built once)."""
         if g in self._grads:
             return self._grads[g]
         head = self.ref.heads[g]
@@ -189,7 +190,7 @@ class StackedOnPolicy:
                               hp["vf_coef"])
             return terms.loss, {t: getattr(terms, t) for t in _TERMS}
 
-        self._grads[g] = vmap(grad(loss, has_aux=True))
+        self._grads[g] = member_grads(loss)
         return self._grads[g]
 
     @staticmethod

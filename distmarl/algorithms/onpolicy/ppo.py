@@ -52,7 +52,8 @@ from distmarl import tree
 from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Batch, FragmentLearner
 from distmarl.algorithms.common import mutate
-from distmarl.algorithms.common.netset import NetworkSet, make_adam
+from distmarl.algorithms.common.adam import Adam
+from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import Input, batch_size, obs_readers
 from distmarl.algorithms.common.sharing import group_net_configs
 from distmarl.algorithms.onpolicy import acting, rows
@@ -102,7 +103,7 @@ class OnPolicyMultiAgent(FragmentLearner):
         self.inputs: dict[str, InputSpec] = {a: r.input for a, r in self.readers.items()}
         self.nets = NetworkSet()
         self.log_std: dict[str, torch.nn.Parameter] = {}
-        self.log_std_optim: dict[str, torch.optim.Adam] = {}
+        self.log_std_optim: dict[str, Adam] = {}
         self._build_networks(
             group_net_configs(self.net_config, self.groups, self.name,
                               {g: self.inputs[m[0]] for g, m in self.groups.items()}),
@@ -125,7 +126,7 @@ class OnPolicyMultiAgent(FragmentLearner):
             if head.has_log_std:
                 p = torch.nn.Parameter(torch.full((head.dim,), INIT_LOG_STD, device=self.device))
                 self.log_std[g] = p
-                self.log_std_optim[g] = make_adam([p], lr=lr)
+                self.log_std_optim[g] = Adam([p], lr=lr)
 
     # -- what the value network reads (MAPPO overrides) --------------------------------------
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from distmarl import tree
+from distmarl.algorithms.common.adam import Adam
 from distmarl.algorithms.common.observations import Input
 from distmarl.algorithms.onpolicy.policy_heads import PolicyHead
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
@@ -32,7 +33,7 @@ class GroupRows(NamedTuple):
 
 
 def ppo_update(policy: EvolvableNetwork, value: EvolvableNetwork, head: PolicyHead,
-               log_std: torch.nn.Parameter | None, optims: Sequence[torch.optim.Optimizer],
+               log_std: torch.nn.Parameter | None, optims: Sequence[Adam],
                d: GroupRows, hp: Mapping[str, Any], generator: torch.Generator
                ) -> dict[str, float]:
     """``hp["update_epochs"]`` passes over ``d`` in minibatches of ``hp["batch_size"]`` rows.
