@@ -77,14 +77,14 @@ def test_building_and_training_members_leaves_torch_dynamo_unimported() -> None:
     code = """
 import json, sys, torch
 from tests.algorithms import helpers, ppo_helpers
-from distmarl.algorithms.groups import learn_fragments, learn_replay
+from distmarl.algorithms.groups import Stacks
 m = [helpers.make("MADDPG", "discrete", seed=k) for k in range(2)]
 b = helpers.batch(m[0].action_spaces, 8)
 m[0].learn(b)
-learn_replay(m, [[b], [b]])
+Stacks().replay(m, [[b], [b]])
 p = [ppo_helpers.make("IPPO", seed=k) for k in range(2)]
 fragment = ppo_helpers.fragment
-learn_fragments(p, [fragment(p[0]), fragment(p[1])])
+Stacks().fragments(p, [fragment(p[0]), fragment(p[1])])
 p[0].learn(fragment(p[0]))
 print(json.dumps("torch._dynamo" in sys.modules))
 """

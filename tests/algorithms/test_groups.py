@@ -12,8 +12,7 @@ from distmarl.algorithms import MADDPG
 from distmarl.algorithms.groups import (
     StackedOffPolicy,
     StackedOnPolicy,
-    learn_fragments,
-    learn_replay,
+    Stacks,
     plan_stacks,
     stackable,
     stackable_on_policy,
@@ -298,7 +297,7 @@ def test_a_learners_members_stack_by_shape_and_each_learns_as_its_own() -> None:
     own = [m.clone() for m in hosted]
     batches = [[rows("box", 10 * k + u) for u in range(3)] for k in range(4)] + [[]]
     weights = [[torch.rand(ROWS) for _ in b] for b in batches]
-    results = learn_replay(hosted, batches, weights)
+    results = Stacks().replay(hosted, batches, weights)
     for k, m in enumerate(own):
         metrics, priorities = m.learn_batches(batches[k], weights[k]) if batches[k] else ([], None)
         assert len(results[k][0]) == len(metrics)
@@ -315,8 +314,44 @@ def test_ppo_members_stack_by_epochs_and_each_learns_as_its_own() -> None:
     own = [m.clone() for m in hosted]
     frags = [ph.fragment(m.clone(), t=8, e=4, seed=k) for k, m in enumerate(hosted)]
     frags[1] = None  # no fragment waiting for this member
-    results = learn_fragments(hosted, frags)
+    results = Stacks().fragments(hosted, frags)
     assert results[1] is None and hosted[1].learn_steps == 0
     for k in (0, 2):
         assert results[k] == pytest.approx(own[k].learn(frags[k]), rel=1e-4, abs=1e-6)
         assert worst(ph.params(hosted[k]), ph.params(own[k])) < 1e-5
+
+
+def test_a_stack_is_kept_across_calls_and_built_again_when_a_member_changes() -> None:
+    """Members live in their stack's slots from call to call (their parameters stay where
+    they are); a learning-rate change reaches the kept stack, a loaded state or a mutation
+    makes it be built again. Through all of it each member ends as its own updates leave
+    it."""
+    hosted = [make("MADDPG", "box", seed=k, **HP[k]) for k in range(3)]
+    own = [m.clone() for m in hosted]
+    stacks = Stacks()
+
+    def call(u: int) -> None:
+        batches = [[rows("box", 100 * u + 10 * k + i) for i in range(2)] for k in range(3)]
+        stacks.replay(hosted, batches)
+        for m, b in zip(own, batches, strict=True):
+            m.learn_batches(b)
+
+    def storage(m: Any) -> Any:
+        return m.actor("speaker_0").head.linears[0].weight.untyped_storage()
+
+    call(0)
+    held = storage(hosted[0])  # held, so that a new stack could not reuse its memory
+    assert {storage(m).data_ptr() for m in hosted} == {held.data_ptr()}  # slots of one stack
+    for m in (hosted[1], own[1]):
+        m.set_hyperparameter("lr_critic", 3e-3)
+    call(1)
+    assert {storage(m).data_ptr() for m in hosted} == {held.data_ptr()}  # the stack was kept
+    for m in (hosted[2], own[2]):  # member 2 becomes a copy of member 0
+        m.load_state_dict(hosted[0].state_dict())
+    call(2)
+    for m in (hosted[0], own[0]):
+        m.mutate_architecture("add_node", np.random.default_rng(5))
+    call(3)
+    for m, o in zip(hosted, own, strict=True):
+        assert worst(params(m), params(o)) < 1e-5
+        assert m.learn_steps == o.learn_steps == 8

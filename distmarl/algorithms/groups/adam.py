@@ -1,16 +1,23 @@
-"""Adam over stacked parameters ``(K, ...)``: each member its own learning rate, step count
-and moments, the arithmetic of :class:`~distmarl.algorithms.common.adam.Adam` (torch's fused
-and foreach kernels agree with it to float rounding)."""
+"""Adam and gradient clipping over stacked parameters ``(K, ...)``: each member its own
+learning rate, clip norm, step counts and moments, the arithmetic of
+:class:`~distmarl.algorithms.common.adam.Adam` and ``clip_grad_norm_`` (equal to them to float
+rounding).
+
+Both work on lists of every parameter of the networks a phase steps, with torch's ``_foreach``
+operations: the number of operations dispatched does not grow with the number of parameters
+(only a few views per parameter are made on the host), which for these small networks is most
+of an update's cost.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import torch
 
-from distmarl.algorithms.common.adam import Adam
-
 Params = dict[str, torch.Tensor]
+#: clip_grad_norm_'s guard against a zero norm
+CLIP_EPS = 1e-6
 
 
 class StackedAdam:
@@ -23,70 +30,81 @@ class StackedAdam:
         self.beta1, self.beta2 = betas
         self.eps = eps
 
-    @classmethod
-    def gather(cls, optims: Sequence[Adam],
-               params: Sequence[Mapping[str, torch.Tensor]]) -> StackedAdam:
-        """The states of ``optims`` (one per member, a single parameter group each) over the
-        members' parameters ``params`` (name -> tensor, the optimiser's order), stacked; a
-        parameter with no state yet (never stepped) starts at zero, as Adam would."""
-        group = optims[0].param_groups[0]
-        m: Params = {}
-        v: Params = {}
-        steps: Params = {}
-        for name in params[0]:
-            states = [opt.state.get(p[name], {}) for opt, p in zip(optims, params, strict=True)]
-            like = [p[name] for p in params]
-            m[name] = torch.stack([s.get("exp_avg", torch.zeros_like(x))
-                                   for s, x in zip(states, like, strict=True)])
-            v[name] = torch.stack([s.get("exp_avg_sq", torch.zeros_like(x))
-                                   for s, x in zip(states, like, strict=True)])
-            steps[name] = torch.tensor([float(s["step"]) if "step" in s else 0.0
-                                        for s in states], device=like[0].device)
-        beta1, beta2 = group["betas"]
-        return cls(m, v, steps, (float(beta1), float(beta2)), float(group["eps"]))
 
-    @torch.no_grad()
-    def step(self, params: Params, grads: Params, lr: torch.Tensor,
-             due: torch.Tensor | None = None) -> None:
-        """One Adam step of every member in place (parameters, moments and step counts keep
-        their storage, so a captured CUDA graph of the step stays valid); ``lr`` ``(K,)``;
-        ``due`` ``(K,)`` bool: the members that step (the others keep their parameters and
-        state; None: all)."""
-        for name, p in params.items():
-            g = grads[name]
-            shape = (-1,) + (1,) * (p.dim() - 1)
-            steps = self.steps[name]
-            steps.add_(1.0 if due is None else due.to(steps.dtype))
-            m = self.m[name].lerp(g, 1 - self.beta1)
-            v = self.v[name] * self.beta2 + (1 - self.beta2) * g * g
-            # bias corrections in double, as torch's Adam computes them: in float32,
-            # 1 - 0.999 ** 1 alone is off by about 1e-4 of itself
-            t = steps.double()
-            step_size = (lr.double() / (1 - self.beta1 ** t)).to(p.dtype).view(shape)
-            c2 = (1 - self.beta2 ** t).sqrt().to(p.dtype).view(shape)
-            update = step_size * m / (v.sqrt() / c2 + self.eps)
-            if due is None:
-                p.sub_(update)
-                self.m[name].copy_(m)
-                self.v[name].copy_(v)
-            else:
-                keep = due.view(shape)
-                p.copy_(torch.where(keep, p - update, p))
-                self.m[name].copy_(torch.where(keep, m, self.m[name]))
-                self.v[name].copy_(torch.where(keep, v, self.v[name]))
+@torch.no_grad()
+def adam_step(adams: Sequence[StackedAdam], params: Sequence[Params], grads: Sequence[Params],
+              lr: torch.Tensor, due: torch.Tensor | None = None) -> None:
+    """One Adam step of every member for the networks whose states are ``adams``, their
+    ``params`` and ``grads`` (name -> ``(K, ...)``), in place: parameters, moments and step
+    counts keep their storage (members alias it, a captured CUDA graph replays on it).
+    ``lr`` ``(K,)``; ``due`` ``(K,)`` bool: the members that step (the others keep their
+    parameters and state exactly; None: all)."""
+    by_settings: dict[tuple[float, float, float], list[list[torch.Tensor]]] = {}
+    for adam, net_params, net_grads in zip(adams, params, grads, strict=True):
+        lists = by_settings.setdefault((adam.beta1, adam.beta2, adam.eps), [[], [], [], [], []])
+        for name, p in net_params.items():
+            for out, x in zip(lists, (p, net_grads[name], adam.m[name], adam.v[name],
+                                      adam.steps[name]), strict=True):
+                out.append(x)
+    for (beta1, beta2, eps), (ps, gs, ms, vs, steps) in by_settings.items():
+        _step(ps, gs, ms, vs, steps, lr, beta1, beta2, eps, due)
 
-    def scatter(self, optims: Sequence[Adam],
-                params: Sequence[Mapping[str, torch.Tensor]]) -> None:
-        """Write member ``k``'s state back into ``optims[k]`` (over its parameters
-        ``params[k]``), in the form that optimiser keeps it."""
-        for k, (opt, ps) in enumerate(zip(optims, params, strict=True)):
-            fused = bool(opt.param_groups[0].get("fused"))
-            for name, p in ps.items():
-                if float(self.steps[name][k]) == 0.0:
-                    continue  # never stepped: no state, as in Adam
-                state = opt.state.setdefault(p, {})
-                step = self.steps[name][k].detach().clone()
-                state["step"] = (step.to(torch.float32) if fused
-                                 else step.to(torch.get_default_dtype()).cpu())
-                state["exp_avg"] = self.m[name][k].clone()
-                state["exp_avg_sq"] = self.v[name][k].clone()
+
+def _step(ps: list[torch.Tensor], gs: list[torch.Tensor], ms: list[torch.Tensor],
+          vs: list[torch.Tensor], steps: list[torch.Tensor], lr: torch.Tensor, beta1: float,
+          beta2: float, eps: float, due: torch.Tensor | None) -> None:
+    if due is None:
+        torch._foreach_add_(steps, 1.0)
+    else:
+        torch._foreach_add_(steps, [due.to(steps[0].dtype)] * len(steps))
+    # bias corrections in double, as torch's Adam computes them: in float32,
+    # 1 - 0.999 ** 1 alone is off by about 1e-4 of itself
+    t = torch.stack(steps).double()  # (P, K)
+    dtype = ps[0].dtype
+    step_size = _per_param((lr.double() / (1 - beta1 ** t)).to(dtype), ps)
+    c2 = _per_param((1 - beta2 ** t).sqrt().to(dtype), ps)
+    new_m = torch._foreach_lerp(ms, gs, 1 - beta1)
+    new_v = torch._foreach_mul(vs, beta2)
+    torch._foreach_addcmul_(new_v, gs, gs, value=1 - beta2)
+    denom = torch._foreach_sqrt(new_v)
+    torch._foreach_div_(denom, c2)
+    torch._foreach_add_(denom, eps)
+    update = torch._foreach_div(new_m, denom)
+    torch._foreach_mul_(update, step_size)
+    if due is None:
+        torch._foreach_sub_(ps, update)
+        torch._foreach_copy_(ms, new_m)
+        torch._foreach_copy_(vs, new_v)
+        return
+    keep = _per_param(due.to(dtype).expand(len(ps), -1), ps)  # 1: steps, 0: stays exactly
+    torch._foreach_mul_(update, keep)
+    torch._foreach_sub_(ps, update)
+    torch._foreach_lerp_(ms, new_m, keep)
+    torch._foreach_lerp_(vs, new_v, keep)
+
+
+@torch.no_grad()
+def clip_per_member(parts: Sequence[Sequence[torch.Tensor]], max_norm: torch.Tensor
+                    ) -> torch.Tensor:
+    """Scale each member's gradients of each part (a list of ``(K, ...)`` gradients: one
+    network's, or a policy's with its log-std) so that their joint L2 norm is at most that
+    member's ``max_norm`` ``(K,)`` (0: no clip), as ``clip_grad_norm_`` on each member's
+    part; in place. Returns ``(K,)``: True where every part's norm is finite."""
+    flat = [g for part in parts for g in part]
+    k = int(max_norm.shape[0])
+    norms = torch.stack(torch._foreach_norm([x for g in flat for x in g.unbind(0)]))
+    segment = torch.tensor([i for i, part in enumerate(parts) for _ in part],
+                           device=max_norm.device)
+    squares = torch.zeros(len(parts), k, dtype=norms.dtype, device=norms.device)
+    squares.index_add_(0, segment, norms.view(len(flat), k).square())
+    total = squares.sqrt()  # (parts, K)
+    coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
+    coef = torch.where(max_norm > 0, coef, torch.ones_like(coef))
+    torch._foreach_mul_(flat, _per_param(coef.index_select(0, segment).to(flat[0].dtype), flat))
+    return torch.isfinite(total).all(dim=0)
+
+
+def _per_param(values: torch.Tensor, like: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Row ``i`` of ``values`` ``(P, K)`` shaped to broadcast over ``like[i]`` ``(K, ...)``."""
+    return [v.view((-1,) + (1,) * (x.dim() - 1)) for v, x in zip(values.unbind(0), like,
+                                                                   strict=True)]

@@ -41,17 +41,22 @@ from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
-from distmarl.algorithms.groups.adam import Params, StackedAdam
+from distmarl.algorithms.groups.adam import (
+    Params,
+    StackedAdam,
+    _per_param,
+    adam_step,
+    clip_per_member,
+)
 from distmarl.algorithms.groups.capture import EagerStep, GraphStep, StepRunner
-from distmarl.algorithms.groups.trees import member_grads, stack_params, stack_tree
+from distmarl.algorithms.groups.slots import Slots
+from distmarl.algorithms.groups.trees import member_grads, stack_tree
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.types import OFF_POLICY_FIELDS
 
 #: each member's hyperparameters the update reads, as ``(K,)`` tensors
 UPDATE_HP = ("gamma", "tau", "lr_actor", "lr_critic", "max_grad_norm", "actor_reg")
-#: clip_grad_norm_'s guard against a zero norm (as :mod:`~distmarl.algorithms.common.grouped_step`)
-CLIP_EPS = 1e-6
 
 Tree = dict[str, Any]
 Mode = Literal["eager", "static", "graph"]
@@ -103,6 +108,8 @@ class StackedOffPolicy:
         self.critics = [f"{r}/{a}" for r in self.roles for a in self.agents]
         self._critic_grads = member_grads(self._critic_loss)
         self._actor_grads = member_grads(self._actor_loss)
+        self.slots = Slots(self.members, self._member_tensors)
+        self.state = self._state()
 
     # -- the public call -------------------------------------------------------------------
 
@@ -118,7 +125,7 @@ class StackedOffPolicy:
         if len(batches) != len(self.members) or len(counts) != 1:
             raise ValueError(f"one list of batches per member ({len(self.members)}), all of one "
                              f"length; got lengths {[len(b) for b in batches]}")
-        state = self._gather()
+        state = self.state
         runner = self._runner()
         hp = self._hp()
         metrics: list[list[dict[str, torch.Tensor]]] = [[] for _ in self.members]
@@ -133,7 +140,6 @@ class StackedOffPolicy:
                     metrics[k][-1].update({f"loss/{n}": v[k] for n, v in out["actor"].items()})
                 if "priorities" in out:
                     priorities[k].append(out["priorities"][k, :sizes[k]].reshape(-1))
-        self._scatter(state)
         return [(to_floats(ms), torch.cat(ps).cpu().numpy() if ps else None)
                 for ms, ps in zip(metrics, priorities, strict=True)]
 
@@ -144,31 +150,42 @@ class StackedOffPolicy:
         skip = self.mode == "eager"
         return EagerStep(lambda state, x: self._step_all(state, x, skip_idle=skip))
 
-    # -- gather and scatter ----------------------------------------------------------------
+    # -- the members' slots -----------------------------------------------------------------
 
-    def _gather(self) -> Tree:
-        """Every network's parameters, targets and Adam state, stacked over the members."""
-        online = {n: [dict(m.nets.online[n].named_parameters()) for m in self.members]
-                  for n in self.templates}
-        return {
-            "online": {n: stack_params(ps) for n, ps in online.items()},
-            "target": {n: stack_params([dict(m.nets.target[n].named_parameters())
-                                  for m in self.members]) for n in self.templates},
-            "adam": {n: StackedAdam.gather([m.nets.optim[n] for m in self.members], ps)
-                     for n, ps in online.items()},
-        }
+    def intact(self) -> bool:
+        """Whether every member still lives in its slot (see :class:`Slots`): False after a
+        member's networks or optimiser states were replaced, when the stack must be built
+        again."""
+        return self.slots.intact()
 
-    @torch.no_grad()
-    def _scatter(self, state: Tree) -> None:
-        """Write each member's slice back into its own networks and optimisers."""
+    def _member_tensors(self, m: OffPolicyMultiAgent) -> dict[tuple[str, str, str], torch.Tensor]:
+        """Member ``m``'s parameters, targets and Adam state (created where a parameter has
+        none yet), by ``(kind, network, parameter)``."""
+        out: dict[tuple[str, str, str], torch.Tensor] = {}
         for n in self.templates:
-            online = [dict(m.nets.online[n].named_parameters()) for m in self.members]
-            for k, m in enumerate(self.members):
-                for pname, p in online[k].items():
-                    p.copy_(state["online"][n][pname][k])
-                for pname, p in m.nets.target[n].named_parameters():
-                    p.copy_(state["target"][n][pname][k])
-            state["adam"][n].scatter([m.nets.optim[n] for m in self.members], online)
+            opt = m.nets.optim[n]
+            for pname, p in m.nets.online[n].named_parameters():
+                out["online", n, pname] = p
+                state = opt.state_of(p)
+                out["m", n, pname] = state["exp_avg"]
+                out["v", n, pname] = state["exp_avg_sq"]
+                out["step", n, pname] = state["step"]
+            for pname, p in m.nets.target[n].named_parameters():
+                out["target", n, pname] = p
+        return out
+
+    def _state(self) -> Tree:
+        """The step's view of the slots: parameters, targets and Adam state per network."""
+        by: dict[str, dict[str, dict[str, torch.Tensor]]] = {}
+        for (kind, n, pname), x in self.slots.stacked.items():
+            by.setdefault(kind, {}).setdefault(n, {})[pname] = x
+        adam = {}
+        for n in self.templates:
+            group = self.ref.nets.optim[n].param_groups[0]
+            adam[n] = StackedAdam(by["m"][n], by["v"][n], by["step"][n],
+                                  (float(group["betas"][0]), float(group["betas"][1])),
+                                  float(group["eps"]))
+        return {"online": by["online"], "target": by["target"], "adam": adam}
 
     # -- one update of every member --------------------------------------------------------
 
@@ -350,23 +367,18 @@ class StackedOffPolicy:
               max_norm: torch.Tensor, due: torch.Tensor | None) -> None:
         """Each network's gradients clipped to each member's ``max_grad_norm`` (0: no clip),
         then a stacked Adam step of the ``due`` members (None: all)."""
-        for n in names:
-            gs = grads[n]
-            norms = torch.stack([g.flatten(1).norm(dim=1) for g in gs.values()], dim=1)
-            total = torch.linalg.vector_norm(norms, dim=1)
-            coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
-            coef = torch.where(max_norm > 0, coef, torch.ones_like(coef))
-            clipped = {k: g * coef.view((-1,) + (1,) * (g.dim() - 1)) for k, g in gs.items()}
-            state["adam"][n].step(state["online"][n], clipped, lr, due)
+        clip_per_member([list(grads[n].values()) for n in names], max_norm)
+        adam_step([state["adam"][n] for n in names], [state["online"][n] for n in names],
+                  [grads[n] for n in names], lr, due)
 
     @torch.no_grad()
     def _soft_update(self, state: Tree, tau: torch.Tensor, due: torch.Tensor) -> None:
-        for n in self.templates:
-            for pname, target in state["target"][n].items():
-                online = state["online"][n][pname]
-                shape = (-1,) + (1,) * (target.dim() - 1)
-                moved = target.lerp(online, tau.view(shape))
-                target.copy_(torch.where(due.view(shape), moved, target))
+        """``target <- target + tau * (online - target)`` for the ``due`` members (the
+        others' targets stay exactly: a step of 0)."""
+        targets = [t for n in self.templates for t in state["target"][n].values()]
+        onlines = [state["online"][n][p] for n in self.templates for p in state["target"][n]]
+        weight = (tau * due.to(tau.dtype)).expand(len(targets), -1)
+        torch._foreach_lerp_(targets, onlines, _per_param(weight, targets))
 
 
 def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:

@@ -25,8 +25,9 @@ from torch.func import functional_call
 from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.adam import Adam
-from distmarl.algorithms.groups.adam import StackedAdam
-from distmarl.algorithms.groups.trees import member_grads, stack_params, stack_tree
+from distmarl.algorithms.groups.adam import Params, StackedAdam, adam_step, clip_per_member
+from distmarl.algorithms.groups.slots import Slots
+from distmarl.algorithms.groups.trees import member_grads, stack_tree
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms
 from distmarl.algorithms.onpolicy.ppo_update import GroupRows
@@ -36,8 +37,6 @@ UPDATE_HP = ("lr", "clip_coef", "ent_coef", "vf_coef", "max_grad_norm")
 #: what must be one value across a stack: they set the shape of the epochs
 SHARED_HP = ("update_epochs", "batch_size")
 _TERMS = ("policy", "value", "entropy", "approx_kl", "clip_fraction")
-#: clip_grad_norm_'s guard against a zero norm
-CLIP_EPS = 1e-6
 
 Tree = dict[str, Any]
 
@@ -78,6 +77,7 @@ class StackedOnPolicy:
         self.templates = {n: copy.deepcopy(net).to("meta")
                           for n, net in self.ref.nets.online.items()}
         self._grads: dict[str, Any] = {}
+        self.slots = Slots(self.members, self._member_tensors)
 
     def learn(self, batches: Sequence[Batch]) -> list[dict[str, float]]:
         """One update of each member on its own fragment ``batches[k]``; per member, the
@@ -102,11 +102,7 @@ class StackedOnPolicy:
         n, k = sizes.pop(), len(self.members)
         d = tree.prune(stack_tree([r._asdict() for r in group_rows]))
         nets = self._nets(g)
-        params = {name: stack_params([self._params(m, g, name) for m in self.members])
-                  for name in nets}
-        adam = {name: StackedAdam.gather([self._optim(m, g, name) for m in self.members],
-                                         [self._params(m, g, name) for m in self.members])
-                for name in nets}
+        params, adam = self._slots_of(g)
         hp = {h: torch.tensor([float(m.hp[h]) for m in self.members], device=self.device)
               for h in UPDATE_HP}
         target_kl = torch.tensor([float("inf") if m.hp["target_kl"] is None
@@ -133,11 +129,15 @@ class StackedOnPolicy:
                 if not bool(live.any()):
                     continue
                 grads, terms = loss_grads(params, mb, hp)
-                finite = self._clip(grads, hp["max_grad_norm"])
+                # per network: one joint norm would let the value loss' scale throttle the
+                # policy (whose log-std is clipped with it)
+                finite = clip_per_member(
+                    [[x for name in part if name in grads for x in grads[name].values()]
+                     for part in (("policy", "log_std"), ("value",))], hp["max_grad_norm"])
                 skipped += (live & ~finite).float()
                 step = live & finite
-                for name in nets:
-                    adam[name].step(params[name], grads[name], hp["lr"], step)
+                adam_step([adam[name] for name in nets], [params[name] for name in nets],
+                          [grads[name] for name in nets], hp["lr"], step)
                 for t in _TERMS:
                     sums[t] += torch.where(step, terms[t], torch.zeros_like(terms[t]))
                 kl_sum += torch.where(step, terms["approx_kl"], torch.zeros_like(kl_sum))
@@ -146,10 +146,46 @@ class StackedOnPolicy:
             epochs += running.float()
             over = (kl_count > 0) & (kl_sum / kl_count.clamp_min(1) > target_kl)
             running = running & ~over
-        self._scatter(g, nets, params, adam)
         means = {t: (sums[t] / steps.clamp_min(1)).tolist() for t in _TERMS}
         return [{**{t: means[t][i] for t in _TERMS}, "epochs": float(epochs[i]),
                  "skipped_steps": float(skipped[i])} for i in range(k)]
+
+    # -- the members' slots -----------------------------------------------------------------
+
+    def intact(self) -> bool:
+        """Whether every member still lives in its slot (see :class:`Slots`): False after a
+        member's networks or optimiser states were replaced, when the stack must be built
+        again."""
+        return self.slots.intact()
+
+    def _member_tensors(self, m: OnPolicyMultiAgent) -> dict[tuple[str, ...], torch.Tensor]:
+        """Member ``m``'s parameters and Adam state (created where a parameter has none yet)
+        of every group's networks, by ``(kind, group, network, parameter)``."""
+        out: dict[tuple[str, ...], torch.Tensor] = {}
+        for g in self.ref.groups:
+            for name in self._nets(g):
+                opt = self._optim(m, g, name)
+                for pname, p in self._params(m, g, name).items():
+                    state = opt.state_of(p)
+                    out["p", g, name, pname] = p
+                    out["m", g, name, pname] = state["exp_avg"]
+                    out["v", g, name, pname] = state["exp_avg_sq"]
+                    out["step", g, name, pname] = state["step"]
+        return out
+
+    def _slots_of(self, g: str) -> tuple[dict[str, Params], dict[str, StackedAdam]]:
+        """Group ``g``'s stacked parameters and Adam states, per network."""
+        by: dict[tuple[str, str], Params] = {}
+        for (kind, group, name, pname), x in self.slots.stacked.items():
+            if group == g:
+                by.setdefault((kind, name), {})[pname] = x
+        adam = {}
+        for name in self._nets(g):
+            settings = self._optim(self.ref, g, name).param_groups[0]
+            adam[name] = StackedAdam(by["m", name], by["v", name], by["step", name],
+                                     (float(settings["betas"][0]), float(settings["betas"][1])),
+                                     float(settings["eps"]))
+        return {name: by["p", name] for name in self._nets(g)}, adam
 
     def _nets(self, g: str) -> list[str]:
         """The group's stacked parameter sets: its policy, its value network, its log-std."""
@@ -162,15 +198,6 @@ class StackedOnPolicy:
 
     def _optim(self, m: OnPolicyMultiAgent, g: str, name: str) -> Adam:
         return m.log_std_optim[g] if name == "log_std" else m.nets.optim[f"{name}/{g}"]
-
-    @torch.no_grad()
-    def _scatter(self, g: str, nets: Sequence[str], params: Tree, adam: Tree) -> None:
-        for name in nets:
-            own = [self._params(m, g, name) for m in self.members]
-            for k, ps in enumerate(own):
-                for pname, p in ps.items():
-                    p.copy_(params[name][pname][k])
-            adam[name].scatter([self._optim(m, g, name) for m in self.members], own)
 
     def _loss_grads(self, g: str) -> Any:
         """The gradients (:func:`~distmarl.algorithms.groups.trees.member_grads`) of the group's PPO loss over the members (built once)."""
@@ -192,20 +219,3 @@ class StackedOnPolicy:
 
         self._grads[g] = member_grads(loss)
         return self._grads[g]
-
-    @staticmethod
-    @torch.no_grad()
-    def _clip(grads: Tree, max_norm: torch.Tensor) -> torch.Tensor:
-        """Clip, per member, the policy's gradients (with its log-std's) and the value
-        network's apart, as ``clip_grad_norm_`` does; ``(K,)`` True where both norms are
-        finite."""
-        finite = torch.ones_like(max_norm, dtype=torch.bool)
-        for part in (("policy", "log_std"), ("value",)):
-            gs = [x for name in part if name in grads for x in grads[name].values()]
-            norms = torch.stack([x.flatten(1).norm(dim=1) for x in gs], dim=1)
-            total = torch.linalg.vector_norm(norms, dim=1)
-            coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
-            for x in gs:
-                x.mul_(coef.view((-1,) + (1,) * (x.dim() - 1)))
-            finite &= torch.isfinite(total)
-        return finite

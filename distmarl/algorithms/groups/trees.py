@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -10,10 +10,6 @@ from torch.func import vmap
 
 from distmarl import tree
 from distmarl.algorithms.groups.adam import Params
-
-
-def stack_params(params: Sequence[Mapping[str, torch.Tensor]]) -> Params:
-    return {k: torch.stack([p[k].detach() for p in params]).contiguous() for k in params[0]}
 
 
 def stack_tree(items: Sequence[Any]) -> Any:

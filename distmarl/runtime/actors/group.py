@@ -4,7 +4,8 @@ Each member keeps its own :class:`~distmarl.runtime.actors.learner.LearnerShell`
 algorithm, buffer consumer, fragment reader, counters, published versions); a train call for
 several of them reads each member's batches (all members' in one buffer call) or fragments as
 its own call would, then updates them together (:mod:`distmarl.algorithms.groups`: the
-members that share their shapes as one stacked computation, any other alone), and finishes
+members that share their shapes as one stacked computation, kept from call to call, any other
+alone), and finishes
 each member's call as its own would (counters, priorities for the next sample call,
 publishing).
 """
@@ -15,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from distmarl.algorithms.groups import learn_fragments, learn_replay
+from distmarl.algorithms.groups import Stacks
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult
@@ -30,6 +31,8 @@ class LearnerGroup:
         if len(families) != 1:
             raise ValueError("a learner group holds members of one family (on- or off-policy)")
         self.on_policy = families.pop()
+        #: the members' stacks, kept from call to call
+        self.stacks = Stacks()
 
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         """``requests[member]`` updates of each requested member, as its own ``train`` would
@@ -53,26 +56,24 @@ class LearnerGroup:
         sampled = shells[0].buffer.sample(requests)
         return [s.readout(b) for s, b in zip(shells, sampled, strict=True)]
 
-    @staticmethod
-    def _replay(shells: Sequence[LearnerShell], reads: Sequence[Readout]
+    def _replay(self, shells: Sequence[LearnerShell], reads: Sequence[Readout]
                 ) -> list[list[dict[str, float]]]:
         weighted = any(r.weights is not None for r in reads)
         algos = [cast(OffPolicyMultiAgent, s.algo) for s in shells]
-        results = learn_replay(algos, [r.data for r in reads],
+        results = self.stacks.replay(algos, [r.data for r in reads],
                                [r.weights or [] for r in reads] if weighted else None)
         for shell, read, (_, errors) in zip(shells, reads, results, strict=True):
             shell.learned(read, errors)
         return [metrics for metrics, _ in results]
 
-    @staticmethod
-    def _fragments(shells: Sequence[LearnerShell], reads: Sequence[Readout]
+    def _fragments(self, shells: Sequence[LearnerShell], reads: Sequence[Readout]
                    ) -> list[list[dict[str, float]]]:
         """Round ``r`` updates every member that read an ``r``-th fragment, in order."""
         out: list[list[dict[str, float]]] = [[] for _ in shells]
         algos = [cast(OnPolicyMultiAgent, s.algo) for s in shells]
         for r in range(max((len(x.data) for x in reads), default=0)):
             frags = [x.data[r] if r < len(x.data) else None for x in reads]
-            for k, metrics in enumerate(learn_fragments(algos, frags)):
+            for k, metrics in enumerate(self.stacks.fragments(algos, frags)):
                 if metrics is not None:
                     out[k].append(metrics)
         return out
