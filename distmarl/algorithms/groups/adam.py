@@ -93,14 +93,15 @@ def clip_per_member(parts: Sequence[Sequence[torch.Tensor]], max_norm: torch.Ten
     flat = [g for part in parts for g in part]
     k = int(max_norm.shape[0])
     norms = torch.stack(torch._foreach_norm([x for g in flat for x in g.unbind(0)]))
-    segment = torch.tensor([i for i, part in enumerate(parts) for _ in part],
-                           device=max_norm.device)
-    squares = torch.zeros(len(parts), k, dtype=norms.dtype, device=norms.device)
-    squares.index_add_(0, segment, norms.view(len(flat), k).square())
-    total = squares.sqrt()  # (parts, K)
+    # each part's squared norms summed from its rows: no index tensor is made on the host (a
+    # CUDA graph could not capture its copy to the device)
+    total = torch.stack([rows.square().sum(dim=0) for rows in
+                         norms.view(len(flat), k).split([len(part) for part in parts])]).sqrt()
     coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
-    coef = torch.where(max_norm > 0, coef, torch.ones_like(coef))
-    torch._foreach_mul_(flat, _per_param(coef.index_select(0, segment).to(flat[0].dtype), flat))
+    coef = torch.where(max_norm > 0, coef, torch.ones_like(coef)).to(flat[0].dtype)
+    rows = [coef[i] for i, part in enumerate(parts) for _ in part]
+    torch._foreach_mul_(flat, [r.view((-1,) + (1,) * (g.dim() - 1))
+                               for r, g in zip(rows, flat, strict=True)])
     return torch.isfinite(total).all(dim=0)
 
 
