@@ -112,6 +112,25 @@ def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted:
                            torch.rand(4, generator=m._torch_gen))
 
 
+@pytest.mark.parametrize("algo,actions", [("MADDPG", "discrete"), ("MATD3", "mixed")])
+def test_a_stack_of_one_gives_its_member_its_own_updates(algo: str, actions: str) -> None:
+    """A stack of one runs its member's losses on its slot without vmap: the same updates,
+    metrics and priorities as the member's own."""
+    (alone,) = members(algo, actions)[:1]
+    own = alone.clone()
+    group = StackedOffPolicy([alone])
+    batches = [rows(actions, u) for u in range(6)]
+    weights = [torch.rand(ROWS, generator=torch.Generator().manual_seed(u)) for u in range(6)]
+    [(metrics, priorities)] = group.learn_batches([batches], [weights])
+    own_metrics, own_priorities = own.learn_batches(batches, weights)
+    for x, y in zip(metrics, own_metrics, strict=True):
+        assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+    np.testing.assert_allclose(priorities, own_priorities, rtol=1e-4, atol=1e-5)
+    assert worst(params(alone), params(own)) < 1e-5
+    assert worst(params(alone, "target"), params(own, "target")) < 1e-5
+    assert worst(adam_state(alone), adam_state(own)) < 1e-5
+
+
 def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
     """MATD3 members whose actor updates are all due every other step, with a Gumbel-drawing
     agent: on the steps where none is due the static step still runs the actors' part (zeros

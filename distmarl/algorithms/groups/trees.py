@@ -39,11 +39,18 @@ def member_grads(loss: Callable[..., tuple[torch.Tensor, Any]]
     ``torch._dynamo``, seconds of start-up in every learner process.)"""
     mapped = vmap(loss)
 
+    def alone(params: dict[str, Params], *args: Any) -> tuple[torch.Tensor, Any]:
+        """One member's loss called on its slot (no vmap), its outputs given the member axis."""
+        total, aux = loss(*(tree.map(lambda x: None if x is None else x[0], a)
+                            for a in (params, *args)))
+        return total.unsqueeze(0), tree.map(lambda x: None if x is None else x.unsqueeze(0), aux)
+
     def grads(params: dict[str, Params], *args: Any) -> tuple[dict[str, Params], Any]:
         leaves = {n: {k: p.detach().requires_grad_(True) for k, p in ps.items()}
                   for n, ps in params.items()}
+        members = tree.first_leaf(leaves).shape[0]
         with torch.enable_grad():
-            total, aux = mapped(leaves, *args)
+            total, aux = (alone if members == 1 else mapped)(leaves, *args)
             flat = [p for ps in leaves.values() for p in ps.values()]
             found = iter(torch.autograd.grad(total.sum(), flat))
         aux = tree.map(lambda x: None if x is None else x.detach(), aux)
