@@ -374,3 +374,27 @@ def test_a_stack_is_kept_across_calls_and_built_again_when_a_member_changes() ->
     for m, o in zip(hosted, own, strict=True):
         assert worst(params(m), params(o)) < 1e-5
         assert m.learn_steps == o.learn_steps == 8
+
+
+def test_a_member_that_does_not_step_stays_exactly_as_it_was() -> None:
+    """Stacked Adam with members masked out: one whose gradient is not finite and one never
+    stepped before (step count 0) keep their parameters and state to the bit, and nothing
+    turns NaN."""
+    from distmarl.algorithms.groups.adam import StackedAdam, adam_step
+
+    gen = torch.Generator().manual_seed(0)
+    params = {"w": torch.randn(3, 4, 5, generator=gen), "b": torch.randn(3, 4, generator=gen)}
+    adam = StackedAdam({k: torch.rand_like(p) for k, p in params.items()},
+                       {k: torch.rand_like(p) for k, p in params.items()},
+                       {k: torch.tensor([5.0, 0.0, 2.0]) for k in params}, (0.9, 0.999), 1e-8)
+    grads = {k: torch.randn(p.shape, generator=gen) for k, p in params.items()}
+    grads["w"][2, 0, 0] = float("nan")
+    before = [x.clone() for x in (*params.values(), *adam.m.values(), *adam.v.values())]
+    adam_step([adam], [params], [grads], torch.tensor([1e-2, 1e-2, 1e-2]),
+              torch.tensor([True, False, False]))
+    after = [*params.values(), *adam.m.values(), *adam.v.values()]
+    assert all(bool(torch.isfinite(x).all()) for x in after)
+    for x, y in zip(after, before, strict=True):
+        assert torch.equal(x[1:], y[1:])  # members 1 and 2: untouched
+        assert not torch.equal(x[0], y[0])  # member 0 stepped
+    assert [float(s) for s in adam.steps["w"]] == [6.0, 0.0, 2.0]

@@ -57,9 +57,14 @@ def _step(ps: list[torch.Tensor], gs: list[torch.Tensor], ms: list[torch.Tensor]
         torch._foreach_add_(steps, 1.0)
     else:
         torch._foreach_add_(steps, [due.to(steps[0].dtype)] * len(steps))
+        # a member that does not step may have a non-finite gradient: zeros in its place keep
+        # its (discarded) arithmetic finite, so that a step of 0 leaves it exactly as it was
+        gs = [torch.where(d, g, torch.zeros_like(g))
+              for g, d in zip(gs, _per_param(due.expand(len(gs), -1), gs), strict=True)]
     # bias corrections in double, as torch's Adam computes them: in float32,
-    # 1 - 0.999 ** 1 alone is off by about 1e-4 of itself
-    t = torch.stack(steps).double()  # (P, K)
+    # 1 - 0.999 ** 1 alone is off by about 1e-4 of itself (a member that has never stepped
+    # and does not step now counts as 1: finite arithmetic, discarded)
+    t = torch.stack(steps).double().clamp_min(1.0)  # (P, K)
     dtype = ps[0].dtype
     step_size = _per_param((lr.double() / (1 - beta1 ** t)).to(dtype), ps)
     c2 = _per_param((1 - beta2 ** t).sqrt().to(dtype), ps)
