@@ -60,14 +60,14 @@ def _step(ps: list[torch.Tensor], gs: list[torch.Tensor], ms: list[torch.Tensor]
         # a member that does not step may have a non-finite gradient: zeros in its place keep
         # its (discarded) arithmetic finite, so that a step of 0 leaves it exactly as it was
         gs = [torch.where(d, g, torch.zeros_like(g))
-              for g, d in zip(gs, _per_param(due.expand(len(gs), -1), gs), strict=True)]
+              for g, d in zip(gs, per_param(due.expand(len(gs), -1), gs), strict=True)]
     # bias corrections in double, as torch's Adam computes them: in float32,
     # 1 - 0.999 ** 1 alone is off by about 1e-4 of itself (a member that has never stepped
     # and does not step now counts as 1: finite arithmetic, discarded)
     t = torch.stack(steps).double().clamp_min(1.0)  # (P, K)
     dtype = ps[0].dtype
-    step_size = _per_param((lr.double() / (1 - beta1 ** t)).to(dtype), ps)
-    c2 = _per_param((1 - beta2 ** t).sqrt().to(dtype), ps)
+    step_size = per_param((lr.double() / (1 - beta1 ** t)).to(dtype), ps)
+    c2 = per_param((1 - beta2 ** t).sqrt().to(dtype), ps)
     new_m = torch._foreach_lerp(ms, gs, 1 - beta1)
     new_v = torch._foreach_mul(vs, beta2)
     torch._foreach_addcmul_(new_v, gs, gs, value=1 - beta2)
@@ -81,7 +81,7 @@ def _step(ps: list[torch.Tensor], gs: list[torch.Tensor], ms: list[torch.Tensor]
         torch._foreach_copy_(ms, new_m)
         torch._foreach_copy_(vs, new_v)
         return
-    keep = _per_param(due.to(dtype).expand(len(ps), -1), ps)  # 1: steps, 0: stays exactly
+    keep = per_param(due.to(dtype).expand(len(ps), -1), ps)  # 1: steps, 0: stays exactly
     torch._foreach_mul_(update, keep)
     torch._foreach_sub_(ps, update)
     torch._foreach_lerp_(ms, new_m, keep)
@@ -110,7 +110,7 @@ def clip_per_member(parts: Sequence[Sequence[torch.Tensor]], max_norm: torch.Ten
     return torch.isfinite(total).all(dim=0)
 
 
-def _per_param(values: torch.Tensor, like: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def per_param(values: torch.Tensor, like: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Row ``i`` of ``values`` ``(P, K)`` shaped to broadcast over ``like[i]`` ``(K, ...)``."""
     return [v.view((-1,) + (1,) * (x.dim() - 1)) for v, x in zip(values.unbind(0), like,
                                                                    strict=True)]

@@ -44,9 +44,9 @@ from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_key
 from distmarl.algorithms.groups.adam import (
     Params,
     StackedAdam,
-    _per_param,
     adam_step,
     clip_per_member,
+    per_param,
 )
 from distmarl.algorithms.groups.capture import EagerStep, GraphStep, StepRunner
 from distmarl.algorithms.groups.slots import Slots
@@ -378,7 +378,7 @@ class StackedOffPolicy:
         targets = [t for n in self.templates for t in state["target"][n].values()]
         onlines = [state["online"][n][p] for n in self.templates for p in state["target"][n]]
         weight = (tau * due.to(tau.dtype)).expand(len(targets), -1)
-        torch._foreach_lerp_(targets, onlines, _per_param(weight, targets))
+        torch._foreach_lerp_(targets, onlines, per_param(weight, targets))
 
 
 def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:

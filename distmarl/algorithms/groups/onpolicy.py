@@ -78,6 +78,8 @@ class StackedOnPolicy:
                           for n, net in self.ref.nets.online.items()}
         self._grads: dict[str, Any] = {}
         self.slots = Slots(self.members, self._member_tensors)
+        #: each group's stacked parameters and Adam states, per network (views of the slots)
+        self.state = {g: self._slots_of(g) for g in self.ref.groups}
 
     def learn(self, batches: Sequence[Batch]) -> list[dict[str, float]]:
         """One update of each member on its own fragment ``batches[k]``; per member, the
@@ -102,7 +104,7 @@ class StackedOnPolicy:
         n, k = sizes.pop(), len(self.members)
         d = tree.prune(stack_tree([r._asdict() for r in group_rows]))
         nets = self._nets(g)
-        params, adam = self._slots_of(g)
+        params, adam = self.state[g]
         hp = {h: torch.tensor([float(m.hp[h]) for m in self.members], device=self.device)
               for h in UPDATE_HP}
         target_kl = torch.tensor([float("inf") if m.hp["target_kl"] is None
@@ -200,7 +202,8 @@ class StackedOnPolicy:
         return m.log_std_optim[g] if name == "log_std" else m.nets.optim[f"{name}/{g}"]
 
     def _loss_grads(self, g: str) -> Any:
-        """The gradients (:func:`~distmarl.algorithms.groups.trees.member_grads`) of the group's PPO loss over the members (built once)."""
+        """The gradients of the group's PPO loss over the members
+        (:func:`~distmarl.algorithms.groups.trees.member_grads`, built once)."""
         if g in self._grads:
             return self._grads[g]
         head = self.ref.heads[g]

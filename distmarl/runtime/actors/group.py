@@ -5,9 +5,8 @@ algorithm, buffer consumer, fragment reader, counters, published versions); a tr
 several of them reads each member's batches (all members' in one buffer call) or fragments as
 its own call would, then updates them together (:mod:`distmarl.algorithms.groups`: the
 members that share their shapes as one stacked computation, kept from call to call, any other
-alone), and finishes
-each member's call as its own would (counters, priorities for the next sample call,
-publishing).
+alone), and finishes each member's call as its own would (counters, priorities for the next
+sample call, publishing).
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ class LearnerGroup:
         weighted = any(r.weights is not None for r in reads)
         algos = [cast(OffPolicyMultiAgent, s.algo) for s in shells]
         results = self.stacks.replay(algos, [r.data for r in reads],
-                               [r.weights or [] for r in reads] if weighted else None)
+                                     [r.weights or [] for r in reads] if weighted else None)
         for shell, read, (_, errors) in zip(shells, reads, results, strict=True):
             shell.learned(read, errors)
         return [metrics for metrics, _ in results]
