@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install Debian's Chromium for the test that opens a run's video in the MLflow UI
-# (tests/tracking/test_mlflow_ui.py); without it that test skips. Needs apt and root; does
+# (tests/tracking/test_mlflow_run.py); without it that test skips. Needs apt and root; does
 # nothing where a chromium is already on PATH.
 #
 #   bash scripts/install_browser.sh

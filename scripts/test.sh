@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite in one pytest-xdist run: `DISTMARL_TEST_WORKERS` processes (default: one per
-# core, plus one: many tests spend much of their time waiting on a subprocess, a Ray start or
-# a server, and the extra worker keeps the cores busy meanwhile). A file's tests run on one
+# core; the tests' own subprocesses, Ray's processes and servers keep every core busy, and a
+# worker more only adds contention). A file's tests run on one
 # worker together, a free worker taking the next file (a file's tests share a Ray, a cluster,
 # a server or a run that its fixtures start once); each test runs torch on one thread.
 # Arguments go to pytest (e.g. -x, -k NAME, -m "not ray").
@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python="${DISTMARL_VENV:-.venv}/bin/python"
-workers="${DISTMARL_TEST_WORKERS:-$(($("$python" -c 'import os; print(os.cpu_count() or 1)') + 1))}"
+workers="${DISTMARL_TEST_WORKERS:-$("$python" -c 'import os; print(os.cpu_count() or 1)')}"
 
 start=$SECONDS
 "$python" -m pytest -q -n "$workers" --dist loadfile "$@"

@@ -8,6 +8,7 @@ import signal
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from distmarl.config import load_config
@@ -91,3 +92,35 @@ def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, 
         assert ray.get(buffer.stats.remote())["counter"] >= event["restored_rows"]
     finally:
         ray.kill(coord)  # the actors' owner: they go with it (and free their CPUs)
+
+
+def test_a_reply_lost_with_its_owner_is_asked_for_again(ray_local) -> None:
+    """A call whose reply was lost (here: owned by a process that died, as when a node dies
+    after answering) is made again by the fleet's retrying get, as a call to an actor that died
+    is."""
+    from ray.exceptions import ObjectLostError
+
+    from distmarl.runtime.fleets.faults import gather_with_retry, get_with_retry
+
+    ray = ray_local
+
+    @ray.remote(num_cpus=0)
+    class Owner:
+        def put(self) -> list:
+            return [ray.put(np.zeros(1 << 21))]  # owned by this process, in its store
+
+    owner = Owner.remote()
+    [lost] = ray.get(owner.put.remote())
+    ray.kill(owner)
+    deadline = time.monotonic() + 60
+    while True:  # its objects go once Ray has seen it die
+        try:
+            ray.get(lost, timeout=60)
+        except ObjectLostError:
+            break
+        assert time.monotonic() < deadline, "the object outlived its owner"
+        time.sleep(0.2)
+    replies = iter([lost, ray.put("answered")])
+    assert get_with_retry(lambda: next(replies), delay_s=0.0) == "answered"
+    replies = iter([lost, ray.put("answered again")])
+    assert gather_with_retry([lambda: next(replies)]) == ["answered again"]

@@ -1,10 +1,16 @@
-"""A tiny training run tracked in MLflow: the default local store, and a real `mlflow server`
-(the server's run is ``served_run`` of ``tests/tracking/conftest.py``). The runs train in process (``local=True``): their subject is the tracking, not Ray."""
+"""A tiny training run tracked in MLflow: the default local store, and a real ``mlflow server``
+whose one run (:func:`served_run`) is read twice: its records and elite model over HTTP, and its
+artifact page as a user sees it in headless Chromium (Debian's, ``scripts/install_browser.sh``),
+whose rendered page must show ``videos/elite.gif`` loaded as an image; that test skips without
+Chromium, unless ``DISTMARL_REQUIRE_BROWSER`` is set (``.ci/run`` sets it). The runs train in
+process (``local=True``): their subject is the tracking, not Ray."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -197,9 +204,70 @@ def test_default_local_store(tmp_path: Path) -> None:
     check_elite_model_acts(summary, uri)
 
 
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server's URI and the summary of ``tiny.yaml`` trained in process (400 env steps per
+    member, experiment ``tiny-exp``) with the server as its tracking store; the server is
+    stopped after this module's tests. The client waits up to 30 s for an answer (not the
+    run's 5 s): a test machine loaded past its cores answers slowly, which is not this test's
+    subject."""
+    tmp = tmp_path_factory.mktemp("mlflow-server")
+    proc, uri = start_mlflow_server(tmp)
+    before = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT")
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "30"
+    try:
+        yield uri, run_tiny(tmp, [f"tracking.mlflow_uri={uri}"])
+    finally:
+        if before is None:
+            os.environ.pop("MLFLOW_HTTP_REQUEST_TIMEOUT", None)
+        else:
+            os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = before
+        stop_server(proc)
+
+
 def test_real_mlflow_server(served_run: tuple[str, dict]) -> None:
-    """The same records through a real ``mlflow server`` over HTTP (``tests/tracking/conftest.py``:
-    the server and its run are shared with the browser's test)."""
+    """The same records through a real ``mlflow server`` over HTTP."""
     uri, summary = served_run
     check_tracked_run(uri, summary)
     check_elite_model_acts(summary, uri)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: headless flags for a closed network (no background connections, no first-run pages)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1500,1000"]
+#: the artifact viewer's image, once the browser fetched the file (a blob URL holds its bytes)
+SHOWN = re.compile(r'<img alt="videos/elite\.gif" src="blob:')
+
+
+def chromium(url: str, profile: Path, *args: str) -> str:
+    """Headless Chromium on ``url`` (up to 20 s of the page's time); its stdout."""
+    return subprocess.run(
+        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
+         *args, url], capture_output=True, text=True, timeout=180, check=False).stdout
+
+
+def test_the_mlflow_ui_shows_the_elite_video(request: pytest.FixtureRequest,
+                                             tmp_path: Path) -> None:
+    """The served run's artifact page, rendered: its DOM after the page's scripts ran shows
+    the video; a screenshot of the page is kept beside a failure."""
+    if CHROMIUM is None:
+        if os.environ.get("DISTMARL_REQUIRE_BROWSER"):
+            pytest.fail("DISTMARL_REQUIRE_BROWSER is set but no chromium is on PATH "
+                        "(bash scripts/install_browser.sh)")
+        pytest.skip("no chromium on PATH: bash scripts/install_browser.sh")
+    from mlflow.tracking import MlflowClient
+
+    uri, summary = request.getfixturevalue("served_run")  # once Chromium is known to be here
+    parent = summary["mlflow"]["parent"]
+    experiment = MlflowClient(uri).get_run(parent).info.experiment_id
+    url = f"{uri}/#/experiments/{experiment}/runs/{parent}/artifacts/videos/elite.gif"
+    dom = ""
+    for attempt in range(3):  # a loaded machine may not finish the page in one budget
+        dom = chromium(url, tmp_path / f"profile-{attempt}", "--dump-dom")
+        if SHOWN.search(dom):
+            return
+    chromium(url, tmp_path / "profile-shot", f"--screenshot={tmp_path / 'artifact-page.png'}")
+    pytest.fail(f"the artifact page does not show the video (screenshot: "
+                f"{tmp_path / 'artifact-page.png'}): {dom[-3000:]}")

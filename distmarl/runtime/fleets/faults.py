@@ -51,11 +51,13 @@ LOST = (RayActorError, ObjectLostError)
 
 def get_with_retry(submit: Callable[[], Any], attempts: int = 120, delay_s: float = 0.5) -> Any:
     """``ray.get(submit())``, submitting again while the actor is restarting or just died
-    (Ray brings it back); errors raised by the actor's own code are not retried."""
+    (Ray brings it back), or when its reply was lost with a node that died after it answered
+    (every call made this way only reads, or may be made twice); errors raised by the actor's
+    own code are not retried."""
     for attempt in range(attempts):
         try:
             return ray.get(submit(), timeout=600)
-        except RayActorError:
+        except LOST:
             if attempt == attempts - 1:
                 raise
             time.sleep(delay_s)
@@ -64,13 +66,13 @@ def get_with_retry(submit: Callable[[], Any], attempts: int = 120, delay_s: floa
 
 def gather_with_retry(submits: Sequence[Callable[[], Any]]) -> list[Any]:
     """``[ray.get(submit()) for submit in submits]``, the calls made together; one whose actor
-    just died or is restarting is made again (:func:`get_with_retry`)."""
+    just died or is restarting, or whose reply was lost, is made again (:func:`get_with_retry`)."""
     refs = [submit() for submit in submits]
     out = []
     for submit, ref in zip(submits, refs):
         try:
             out.append(ray.get(ref, timeout=600))
-        except RayActorError:
+        except LOST:
             out.append(get_with_retry(submit))
     return out
 
