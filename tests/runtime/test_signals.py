@@ -452,6 +452,36 @@ def test_processes_started_in_own_process_group_miss_a_signal_to_the_drivers_gro
     assert run("shared") == ["driver got it", "child alive False"]  # what it prevents
 
 
+ORPHANED_SCRIPT = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from distmarl.runtime.fleets.process_group import own_process_group
+
+    leader = os.getpgrp()  # the launcher leads this group, and exits at once
+    while os.path.exists(f"/proc/{leader}"):  # until it has exited and been reaped
+        time.sleep(0.05)
+    with own_process_group() as moved:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(moved is not None, os.getpgrp() == os.getpid(), os.getpgid(child.pid) == moved,
+          flush=True)
+    child.kill()
+""")
+#: starts the script (in the new group it leads) and exits at once: the script is left alone in
+#: its group (as ``(cmd &)`` from a shell that then exits)
+LAUNCHER = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1]])"
+
+
+def test_a_driver_left_alone_in_its_group_leads_a_new_one_after_moving_out() -> None:
+    """Its group ceases to exist once it moves out, so it cannot go back: it leads a group of
+    its own, and what it started stays in the group it moved to."""
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, ORPHANED_SCRIPT],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                process_group=0)
+    assert launcher.wait(timeout=60) == 0
+    out, err = launcher.communicate(timeout=60)  # until the script has closed them too
+    assert out.split() == ["True"] * 3, err
+
+
 def test_own_process_group_changes_nothing_when_disabled() -> None:
     group = os.getpgrp()
     with own_process_group(enabled=False):

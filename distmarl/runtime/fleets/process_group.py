@@ -29,7 +29,8 @@ def own_process_group(enabled: bool = True) -> Iterator[int | None]:
     The new group is led by a short-lived holder process: the driver may lead its own group
     (a shell's job), and a leader can join another group but cannot start a second one. Nothing
     changes where the driver cannot move (a session leader: PID 1 in a container) or
-    ``enabled`` is False."""
+    ``enabled`` is False. A driver whose group is gone when it leaves (it was the group's last
+    member: started as ``(cmd &)`` by a shell that has exited) leads a new group of its own."""
     if not enabled or sys.platform == "win32":
         yield None
         return
@@ -47,8 +48,17 @@ def own_process_group(enabled: bool = True) -> Iterator[int | None]:
         try:
             yield holder.pid
         finally:
-            os.setpgid(0, before)  # the driver's own number: its group anew if it was alone
+            _rejoin(before)
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait()
+
+
+def _rejoin(group: int) -> None:
+    """Move back to ``group``; where it no longer exists (no member left in it, and it is not
+    this process's own number), lead a new group instead."""
+    try:
+        os.setpgid(0, group)  # the driver's own number: its group anew if it was alone
+    except PermissionError:
+        os.setpgid(0, 0)
