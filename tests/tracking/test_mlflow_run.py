@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,24 +206,31 @@ def test_default_local_store(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The server's URI and the summary of ``tiny.yaml`` trained in process (400 env steps per
-    member, experiment ``tiny-exp``) with the server as its tracking store; the server is
-    stopped after this module's tests. The client waits up to 30 s for an answer (not the
-    run's 5 s): a test machine loaded past its cores answers slowly, which is not this test's
-    subject."""
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen, str]]:
+    """One real ``mlflow server`` for this module: ``(process, uri)``. The clients wait up to
+    30 s for an answer (not the run's 5 s): a test machine loaded past its cores answers
+    slowly, which is not these tests' subject. The last test of the module kills it."""
     tmp = tmp_path_factory.mktemp("mlflow-server")
     proc, uri = start_mlflow_server(tmp)
     before = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT")
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "30"
     try:
-        yield uri, run_tiny(tmp, [f"tracking.mlflow_uri={uri}"])
+        yield proc, uri
     finally:
         if before is None:
             os.environ.pop("MLFLOW_HTTP_REQUEST_TIMEOUT", None)
         else:
             os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = before
         stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def served_run(server: tuple[subprocess.Popen, str], tmp_path_factory: pytest.TempPathFactory
+               ) -> tuple[str, dict[str, Any]]:
+    """The server's URI and the summary of ``tiny.yaml`` trained in process (400 env steps per
+    member, experiment ``tiny-exp``) with the server as its tracking store."""
+    _, uri = server
+    return uri, run_tiny(tmp_path_factory.mktemp("served-run"), [f"tracking.mlflow_uri={uri}"])
 
 
 def test_real_mlflow_server(served_run: tuple[str, dict]) -> None:
@@ -271,3 +279,53 @@ def test_the_mlflow_ui_shows_the_elite_video(request: pytest.FixtureRequest,
     chromium(url, tmp_path / "profile-shot", f"--screenshot={tmp_path / 'artifact-page.png'}")
     pytest.fail(f"the artifact page does not show the video (screenshot: "
                 f"{tmp_path / 'artifact-page.png'}): {dom[-3000:]}")
+
+
+# the last test of the module: it kills the module's server
+def test_tracking_server_going_away_does_not_stop_training(
+        server: tuple[subprocess.Popen, str], served_run: tuple[str, dict], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module's server (the last test to use it: after the served run's tests) killed
+    once the run's tracking has started and before it ends: the run still reaches
+    ``max_steps`` with its checkpoint, counts the failed writes and keeps the metrics it could
+    not send in ``mlflow-unsent.jsonl`` (after a shortened wait for the server at the end)."""
+    monkeypatch.setattr("distmarl.tracking.mlflow.FINISH_TIMEOUT_S", 2.0)
+    from distmarl.runtime.coordinator.run import Coordinator
+    from distmarl.runtime.driver.trainer import train
+
+    proc, uri = server
+    coordinator: list[Coordinator] = []
+    killed_at: list[int] = []  # env steps when the server was gone
+
+    def kill_when_tracking_started() -> None:
+        # the run exists once its parts are built: the tracker's start() is over, the parent
+        # and member runs created with their params
+        for _ in range(3000):
+            if coordinator and coordinator[0].current is not None:
+                break
+            time.sleep(0.05)
+        else:
+            return
+        os.killpg(proc.pid, signal.SIGKILL)  # at once, as a crash: the server and its workers
+        proc.wait()
+        killed_at.append(coordinator[0].progress()["env_steps"])
+
+    killer = threading.Thread(target=kill_when_tracking_started, daemon=True)
+    killer.start()
+    try:
+        cfg = load_config(TINY, [f"tracking.directory={tmp_path}", f"tracking.mlflow_uri={uri}",
+                                 "tracking.experiment_name=down-exp", "training.max_steps_per_member=800",
+                                 "tracking.write_interval=50"])
+        summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True,
+                        on_coordinator=coordinator.append)
+    finally:
+        killer.join(timeout=30)
+    assert killed_at and killed_at[0] < summary["env_steps"], "the server died after the run"
+    assert summary["mlflow"]["parent"] and len(summary["mlflow"]["members"]) == 2
+    assert summary["stop_reason"] == "max_steps"
+    assert all(m["env_steps"] >= 800 for m in summary["members"])
+    assert summary["tracking"]["failures"] > 0
+    unsent = Path(summary["run_dir"]) / "mlflow-unsent.jsonl"
+    lines = [json.loads(x) for x in unsent.read_text().splitlines()]
+    assert lines and {"run_id", "key", "value", "step"} <= set(lines[0])
+    assert Path(summary["checkpoint"]).exists()

@@ -1,15 +1,10 @@
 """Stop after the first generation, resume: counters go on, state comes back (prioritised
-replay's priorities too), one MLflow run. And a tracking server that goes away mid-run does not
-stop training. The runs train in process (``local=True``): their subject is the checkpoint and
+replay's priorities too), one MLflow run. The runs train in process (``local=True``): their subject is the checkpoint and
 the tracking, not Ray."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +17,6 @@ from tests.fakes import tensors
 from tests.tracking.test_mlflow_run import (  # noqa: F401  (an autouse fixture)
     TINY,
     no_process_tracking_uri,
-    start_mlflow_server,
-    stop_server,
 )
 
 pytestmark = [pytest.mark.slow]
@@ -105,52 +98,3 @@ def test_resume_of_a_corrupted_checkpoint_names_the_file(tmp_path, capsys) -> No
     code = main(["evaluate", str(path)])
     assert code == 2
     assert "member-0.pt is truncated or changed" in capsys.readouterr().err
-
-
-def test_tracking_server_going_away_does_not_stop_training(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A real ``mlflow server`` killed once the run's tracking has started and before it
-    ends: the run still reaches ``max_steps`` with its checkpoint, counts the failed writes
-    and keeps the metrics it could not send in ``mlflow-unsent.jsonl`` (after a shortened
-    wait for the server at the end)."""
-    monkeypatch.setattr("distmarl.tracking.mlflow.FINISH_TIMEOUT_S", 2.0)
-    from distmarl.runtime.coordinator.run import Coordinator
-    from distmarl.runtime.driver.trainer import train
-
-    proc, uri = start_mlflow_server(tmp_path)
-    coordinator: list[Coordinator] = []
-    killed_at: list[int] = []  # env steps when the server was gone
-
-    def kill_when_tracking_started() -> None:
-        # the run exists once its parts are built: the tracker's start() is over, the parent
-        # and member runs created with their params
-        for _ in range(3000):
-            if coordinator and coordinator[0].current is not None:
-                break
-            time.sleep(0.05)
-        else:
-            return
-        os.killpg(proc.pid, signal.SIGKILL)  # at once, as a crash: the server and its workers
-        proc.wait()
-        killed_at.append(coordinator[0].progress()["env_steps"])
-
-    killer = threading.Thread(target=kill_when_tracking_started, daemon=True)
-    killer.start()
-    try:
-        cfg = load_config(TINY, [f"tracking.directory={tmp_path}", f"tracking.mlflow_uri={uri}",
-                                 "tracking.experiment_name=down-exp", "training.max_steps_per_member=800",
-                                 "tracking.write_interval=50"])
-        summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True,
-                        on_coordinator=coordinator.append)
-    finally:
-        killer.join(timeout=30)
-        stop_server(proc)
-    assert killed_at and killed_at[0] < summary["env_steps"], "the server died after the run"
-    assert summary["mlflow"]["parent"] and len(summary["mlflow"]["members"]) == 2
-    assert summary["stop_reason"] == "max_steps"
-    assert all(m["env_steps"] >= 800 for m in summary["members"])
-    assert summary["tracking"]["failures"] > 0
-    unsent = Path(summary["run_dir"]) / "mlflow-unsent.jsonl"
-    lines = [json.loads(x) for x in unsent.read_text().splitlines()]
-    assert lines and {"run_id", "key", "value", "step"} <= set(lines[0])
-    assert Path(summary["checkpoint"]).exists()
