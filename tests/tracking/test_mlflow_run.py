@@ -210,18 +210,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subproces
     """One real ``mlflow server`` for this module: ``(process, uri)``. The clients wait up to
     30 s for an answer (not the run's 5 s): a test machine loaded past its cores answers
     slowly, which is not these tests' subject. The last test of the module kills it."""
-    tmp = tmp_path_factory.mktemp("mlflow-server")
-    proc, uri = start_mlflow_server(tmp)
-    before = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT")
-    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "30"
-    try:
-        yield proc, uri
-    finally:
-        if before is None:
-            os.environ.pop("MLFLOW_HTTP_REQUEST_TIMEOUT", None)
-        else:
-            os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = before
-        stop_server(proc)
+    proc, uri = start_mlflow_server(tmp_path_factory.mktemp("mlflow-server"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+        try:
+            yield proc, uri
+        finally:
+            stop_server(proc)
 
 
 @pytest.fixture(scope="module")

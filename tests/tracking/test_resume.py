@@ -1,6 +1,6 @@
 """Stop after the first generation, resume: counters go on, state comes back (prioritised
-replay's priorities too), one MLflow run. The runs train in process (``local=True``): their subject is the checkpoint and
-the tracking, not Ray."""
+replay's priorities too), one MLflow run. The runs train in process (``local=True``): their
+subject is the checkpoint and the tracking, not Ray."""
 
 from __future__ import annotations
 
