@@ -30,15 +30,17 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
           address: str | None = None, resume: str | Path | None = None,
           run_dir: str | Path | None = None, summary_json: str | Path | None = None,
           show_progress: bool = True, num_cpus: int | None = None, num_gpus: int | None = None,
-          local: bool = False, on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
+          dashboard: bool = True, local: bool = False,
+          on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Train a population, as ``distmarl train`` does, and return the run's summary.
 
     ``cfg`` is an :class:`~distmarl.config.ExperimentConfig` or the path of a YAML config;
     ``overrides`` (``"key.path=value"`` strings) apply to a path only (for a config object,
     pass them to :func:`load_config`). The keywords go to
-    :func:`distmarl.runtime.driver.trainer.train`: ``address`` joins a running Ray cluster (default:
-    ``$RAY_ADDRESS``, else a local Ray sized by ``num_cpus`` / ``num_gpus``, shut down again at
-    the end); ``resume`` continues the run directory of an earlier run from its last
+    :func:`distmarl.runtime.driver.trainer.train`: ``address`` joins a running Ray cluster
+    (default: ``$RAY_ADDRESS``, else a local Ray sized by ``num_cpus`` / ``num_gpus``, its
+    dashboard's web view off where ``dashboard=False``, shut down again at the end);
+    ``resume`` continues the run directory of an earlier run from its last
     checkpoint; ``run_dir`` places the run (default: a new folder under
     ``tracking.directory``); ``summary_json`` also writes the summary there;
     ``show_progress`` draws a progress bar on stderr; ``local`` runs the whole population in
@@ -75,8 +77,8 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
                          "to load_config(path, overrides)")
     return run_training(cfg, address=address, resume=resume, run_dir=run_dir,
                         summary_json=summary_json, show_progress=show_progress,
-                        num_cpus=num_cpus, num_gpus=num_gpus, local=local,
-                        on_coordinator=on_coordinator)
+                        num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard,
+                        local=local, on_coordinator=on_coordinator)
 
 
 def __getattr__(name: str) -> Any:

@@ -76,7 +76,8 @@ def _train(args: argparse.Namespace) -> int:
     try:
         summary = train(cfg, address=args.address, resume=args.resume, run_dir=args.run_dir,
                         summary_json=args.summary_json, show_progress=not args.quiet,
-                        num_cpus=args.num_cpus, num_gpus=args.num_gpus, local=args.local)
+                        num_cpus=args.num_cpus, num_gpus=args.num_gpus,
+                        dashboard=not args.no_dashboard, local=args.local)
     except Stopped as stopped:
         print(f"distmarl: {stopped}", file=sys.stderr)
         return exit_code(stopped.signum)
@@ -331,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--no-mlflow", action="store_true", help="do not track the run in MLflow")
     tr.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
     tr.add_argument("--num-gpus", type=int, help="GPUs of the local Ray (default: detected)")
+    tr.add_argument("--no-dashboard", action="store_true",
+                    help="start the local Ray without its dashboard's web view, job server "
+                         "and state API (a lighter start)")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     tr.set_defaults(func=_train)
 

@@ -82,7 +82,7 @@ def test_the_worked_example_trains_in_process(tmp_path: Path) -> None:
 @pytest.mark.ray
 def test_the_worked_example_trains_on_ray(tmp_path: Path) -> None:
     """Ray's workers import the env's module from the PYTHONPATH the driver had."""
-    done = run_example(tmp_path, "--num-cpus", "2")
+    done = run_example(tmp_path, "--num-cpus", "2", "--no-dashboard")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "final score" in done.stderr + done.stdout
     # a local Ray's start says nothing of the token it makes for itself

@@ -136,6 +136,8 @@ def test_local_with_ray_options_is_refused_naming_them(tmp_path: Path) -> None:
     cfg = shortened(ROOT / "examples" / "configs" / "tiny.yaml", tmp_path)
     with pytest.raises(ConfigError, match="--local runs the population in this process"):
         train(cfg, local=True, address="127.0.0.1:6379", show_progress=False)
+    with pytest.raises(ConfigError, match="--no-dashboard do not apply"):
+        train(cfg, local=True, dashboard=False, show_progress=False)
     assert not list(tmp_path.iterdir())  # no run directory was made
 
 

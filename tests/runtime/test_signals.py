@@ -74,14 +74,15 @@ class Train:
 def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | None = None,
                 sigint_ignored: bool = False) -> Train:
     """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job): on
-    a local Ray of 2 CPUs, or in process (``local``). Either way a signal to the group reaches
+    a local Ray of 2 CPUs without its dashboard, or in process (``local``). Either way a signal to the group reaches
     the driver alone: Ray's processes and env worker processes start in a group of their own.
     ``max_steps`` per member: by default :data:`MAX_STEPS` on Ray, :data:`LOCAL_MAX_STEPS` in
     process. ``sigint_ignored``: started with SIGINT ignored, as a script's ``cmd &`` is."""
     n = len(list(tmp.glob("stderr-*.txt")))
     out, err = tmp / f"stdout-{n}.txt", tmp / f"stderr-{n}.txt"
     where = ["--local"] if local else [
-        "--num-cpus", "2", "--set", f"tracking.checkpoint_interval={RAY_CHECKPOINT_INTERVAL}"]
+        "--num-cpus", "2", "--no-dashboard",
+        "--set", f"tracking.checkpoint_interval={RAY_CHECKPOINT_INTERVAL}"]
     if max_steps is None:
         max_steps = LOCAL_MAX_STEPS if local else MAX_STEPS
     command = [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", *where,
@@ -272,6 +273,8 @@ def test_on_ray_a_double_sigint_exits_at_once_and_sigterm_stops_its_resumed_run(
     wait_for("a checkpoint", lambda: steps(only_run_dir(tmp_path)), run)
     ray_processes = descendants(run.proc.pid)
     assert ray_processes  # the raylet, the GCS, the workers
+    dashboards = [_cmdline(pid) for pid in ray_processes if b"dashboard.py" in _cmdline(pid)]
+    assert dashboards and all(b"--disable-frontend" in c for c in dashboards)  # --no-dashboard
     os.killpg(run.proc.pid, signal.SIGINT)
     time.sleep(0.5)  # well within the stop (the calls in flight, a checkpoint, Ray's shutdown)
     sent = time.monotonic()
@@ -291,7 +294,7 @@ def test_on_ray_a_double_sigint_exits_at_once_and_sigterm_stops_its_resumed_run(
     run = start_train(tmp_path, "--resume", str(run_dir))
     stopped = stop_at_a_checkpoint(lambda: only_run_dir(tmp_path), run, signal.SIGTERM,
                                    after=last)
-    assert stopped["ray"]["address"]  # on Ray
+    assert stopped["ray"]["address"] and not stopped["ray"]["dashboard"]  # on Ray, no dashboard
     assert stopped["mlflow"] == saved["mlflow"] and stopped["mlflow"]["parent"]
     assert stopped["resumed_from"].endswith(f"step-{last:012d}")
     for before, after in zip(saved["members"], stopped["members"], strict=True):
@@ -302,6 +305,14 @@ def test_on_ray_a_double_sigint_exits_at_once_and_sigterm_stops_its_resumed_run(
 
 def _pids() -> set[int]:
     return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
+
+
+def _cmdline(pid: int) -> bytes:
+    """``pid``'s command line (empty once it has gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 # ---------------------------------------------------------------------------------- no Ray

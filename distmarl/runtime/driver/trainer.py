@@ -54,11 +54,13 @@ def new_run_dir(directory: str | Path, name: str) -> Path:
 def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Path | None = None,
           run_dir: str | Path | None = None, summary_json: str | Path | None = None,
           show_progress: bool = True, num_cpus: int | None = None,
-          num_gpus: int | None = None, local: bool = False,
+          num_gpus: int | None = None, dashboard: bool = True, local: bool = False,
           on_coordinator: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Train ``cfg``'s population; returns the final summary (also written to ``summary_json``
     and to the run directory's ``summary.json``). ``local``: the whole population in this
-    process, without Ray (``address``, ``num_cpus`` and ``num_gpus`` then do not apply).
+    process, without Ray (``address``, ``num_cpus``, ``num_gpus`` and ``dashboard`` then do not
+    apply). ``dashboard=False`` starts a local Ray without its dashboard's web view, job
+    server and state API (Ray keeps a minimal dashboard process): a lighter start.
 
     SIGINT and SIGTERM stop the run after the calls in flight, with a checkpoint and the
     tracking runs closed as ``KILLED`` (see :mod:`~distmarl.runtime.driver.stopping`); the summary's
@@ -66,9 +68,11 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
     otherwise). ``on_coordinator`` is called with the coordinator once it exists: the actor's
     handle on Ray (a soak or a dashboard can query ``progress`` or ``handles`` through it),
     the :class:`~distmarl.runtime.coordinator.run.Coordinator` itself in process."""
-    if local and (address is not None or num_cpus is not None or num_gpus is not None):
+    if local and (address is not None or num_cpus is not None or num_gpus is not None
+                  or not dashboard):
         raise ConfigError("--local runs the population in this process, without Ray: "
-                          "--address, --num-cpus and --num-gpus do not apply to it")
+                          "--address, --num-cpus, --num-gpus and --no-dashboard do not apply "
+                          "to it")
     new = resume is None and run_dir is None
     with StopSignals() as signals:
         run_dir = _checked_run_dir(cfg, resume, run_dir)  # config errors: before Ray starts
@@ -79,7 +83,7 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
             else:
                 summary = _run(cfg, run_dir, signals, address=address,
                                resume=resume is not None, show_progress=show_progress,
-                               num_cpus=num_cpus, num_gpus=num_gpus,
+                               num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard,
                                on_coordinator=on_coordinator)
         except (Stopped, RayStartError):
             if new:  # nothing was written: no empty run directory left behind
@@ -117,7 +121,7 @@ def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
 
 def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address: str | None,
          resume: bool, show_progress: bool, num_cpus: int | None, num_gpus: int | None,
-         on_coordinator: Callable[[Any], None] | None) -> dict[str, Any]:
+         dashboard: bool, on_coordinator: Callable[[Any], None] | None) -> dict[str, Any]:
     """Start (or join) Ray, run the coordinator to its end and return its summary. A local Ray
     gets a process group of its own, so a signal to the driver's group reaches the driver
     alone. A signal before the coordinator runs (in preflight, or while Ray starts) ends the
@@ -127,7 +131,8 @@ def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address:
     started_ray = not ray.is_initialized() and address is None
     with own_process_group(started_ray) as group:
         signals.group = group
-        info = init_ray(address, num_cpus=num_cpus, num_gpus=num_gpus, log_to_driver=True)
+        info = init_ray(address, num_cpus=num_cpus, num_gpus=num_gpus, dashboard=dashboard,
+                        log_to_driver=True)
     signals.install()  # again: ray.init's core worker replaced the SIGTERM handler
     try:
         if signals.received is not None:
