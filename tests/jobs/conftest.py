@@ -16,14 +16,23 @@ import pytest
 
 from tests.jobs.raycluster import ROOT, LocalRayCluster
 
+#: the cluster's nodes start with these: the GCS declares a node dead after ~3 missed 1 s
+#: health checks (default: 5 of 3 s); no idle workers started for a driver's first connection
+#: (a job's actors, with the job's runtime env, could not use them anyway)
+CLUSTER_ENV = {"RAY_health_check_period_ms": "1000",
+               "RAY_health_check_failure_threshold": "3",
+               "RAY_health_check_initial_delay_ms": "1000",
+               "RAY_prestart_worker_first_driver": "0"}
+
 
 @pytest.fixture(scope="package")
 def cluster():
-    """Head (1 CPU) plus a second node (1 CPU) on this machine: 2 CPUs, as a 2-core box allows."""
-    c = LocalRayCluster()
+    """Head plus a second node on this machine, 3 logical CPUs each (what the node-loss test
+    needs to place a run's actors on the second node), with :data:`CLUSTER_ENV`."""
+    c = LocalRayCluster(extra_env=dict(CLUSTER_ENV))
     try:
-        c.start_head(num_cpus=1)
-        c.add_node(num_cpus=1)
+        c.start_head(num_cpus=3)
+        c.add_node(num_cpus=3)
         yield c
     finally:
         left = c.shutdown()

@@ -1,4 +1,5 @@
-"""`distmarl submit` / `distmarl jobs` against a real two-node Ray cluster on this machine.
+"""`distmarl submit` / `distmarl jobs` against a real two-node Ray cluster on this machine, and
+last, a node of that cluster lost mid-run (``node_loss.py``).
 
 One tiny training job is shared by the assertions on its outcome (a job costs ~30-70 s here,
 most of it process start-up); a job that fails runs beside it, one that is stopped follows.
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.jobs.conftest import run_cli, run_clis
+from tests.jobs.node_loss import check_node_loss
 from tests.jobs.raycluster import ROOT
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -73,8 +75,9 @@ def bad_env_job() -> Iterator[BadEnvJob]:
 @pytest.fixture(scope="module")
 def tiny_job(cluster, bad_env_job, tmp_path_factory):
     """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, each member's
-    learner and rollout worker in one process (colocated) asking 0.5 + 0.5 CPU: the two fill
-    the cluster's 2 CPUs, one CPU per node, so they must spread across both nodes. The token is only in Ray's default file
+    learner and rollout worker in one process (colocated) asking 1.5 + 1.5 CPU: the two fill
+    the cluster's 6 CPUs, 3 per node, so they must spread across both nodes. The token is only
+    in Ray's default file
     ($HOME/.ray/auth_token) and RAY_AUTH_MODE is unset, as on a machine where a local
     `ray.init` or `ray get-auth-token --generate` wrote it."""
     tmp = tmp_path_factory.mktemp("tiny-job")
@@ -84,8 +87,8 @@ def tiny_job(cluster, bad_env_job, tmp_path_factory):
     proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
                    "--set", f"tracking.mlflow_uri={uri}",
                    "--set", "training.max_steps_per_member=400",
-                   "--set", "resources.num_cpus_per_learner=0.5",
-                   "--set", "resources.num_cpus_per_worker=0.5",
+                   "--set", "resources.num_cpus_per_learner=1.5",
+                   "--set", "resources.num_cpus_per_worker=1.5",
                    "--set", "resources.colocate=true",
                    "--submission-id", "tiny-job-test",
                    env={"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": SECRET},
@@ -244,3 +247,8 @@ def test_a_missing_or_wrong_token_exits_4_naming_what_to_set(cluster) -> None:
     assert disabled.stderr.strip().endswith(", and set RAY_AUTH_MODE=token (or unset it).")
     listed = run_cli(cluster, "jobs", "list", "--address", cluster.address)
     assert listed.returncode == 0 and "never-sent" not in listed.stdout
+
+
+def test_removing_a_node_mid_run_restarts_its_actors_on_the_other(cluster, tmp_path) -> None:
+    """Last in this file: it removes the cluster's second node (``node_loss.py``)."""
+    check_node_loss(cluster, tmp_path)
