@@ -38,6 +38,7 @@ from torch.func import functional_call
 
 from distmarl import tree
 from distmarl.algorithms.base import Batch
+from distmarl.algorithms.common.adam import adam_steps
 from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
@@ -108,6 +109,8 @@ class StackedOffPolicy:
         self.critics = [f"{r}/{a}" for r in self.roles for a in self.agents]
         self._critic_grads = member_grads(self._critic_loss)
         self._actor_grads = member_grads(self._actor_loss)
+        #: a stack of one stepped eagerly runs its member's own networks (no functional_call)
+        self._own = self.ref.nets if len(self.members) == 1 and mode == "eager" else None
         self.slots = Slots(self.members, self._member_tensors)
         self.state = self._state()
 
@@ -219,14 +222,14 @@ class StackedOffPolicy:
         due (a decision on the host)."""
         b, hp, due = x["batch"], x["hp"], x["due"]
         grads, (losses, td_sum) = self._critic_grads(
-            {n: state["online"][n] for n in self.critics},
-            {n: state["target"][n] for n in self.templates}, b, hp, x["target_noise"])
+            self._nets(state, "online", self.critics),
+            self._nets(state, "target", list(self.templates)), b, hp, x["target_noise"])
         self._step(state, self.critics, grads, hp["lr_critic"], hp["max_grad_norm"], None)
         out: Tree = {"critic": {n: v.detach() for n, v in losses.items()}, "actor": {}}
         if not skip_idle or bool(due.any()):
             actor_grads, actor_losses = self._actor_grads(
-                {n: state["online"][n] for n in self.actors},
-                {n: state["online"][n] for n in self.critics}, b, hp, x["policy_noise"])
+                self._nets(state, "online", self.actors),
+                self._nets(state, "online", self.critics), b, hp, x["policy_noise"])
             self._step(state, self.actors, actor_grads, hp["lr_actor"], hp["max_grad_norm"],
                        due)
             self._soft_update(state, hp["tau"], due)
@@ -236,6 +239,14 @@ class StackedOffPolicy:
                                 dim=-1).sum(-1, keepdim=True)
             out["priorities"] = td_sum / (critics * len(self.roles)).clamp_min(1.0)
         return out
+
+    def _nets(self, state: Tree, kind: str, names: Sequence[str]) -> Tree:
+        """Networks ``names`` of ``kind`` (online or target) as the losses take them: stacked
+        parameters, or a stack of one's own modules (which alias its slot)."""
+        if self._own is not None:
+            own = self._own.online if kind == "online" else self._own.target
+            return {n: own[n] for n in names}
+        return {n: state[kind][n] for n in names}
 
     def _stacked_batch(self, batches: Sequence[Batch]) -> tuple[Tree, list[int]]:
         """The members' batches joined row-wise and cleaned at once (:func:`clean_batch`'s
@@ -303,7 +314,9 @@ class StackedOffPolicy:
 
     # -- one member's losses (vmapped over the members) -------------------------------------
 
-    def _call(self, name: str, params: Params, *args: Any) -> torch.Tensor:
+    def _call(self, name: str, params: Params | torch.nn.Module, *args: Any) -> torch.Tensor:
+        if isinstance(params, torch.nn.Module):
+            return params(*args)
         return functional_call(self.templates[name], params, args)
 
     def _joint(self, actions: Mapping[str, torch.Tensor], active: Mapping[str, torch.Tensor]
@@ -354,7 +367,9 @@ class StackedOffPolicy:
             out = self._call(f"actor/{a}", actors[f"actor/{a}"], b["obs"][a])
             own = self.ref.codecs[a].policy_with(out, noise.get(a), b["mask"].get(a))
             actions = self._joint({**b["action"], a: own}, b["active"])
-            critic = {k: v.detach() for k, v in critics[f"critic/{a}"].items()}
+            critic = critics[f"critic/{a}"]  # not differentiated: a module is left as is
+            if not isinstance(critic, torch.nn.Module):
+                critic = {k: v.detach() for k, v in critic.items()}
             q = self._call(f"critic/{a}", critic, joint_obs, actions)
             reg = masked_mean(out.pow(2).mean(dim=-1, keepdim=True), b["active"][a])
             losses[f"actor/{a}"] = -masked_mean(q, b["active"][a]) + hp["actor_reg"] * reg
@@ -368,6 +383,10 @@ class StackedOffPolicy:
         """Each network's gradients clipped to each member's ``max_grad_norm`` (0: no clip),
         then a stacked Adam step of the ``due`` members (None: all)."""
         clip_per_member([list(grads[n].values()) for n in names], max_norm)
+        if self._own is not None:  # its member's own Adam (torch's fused kernel) on its slot
+            adam_steps([self._own.optim[n] for n in names],
+                       [[g[0] for g in grads[n].values()] for n in names])
+            return
         adam_step([state["adam"][n] for n in names], [state["online"][n] for n in names],
                   [grads[n] for n in names], lr, due)
 

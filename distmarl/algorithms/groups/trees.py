@@ -36,7 +36,9 @@ def member_grads(loss: Callable[..., tuple[torch.Tensor, Any]]
     The members' losses are computed with ``vmap`` and differentiated together: no member's
     parameters appear in another member's loss, so the gradient of their sum is each member's
     own. (``torch.func.grad`` would give the same, but its first call imports
-    ``torch._dynamo``, seconds of start-up in every learner process.)"""
+    ``torch._dynamo``, seconds of start-up in every learner process.) ``params`` may instead
+    be one member's own networks (name -> module), for a stack of one: ``loss`` then gets the
+    modules and the other arguments without their member axis, and the gradients get one."""
     mapped = vmap(loss)
 
     def alone(params: dict[str, Params], *args: Any) -> tuple[torch.Tensor, Any]:
@@ -45,7 +47,21 @@ def member_grads(loss: Callable[..., tuple[torch.Tensor, Any]]
                             for a in (params, *args)))
         return total.unsqueeze(0), tree.map(lambda x: None if x is None else x.unsqueeze(0), aux)
 
+    def own_networks(modules: dict[str, torch.nn.Module], *args: Any
+                     ) -> tuple[dict[str, Params], Any]:
+        """A stack of one on its member's own networks (whose parameters alias the slot):
+        ``loss`` calls the modules, and their parameters are the leaves differentiated."""
+        named = {n: dict(m.named_parameters()) for n, m in modules.items()}
+        with torch.enable_grad():
+            total, aux = loss(modules, *(tree.map(_first_member, a) for a in args))
+            flat = [p for ps in named.values() for p in ps.values()]
+            found = iter(torch.autograd.grad(total, flat))
+        aux = tree.map(lambda x: None if x is None else x.detach().unsqueeze(0), aux)
+        return {n: {k: next(found).unsqueeze(0) for k in ps} for n, ps in named.items()}, aux
+
     def grads(params: dict[str, Params], *args: Any) -> tuple[dict[str, Params], Any]:
+        if isinstance(next(iter(params.values())), torch.nn.Module):
+            return own_networks(params, *args)  # type: ignore[arg-type]
         leaves = {n: {k: p.detach().requires_grad_(True) for k, p in ps.items()}
                   for n, ps in params.items()}
         members = tree.first_leaf(leaves).shape[0]
@@ -57,3 +73,8 @@ def member_grads(loss: Callable[..., tuple[torch.Tensor, Any]]
         return {n: {k: next(found) for k in ps} for n, ps in leaves.items()}, aux
 
     return grads
+
+
+def _first_member(x: Any) -> Any:
+    """A stacked tensor's first member; anything else (None, a module) as it is."""
+    return x[0] if isinstance(x, torch.Tensor) else x
