@@ -343,16 +343,19 @@ class StackedOffPolicy:
         joint = self.ref.joint
         joint_obs = joint_tensor(b["obs"], self.agents, joint)
         joint_act = self._joint(b["action"], b["active"])
-        next_obs = joint_tensor(b["next_obs"], self.agents, joint)
-        next_act = self._joint({a: self._target_action(target, a, b, noise.get(a, {}), hp)
-                                for a in self.agents}, b["active"])
         losses: dict[str, torch.Tensor] = {}
         td_sum = torch.zeros_like(b["active"][self.agents[0]])
+        with torch.no_grad():  # the TD targets: no graph through the target networks
+            next_obs = joint_tensor(b["next_obs"], self.agents, joint)
+            next_act = self._joint({a: self._target_action(target, a, b, noise.get(a, {}), hp)
+                                    for a in self.agents}, b["active"])
+            ys = {a: td_target(b["reward"][a], b["terminated"][a],
+                               torch.stack([self._call(f"{r}/{a}", target[f"{r}/{a}"], next_obs,
+                                                       next_act)
+                                            for r in self.roles]).min(dim=0).values,
+                               hp["gamma"], b["n_steps"][a]) for a in self.agents}
         for a in self.agents:
-            next_q = torch.stack([self._call(f"{r}/{a}", target[f"{r}/{a}"], next_obs, next_act)
-                                  for r in self.roles]).min(dim=0).values
-            y = td_target(b["reward"][a], b["terminated"][a], next_q, hp["gamma"],
-                          b["n_steps"][a]).detach()
+            y = ys[a]
             for r in self.roles:
                 q = self._call(f"{r}/{a}", critics[f"{r}/{a}"], joint_obs, joint_act)
                 losses[f"{r}/{a}"] = masked_mse(q, y, b["active"][a], b.get("weights"))
