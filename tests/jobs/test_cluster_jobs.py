@@ -77,9 +77,8 @@ def tiny_job(cluster, bad_env_job, tmp_path_factory):
     """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, each member's
     learner and rollout worker in one process (colocated) asking 1.5 + 1.5 CPU: the two fill
     the cluster's 6 CPUs, 3 per node, so they must spread across both nodes. The token is only
-    in Ray's default file
-    ($HOME/.ray/auth_token) and RAY_AUTH_MODE is unset, as on a machine where a local
-    `ray.init` or `ray get-auth-token --generate` wrote it."""
+    in Ray's default file ($HOME/.ray/auth_token) and RAY_AUTH_MODE is unset, as on a machine
+    where a local `ray.init` or `ray get-auth-token --generate` wrote it."""
     tmp = tmp_path_factory.mktemp("tiny-job")
     bad_env_job.start(cluster)  # meanwhile: it fails in its entrypoint, asking Ray for nothing
     db = tmp / "mlflow.db"

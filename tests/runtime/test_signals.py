@@ -74,8 +74,9 @@ class Train:
 def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | None = None,
                 sigint_ignored: bool = False) -> Train:
     """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job): on
-    a local Ray of 2 CPUs without its dashboard, or in process (``local``). Either way a signal to the group reaches
-    the driver alone: Ray's processes and env worker processes start in a group of their own.
+    a local Ray of 2 CPUs without its dashboard, or in process (``local``). Either way a signal
+    to the group reaches the driver alone: Ray's processes and env worker processes start in a
+    group of their own.
     ``max_steps`` per member: by default :data:`MAX_STEPS` on Ray, :data:`LOCAL_MAX_STEPS` in
     process. ``sigint_ignored``: started with SIGINT ignored, as a script's ``cmd &`` is."""
     n = len(list(tmp.glob("stderr-*.txt")))
