@@ -4,9 +4,9 @@
 # worker more only adds contention). A file's tests run on one
 # worker together, a free worker taking the next file (a file's tests share a Ray, a cluster,
 # a server or a run that its fixtures start once), the files in the order tests/conftest.py
-# gives (those with slow tests first, not xdist's most-tests-first: a long file started last
-# keeps one worker busy after the others have run out of files); each test runs torch on one
-# thread.
+# gives (those using Ray first, then those with slow tests, not xdist's most-tests-first: a
+# long file started last keeps one worker busy after the others have run out of files, and a
+# worker shuts its Ray down once its Ray files are done); each test runs torch on one thread.
 # Arguments go to pytest (e.g. -x, -k NAME, -m "not ray").
 #   bash scripts/test.sh [PYTEST ARGS...]
 set -uo pipefail
