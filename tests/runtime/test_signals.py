@@ -6,7 +6,8 @@ checkpoint, a summary and the MLflow runs KILLED, exiting 143 / 130; ``--resume`
 ``timeout`` and a terminal's Ctrl-C do). In process (``--local``): two runs started together,
 one ignoring SIGINT, stopped by SIGTERM and resumed to the end; on Ray, whose processes must be
 out of the signals' way, a double SIGINT that leaves no Ray process behind, then the run resumed
-from its last checkpoint and stopped by SIGTERM.
+from its last checkpoint and stopped by SIGTERM (its env the docs' worked example, imported by
+Ray's workers from the driver's PYTHONPATH).
 
 Also here, without Ray: the signal handling itself, the process group the driver gives Ray, and
 run directories that never collide. Every test passes whether the test run itself started with
@@ -35,6 +36,10 @@ from distmarl.runtime.fleets.process_group import own_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
+#: the docs' worked example: an env of the user's own, in a module found on the PYTHONPATH
+#: (``examples/your_env/chase_env.py``), trained with ``tiny.yaml``'s settings
+EXAMPLE = ROOT / "examples" / "your_env"
+OWN_ENV = ["--set", "env.spec=chase_env:parallel_env", "--set", "env.kwargs={max_steps: 25}"]
 #: env steps per member on Ray (never reached before the signal) and between its checkpoints
 #: (soon after Ray's start-up)
 MAX_STEPS, RAY_CHECKPOINT_INTERVAL = 4000, 100
@@ -71,14 +76,16 @@ class Train:
         return self.err.read_text()[-3000:]
 
 
-def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | None = None,
-                sigint_ignored: bool = False) -> Train:
+def start_train(tmp: Path, *args: str, config: Path = TINY, local: bool = False,
+                max_steps: int | None = None, sigint_ignored: bool = False,
+                env: dict[str, str] | None = None) -> Train:
     """``distmarl train tiny.yaml`` in a process group of its own (as a shell starts a job): on
     a local Ray of 2 CPUs without its dashboard, or in process (``local``). Either way a signal
     to the group reaches the driver alone: Ray's processes and env worker processes start in a
     group of their own.
     ``max_steps`` per member: by default :data:`MAX_STEPS` on Ray, :data:`LOCAL_MAX_STEPS` in
-    process. ``sigint_ignored``: started with SIGINT ignored, as a script's ``cmd &`` is."""
+    process. ``sigint_ignored``: started with SIGINT ignored, as a script's ``cmd &`` is.
+    ``env``: variables added to this process's environment."""
     n = len(list(tmp.glob("stderr-*.txt")))
     out, err = tmp / f"stdout-{n}.txt", tmp / f"stderr-{n}.txt"
     where = ["--local"] if local else [
@@ -86,7 +93,7 @@ def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | Non
         "--set", f"tracking.checkpoint_interval={RAY_CHECKPOINT_INTERVAL}"]
     if max_steps is None:
         max_steps = LOCAL_MAX_STEPS if local else MAX_STEPS
-    command = [sys.executable, "-m", "distmarl.cli", "train", str(TINY), "--quiet", *where,
+    command = [sys.executable, "-m", "distmarl.cli", "train", str(config), "--quiet", *where,
                "--set", f"tracking.directory={tmp / 'runs'}",
                "--set", f"training.max_steps_per_member={max_steps}", *args]
     # SIGINT set for the new process either way: the test run itself may have started with it
@@ -95,7 +102,7 @@ def start_train(tmp: Path, *args: str, local: bool = False, max_steps: int | Non
                *command]
     with out.open("w") as out_file, err.open("w") as err_file:
         proc = subprocess.Popen(command, stdout=out_file, stderr=err_file, cwd=ROOT,
-                                process_group=0)
+                                process_group=0, env={**os.environ, **(env or {})})
     return Train(proc, out, err, max_steps)
 
 
@@ -269,8 +276,11 @@ def test_on_ray_a_double_sigint_exits_at_once_and_sigterm_stops_its_resumed_run(
     (its learners' and buffer's states loaded into the actors, whose ``ray.init`` takes
     SIGTERM's handler), and SIGTERM to the group, once it has saved again, stops it cleanly.
     Ray's warning of actor handles among constructor arguments (the buffer's, handed over by
-    name) is not printed."""
-    run = start_train(tmp_path)
+    name) is not printed. The env is the docs' worked example, its module on the driver's
+    PYTHONPATH only: Ray's workers import it from there (they collect, so the run saves), and
+    the start of a local Ray says nothing of the token it makes for itself."""
+    own_env = {"PYTHONPATH": os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")])}
+    run = start_train(tmp_path, *OWN_ENV, env=own_env)
     wait_for("a checkpoint", lambda: steps(only_run_dir(tmp_path)), run)
     ray_processes = descendants(run.proc.pid)
     assert ray_processes  # the raylet, the GCS, the workers
@@ -292,7 +302,7 @@ def test_on_ray_a_double_sigint_exits_at_once_and_sigterm_stops_its_resumed_run(
     assert run_dir is not None
     last = steps(run_dir)[-1]
     saved = json.loads((run_dir / "checkpoints" / f"step-{last:012d}" / "meta.json").read_text())
-    run = start_train(tmp_path, "--resume", str(run_dir))
+    run = start_train(tmp_path, *OWN_ENV, "--resume", str(run_dir), env=own_env)
     stopped = stop_at_a_checkpoint(lambda: only_run_dir(tmp_path), run, signal.SIGTERM,
                                    after=last)
     assert stopped["ray"]["address"] and not stopped["ray"]["dashboard"]  # on Ray, no dashboard
@@ -302,6 +312,9 @@ def test_on_ray_a_double_sigint_exits_at_once_and_sigterm_stops_its_resumed_run(
         assert after["env_steps"] > before["env_steps"] and after["updates"] > before["updates"]
         assert after["fitness"][:len(before["fitness"])] == before["fitness"]
     assert "constructor arguments in the object store" not in run.err.read_text()
+    assert "spec: chase_env:parallel_env" in (run_dir / "config.yaml").read_text()
+    for text in (run.err.read_text(), run.out.read_text()):
+        assert "authentication" not in text
 
 
 def _pids() -> set[int]:

@@ -55,7 +55,9 @@ def free_port() -> int:
 
 def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
     """A real ``mlflow server`` on a SQLite store (started from the blank, as a run's own
-    store is) and a local artifact directory; ``(process, uri)`` once it answers."""
+    store is) and a local artifact directory; ``(process, uri)`` once it answers. Without
+    MLflow's job execution (a job runner and seven Huey consumers, each importing MLflow),
+    which tracking does not use."""
     from distmarl.tracking.blank_store import start_from_blank
 
     start_from_blank(f"sqlite:///{tmp / 'server.db'}")
@@ -66,7 +68,8 @@ def start_mlflow_server(tmp: Path) -> tuple[subprocess.Popen, str]:
             [str(mlflow), "server", "--host", "127.0.0.1", "--port", str(port),
              "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
              "--artifacts-destination", str(tmp / "server-artifacts"), "--workers", "1"],
-            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
     uri = f"http://127.0.0.1:{port}"
     import urllib.request
 
