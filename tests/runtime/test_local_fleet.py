@@ -84,16 +84,17 @@ def test_a_seeded_run_repeats_exactly(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_distmarl_train_with_the_local_flag_starts_no_ray(tmp_path: Path) -> None:
-    """The CLI's ``--local`` in a real subprocess, its output to a file: it trains, tracks in
-    MLflow, writes plain progress lines (no bar off a terminal) ending at 100%, and neither
-    starts Ray nor writes Ray's files in the home directory."""
+    """The CLI's ``--local`` in a real subprocess, its output to a file: it trains, writes
+    plain progress lines (no bar off a terminal) ending at 100%, and neither starts Ray nor
+    writes Ray's files in the home directory (``--local`` runs tracked in MLflow:
+    ``test_signals.py``)."""
     home = tmp_path / "home"
     home.mkdir()
     summary = tmp_path / "summary.json"
     with (tmp_path / "train.log").open("w") as log:
         out = subprocess.run(
             [sys.executable, "-m", "distmarl", "train", str(ROOT / "examples/configs/tiny.yaml"),
-             "--local", "--summary-json", str(summary),
+             "--local", "--no-mlflow", "--summary-json", str(summary),
              "--set", f"tracking.directory={tmp_path / 'runs'}",
              "--set", "training.max_steps_per_member=200", "--set", "evolution.final_episodes=2"],
             stdout=log, stderr=subprocess.STDOUT, timeout=300, cwd=tmp_path,
@@ -102,7 +103,6 @@ def test_distmarl_train_with_the_local_flag_starts_no_ray(tmp_path: Path) -> Non
     assert out.returncode == 0, text[-2000:]
     result = json.loads(summary.read_text())
     assert result["stop_reason"] == "max_steps" and result["ray"] is None
-    assert result["tracking"]["failures"] == 0 and result["mlflow"]["parent"]
     assert not (home / ".ray").exists()
     progress = [line for line in text.splitlines() if line.startswith("progress:")]
     assert "\r" not in text and progress

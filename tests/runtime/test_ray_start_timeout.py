@@ -42,7 +42,7 @@ def test_a_ray_that_does_not_start_in_time_says_so_in_one_line(tmp_path: Path) -
     env.pop("RAY_ADDRESS", None)
     done = subprocess.run(
         [sys.executable, "-c", FAST_WAIT, "train", str(TINY), "--no-mlflow", "--quiet",
-         "--num-cpus", "1", "--set", f"tracking.directory={tmp_path / 'runs'}"],
+         "--num-cpus", "1", "--no-dashboard", "--set", f"tracking.directory={tmp_path / 'runs'}"],
         capture_output=True, text=True, timeout=150, env=env, cwd=tmp_path)
     assert done.returncode == EXIT_RAY_START == 4, done.stderr
     assert "Traceback" not in done.stderr
