@@ -14,6 +14,7 @@ coordinator, which needs no CPU, stays on its driver's node: the head.)
 from __future__ import annotations
 
 import json
+import queue
 import re
 import subprocess
 import sys
@@ -25,9 +26,11 @@ from pathlib import Path
 from tests.jobs.raycluster import ROOT, LocalRayCluster
 
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
-#: one generation per member: 6,000 population steps, about 3 s of training here, so the
-#: kill (timed from when every actor is up) lands well inside it
-MAX_STEPS = EVO_STEPS = 3000
+#: one generation per member: 12,000 population steps, so that the kill (timed from when
+#: every actor is up, by which time a fast machine has made a quarter of them) lands well
+#: inside it. With half as many it landed past the middle on a fast machine, and the run could
+#: end before Ray had seen every actor of the removed node restarted on the head.
+MAX_STEPS = EVO_STEPS = 6000
 #: the node is removed once training has run for this long and made this many env steps
 #: (buffer snapshots every 0.5 s have been copied by then), before the generation's end.
 #: Not covered: a node lost while the coordinator evaluates or copies members
@@ -73,20 +76,38 @@ HELPER = textwrap.dedent("""
 
 
 class Helper:
-    """The helper driver as a subprocess; :meth:`ask` sends one command, returns its JSON."""
+    """The helper driver as a subprocess; :meth:`ask` sends one command, returns its JSON
+    (within ``REPLY_S``, else the test fails showing the helper's stderr and the live actors)."""
+
+    REPLY_S = 120.0
 
     def __init__(self, cluster: LocalRayCluster) -> None:
+        self.cluster = cluster
         self.errors = cluster.base / "helper.err"
         with self.errors.open("w") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", HELPER, cluster.gcs_address, cluster.address],
                 env=cluster.env(), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=err, text=True)
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
         self.head = self._read()["head"]
 
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put("")  # its stdout closed: it exited
+
     def _read(self) -> object:
+        deadline = time.monotonic() + self.REPLY_S
         while True:
-            line = self.proc.stdout.readline()
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(
+                    f"no reply from the helper in {self.REPLY_S} s; alive actors "
+                    f"{self.cluster.alive_actors()}; its stderr: "
+                    f"{self.errors.read_text()[-3000:]}") from None
             assert line, f"the helper exited ({self.proc.poll()}): {self.errors.read_text()[-3000:]}"
             if line.startswith("@@ "):
                 return json.loads(line[3:])

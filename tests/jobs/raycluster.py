@@ -244,6 +244,19 @@ class LocalRayCluster:
         assert isinstance(reply, dict) and reply["result"], reply
         return json.dumps(reply["data"]["result"]["result"])
 
+    def alive_actors(self) -> list[str]:
+        """``class name@node id`` of every live actor."""
+        return [f"{a['class_name']}@{str(a['node_id'])[:8]}" for a in json.loads(self.state("actors"))
+                if a["state"] == "ALIVE"]
+
+    def wait_for_no_actors(self, timeout_s: float) -> list[str]:
+        """Wait until no actor is alive; those still alive after ``timeout_s``
+        (:meth:`alive_actors`)."""
+        deadline = time.monotonic() + timeout_s
+        while (left := self.alive_actors()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return left
+
     def wait_for_nodes(self, n: int, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
         while sum(1 for node in json.loads(self.state("nodes")) if node["state"] == "ALIVE") < n:
