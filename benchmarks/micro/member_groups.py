@@ -6,7 +6,7 @@
   own batches, ``--updates`` updates per call (a learner's train call); ``own`` is each member's
   ``learn_batches`` one member after another (what a learner hosting several members does
   without groups, or N one-member learners sharing a device), ``stacked`` is
-  :class:`distmarl.algorithms.groups.StackedOffPolicy` over the N members;
+  :class:`distmarl.algorithms.groups.OffPolicyStack` over the N members;
 * MAPPO (``examples/configs/spread_mappo.yaml``, ``--on-policy``): each member learns one whole
   fragment (``learn_step`` steps of every sub-env, acted by its policy on random
   observations); ``own`` is each member's ``learn``, ``stacked`` is
@@ -77,7 +77,7 @@ def members_and_batches(ks: Sequence[int], batch: int, updates: int, device: str
 
 def rate(n: int, batch: int, updates: int, calls: int, device: str) -> dict[str, Any]:
     """Updates/s over ``n`` members for their own updates and for the stacked ones."""
-    from distmarl.algorithms.groups import StackedOffPolicy
+    from distmarl.algorithms.groups import OffPolicyStack
     from distmarl.config import load_config
     from distmarl.factory import env_spaces, make_algorithm
 
@@ -90,7 +90,7 @@ def rate(n: int, batch: int, updates: int, calls: int, device: str) -> dict[str,
     members = [make_algorithm(cfg.algorithm, env_spaces(cfg.env), device=device, seed=k)
                for k in range(n)]
     out: dict[str, Any] = {"members": n, "batch": batch, "device": device}
-    group = StackedOffPolicy(members)
+    group = OffPolicyStack(members)
     for name, step in (("own", lambda: [m.learn_batches(data[k]) for k, m in
                                          enumerate(members)]),
                        ("stacked", lambda: group.learn_batches(data))):
@@ -112,7 +112,7 @@ def rate_mixed_batches(n: int, updates: int, calls: int, device: str, seed: int 
     """Updates/s over ``n`` MADDPG members whose batch sizes evolved apart (log-uniform in
     the main job's range, 8 to 512): their own updates; one stack, every batch padded to the
     largest; and one stack per power-of-two bucket of sizes, padded to the bucket's largest."""
-    from distmarl.algorithms.groups import StackedOffPolicy
+    from distmarl.algorithms.groups import OffPolicyStack
     from distmarl.config import load_config
     from distmarl.factory import env_spaces, make_algorithm
 
@@ -128,8 +128,8 @@ def rate_mixed_batches(n: int, updates: int, calls: int, device: str, seed: int 
     buckets: dict[int, list[int]] = {}
     for k, size in enumerate(sizes):
         buckets.setdefault(int(np.ceil(np.log2(size))), []).append(k)
-    padded = StackedOffPolicy(members)
-    bucketed = [(ks, StackedOffPolicy([members[k] for k in ks])) for ks in buckets.values()]
+    padded = OffPolicyStack(members)
+    bucketed = [(ks, OffPolicyStack([members[k] for k in ks])) for ks in buckets.values()]
     ways = {
         "own": lambda: [m.learn_batches(data[k]) for k, m in enumerate(members)],
         "padded": lambda: padded.learn_batches(data),

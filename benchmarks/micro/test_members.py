@@ -27,7 +27,7 @@ def test_critic_steps(benchmark: Any, trainer: type) -> None:
 @pytest.mark.benchmark(group="members: 8 MADDPG updates, batch 256")
 @pytest.mark.parametrize("way", ["own", "stacked"])
 def test_maddpg_updates(benchmark: Any, way: str) -> None:
-    from distmarl.algorithms.groups import StackedOffPolicy
+    from distmarl.algorithms.groups import OffPolicyStack
 
     members, data = members_and_batches(range(MEMBERS), 256, 1, "cpu")
     if way == "own":
@@ -35,7 +35,7 @@ def test_maddpg_updates(benchmark: Any, way: str) -> None:
             for member, batches in zip(members, data):
                 member.learn_batches(batches)
     else:
-        group = StackedOffPolicy(members)
+        group = OffPolicyStack(members)
 
         def update() -> None:
             group.learn_batches(data)

@@ -5,7 +5,7 @@ networks and spaces) each learn from their own batches of ``--batch`` rows, ``--
 updates per train call, for ``--seconds`` of back-to-back calls:
 
 * ``stacked``: one process, the ``N`` members as one
-  :class:`~distmarl.algorithms.groups.StackedOffPolicy` on ``--device`` (what a learner hosting
+  :class:`~distmarl.algorithms.groups.OffPolicyStack` on ``--device`` (what a learner hosting
   the group does), its step run as ``--mode`` says (``graph``: captured as a CUDA graph);
 * ``apart``: ``N`` processes, one member each, all on ``--device`` (``N`` one-member learners
   sharing that GPU), started together behind a barrier;
@@ -56,10 +56,10 @@ def _timed(call: Callable[[], object], seconds: float, device: str,
 def stacked(n: int, batch: int, updates: int, seconds: float, device: str,
             mode: str = "eager") -> float:
     """Updates/s of ``n`` members stacked in this process, the step run in ``mode``."""
-    from distmarl.algorithms.groups import StackedOffPolicy
+    from distmarl.algorithms.groups import OffPolicyStack
 
     members, data = members_and_batches(range(n), batch, updates, device)
-    group = StackedOffPolicy(members, mode=mode)  # type: ignore[arg-type]
+    group = OffPolicyStack(members, mode=mode)  # type: ignore[arg-type]
     count, start, end = _timed(lambda: group.learn_batches(data), seconds, device)
     return n * updates * count / (end - start)
 

@@ -7,7 +7,9 @@ import torch
 from gymnasium import spaces
 
 from distmarl.algorithms import MADDPG, MATD3
+from distmarl.algorithms.common.space_tensors import BoxCodec
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.algorithms.offpolicy.stack import smoothed
 
 AGENTS = ["speaker_0", "listener_0"]
 OBS = {"speaker_0": spaces.Box(-np.inf, np.inf, (3,), np.float32),
@@ -57,6 +59,26 @@ def params(algo: OffPolicyMultiAgent, which: str = "online") -> dict[str, torch.
     nets = getattr(algo.nets, which)
     return {f"{n}/{k}": v.detach().clone() for n, net in nets.items()
             for k, v in net.named_parameters()}
+
+
+def target_action(agent: OffPolicyMultiAgent, a: str, next_obs: torch.Tensor,
+                  next_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """By hand, agent ``a``'s target action in critic form ``(B, dim)`` on ``next_obs``, drawn
+    from the member's generator as its update draws (the codec's draw, then MATD3's
+    smoothing noise on a Box action)."""
+    codec = agent.codecs[a]
+    u = codec.target(agent.nets.target[f"actor/{a}"](next_obs), agent._torch_gen, next_mask)
+    if agent.SMOOTHED_TARGETS and isinstance(codec, BoxCodec) and agent.hp["policy_noise"] != 0:
+        noise = torch.randn(u.shape, generator=agent._torch_gen)
+        u = smoothed(u, noise, agent.hp["policy_noise"], agent.hp["noise_clip"])
+    return u
+
+
+def next_q(agent: OffPolicyMultiAgent, a: str, next_obs: torch.Tensor, next_act: torch.Tensor
+           ) -> torch.Tensor:
+    """By hand, agent ``a``'s bootstrap value ``(B, 1)``: the minimum over its target critics."""
+    return torch.stack([agent.nets.target[f"{r}/{a}"](next_obs, next_act)
+                        for r in agent.CRITIC_ROLES]).amin(dim=0)
 
 
 def assert_actions_fit(out: dict[str, np.ndarray], action_spaces: dict[str, spaces.Space],

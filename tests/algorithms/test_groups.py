@@ -10,7 +10,7 @@ import torch
 
 from distmarl.algorithms import MADDPG
 from distmarl.algorithms.groups import (
-    StackedOffPolicy,
+    OffPolicyStack,
     StackedOnPolicy,
     Stacks,
     plan_stacks,
@@ -83,7 +83,7 @@ def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted:
     graph captures (no decision on the host) eagerly."""
     stacked_members = members(algo, actions)
     own = [m.clone() for m in stacked_members]
-    group = StackedOffPolicy(stacked_members, mode=mode)  # type: ignore[arg-type]
+    group = OffPolicyStack(stacked_members, mode=mode)  # type: ignore[arg-type]
     seed = 0
     for _ in range(CALLS):
         batches = [[rows(actions, seed := seed + 1) for _ in range(UPDATES)] for _ in own]
@@ -118,7 +118,7 @@ def test_a_stack_of_one_gives_its_member_its_own_updates(algo: str, actions: str
     metrics and priorities as the member's own."""
     (alone,) = members(algo, actions)[:1]
     own = alone.clone()
-    group = StackedOffPolicy([alone])
+    group = OffPolicyStack([alone])
     batches = [rows(actions, u) for u in range(6)]
     weights = [torch.rand(ROWS, generator=torch.Generator().manual_seed(u)) for u in range(6)]
     [(metrics, priorities)] = group.learn_batches([batches], [weights])
@@ -139,7 +139,7 @@ def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
                             policy_noise=0.1) for k in range(3)]
     own = [m.clone() for m in stacked_members]
     batches = [[rows("mixed", 100 * k + u) for u in range(6)] for k in range(3)]
-    results = StackedOffPolicy(stacked_members, mode="static").learn_batches(batches)
+    results = OffPolicyStack(stacked_members, mode="static").learn_batches(batches)
     for k, m in enumerate(own):
         metrics, _ = m.learn_batches(batches[k])
         assert [sorted(x) for x in results[k][0]] == [sorted(x) for x in metrics]
@@ -155,11 +155,11 @@ def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
 def test_a_graph_needs_cuda_and_modes_are_named() -> None:
     pair = [make("MADDPG", "box", seed=k) for k in range(2)]
     with pytest.raises(ValueError, match="mode 'fast': one of eager, static, graph"):
-        StackedOffPolicy(pair, mode="fast")  # type: ignore[arg-type]
+        OffPolicyStack(pair, mode="fast")  # type: ignore[arg-type]
     if not torch.cuda.is_available():
         batches = [[batch(ACTION_SETS["box"], size=8, seed=k)] for k in range(2)]
         with pytest.raises(ValueError, match="CUDA graph needs a CUDA device, not cpu"):
-            StackedOffPolicy(pair, mode="graph").learn_batches(batches)
+            OffPolicyStack(pair, mode="graph").learn_batches(batches)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA graph needs a GPU")
@@ -172,7 +172,7 @@ def test_a_captured_stacked_update_is_each_members_own(algo: str, actions: str) 
     batches = [[rows(actions, 100 * k + u) for u in range(8)] for k in range(3)]
     weights = [[torch.rand(ROWS, generator=torch.Generator().manual_seed(u)) for u in range(8)]
                for _ in range(3)]
-    results = StackedOffPolicy(stacked_members, mode="graph").learn_batches(batches, weights)
+    results = OffPolicyStack(stacked_members, mode="graph").learn_batches(batches, weights)
     for k, m in enumerate(own):
         metrics, priorities = m.learn_batches(batches[k], weights[k])
         for x, y in zip(results[k][0], metrics, strict=True):
@@ -190,7 +190,7 @@ def test_members_of_different_shapes_or_algorithms_are_refused() -> None:
     grown.mutate_architecture("add_node", np.random.default_rng(0))
     assert "differ in shape" in str(stackable([a, grown]))
     with pytest.raises(ValueError, match="cannot be stacked: member 1's networks differ"):
-        StackedOffPolicy([a, grown])
+        OffPolicyStack([a, grown])
 
 
 def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -> None:
@@ -198,7 +198,7 @@ def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -
     member's update, priorities and random draws are still its own."""
     stacked_members = [make("MADDPG", "mixed", seed=k, **HP[k]) for k in range(3)]
     own = [m.clone() for m in stacked_members]
-    group = StackedOffPolicy(stacked_members)
+    group = OffPolicyStack(stacked_members)
     sizes = [24, 16, 9]
     batches = [[batch(ACTION_SETS["mixed"], size=n, seed=10 * k + u) for u in range(5)]
                for k, n in enumerate(sizes)]
@@ -242,7 +242,7 @@ def test_masked_members_of_different_batch_sizes_update_as_their_own() -> None:
 
     sizes = [12, 7, 12]
     batches = [[masked(n, 10 * k + u) for u in range(5)] for k, n in enumerate(sizes)]
-    results = StackedOffPolicy(stacked_members).learn_batches(batches)
+    results = OffPolicyStack(stacked_members).learn_batches(batches)
     for k, m in enumerate(own):
         metrics, _ = m.learn_batches(batches[k])
         for x, y in zip(results[k][0], metrics, strict=True):
@@ -380,7 +380,7 @@ def test_a_member_that_does_not_step_stays_exactly_as_it_was() -> None:
     """Stacked Adam with members masked out: one whose gradient is not finite and one never
     stepped before (step count 0) keep their parameters and state to the bit, and nothing
     turns NaN."""
-    from distmarl.algorithms.groups.adam import StackedAdam, adam_step
+    from distmarl.algorithms.common.stacked_adam import StackedAdam, adam_step
 
     gen = torch.Generator().manual_seed(0)
     params = {"w": torch.randn(3, 4, 5, generator=gen), "b": torch.randn(3, 4, generator=gen)}

@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from distmarl.algorithms.offpolicy.batch import masked_mse
-from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, params
+from tests.algorithms.helpers import (
+    ACTION_SETS,
+    AGENTS,
+    batch,
+    make,
+    next_q,
+    params,
+    target_action,
+)
 from tests.algorithms.test_learning import _poison, critic_loss
 
 
@@ -65,11 +73,12 @@ def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torc
     agent._torch_gen.set_state(gen_state)
     c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     with torch.no_grad():
-        next_act = agent._joint({x: agent._target_action(x, c.next_obs[x]) for x in AGENTS},
-                                c.active)
-        y = td_target(c.reward[a], c.terminated[a], agent._next_q(a, c.joint_next_obs(), next_act),
+        next_act = torch.cat([target_action(agent, x, c.next_obs[x]) * c.active[x]
+                              for x in AGENTS], -1)
+        y = td_target(c.reward[a], c.terminated[a], next_q(agent, a, c.joint_next_obs(), next_act),
                       agent.hp["gamma"])
-        q = agent.nets.online[name](c.joint_obs(), agent._joint(c.action, c.active))
+        q = agent.nets.online[name](c.joint_obs(),
+                                    torch.cat([c.action[x] * c.active[x] for x in AGENTS], -1))
     return (q - y).abs().reshape(-1)
 
 

@@ -20,9 +20,9 @@ import torch
 
 from distmarl.algorithms.base import Algorithm, Batch
 from distmarl.algorithms.common.adam import Adam
-from distmarl.algorithms.groups.offpolicy import StackedOffPolicy
 from distmarl.algorithms.groups.onpolicy import SHARED_HP, StackedOnPolicy
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+from distmarl.algorithms.offpolicy.stack import OffPolicyStack
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 
 #: the optimiser settings a stack's members share (their learning rates may differ)
@@ -63,14 +63,14 @@ def plan_stacks(members: Sequence[Algorithm]) -> list[list[int]]:
 
 class Stacks:
     """A learner's stacks, kept from one call to the next: a stack is built once for the
-    members it updates (who then live in its slots, :mod:`~distmarl.algorithms.groups.slots`)
+    members it updates (who then live in its slots, :mod:`~distmarl.algorithms.common.slots`)
     and used again while the same members stack together and still live in its slots. A
     member whose networks or optimiser states were replaced since (a mutation, a loaded state
     of another shape) makes the stack be built again from the members' current tensors."""
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[int, ...], StackedOffPolicy | StackedOnPolicy] = {}
-        self._used: dict[tuple[int, ...], StackedOffPolicy | StackedOnPolicy] = {}
+        self._kept: dict[tuple[int, ...], OffPolicyStack | StackedOnPolicy] = {}
+        self._used: dict[tuple[int, ...], OffPolicyStack | StackedOnPolicy] = {}
 
     def replay(self, members: Sequence[OffPolicyMultiAgent], batches: Sequence[Sequence[Batch]],
                weights: Sequence[Sequence[torch.Tensor]] | None = None) -> list[ReplayResult]:
@@ -88,7 +88,7 @@ class Stacks:
                     out[k] = members[k].learn_batches(batches[k],
                                                       weights[k] if weights is not None else None)
                     continue
-                group = cast(StackedOffPolicy, self._stack(StackedOffPolicy,
+                group = cast(OffPolicyStack, self._stack(OffPolicyStack,
                                                            [members[k] for k in ks]))
                 ws = None if weights is None else [weights[k] for k in ks]
                 for k, result in zip(ks, group.learn_batches([batches[k] for k in ks], ws),
@@ -120,8 +120,8 @@ class Stacks:
         self._done()
         return out
 
-    def _stack(self, kind: type[StackedOffPolicy] | type[StackedOnPolicy],
-               members: Sequence[Any]) -> StackedOffPolicy | StackedOnPolicy:
+    def _stack(self, kind: type[OffPolicyStack] | type[StackedOnPolicy],
+               members: Sequence[Any]) -> OffPolicyStack | StackedOnPolicy:
         """The kept stack of exactly ``members`` where it is still intact, else a new one."""
         key = tuple(id(m) for m in members)
         stack = self._kept.get(key)

@@ -25,8 +25,8 @@ from torch.func import functional_call
 from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.adam import Adam
-from distmarl.algorithms.groups.adam import Params, StackedAdam, adam_step, clip_per_member
-from distmarl.algorithms.groups.slots import Slots
+from distmarl.algorithms.common.slots import Slots
+from distmarl.algorithms.common.stacked_adam import Params, StackedAdam, adam_step, clip_per_member
 from distmarl.algorithms.groups.trees import member_grads, stack_tree
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo_loss import ppo_terms

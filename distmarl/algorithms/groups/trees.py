@@ -9,7 +9,7 @@ import torch
 from torch.func import vmap
 
 from distmarl import tree
-from distmarl.algorithms.groups.adam import Params
+from distmarl.algorithms.common.stacked_adam import Params
 
 
 def stack_tree(items: Sequence[Any]) -> Any:

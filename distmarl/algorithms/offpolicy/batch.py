@@ -93,9 +93,9 @@ def td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tens
               gamma: float | torch.Tensor, n_steps: torch.Tensor | None = None
               ) -> torch.Tensor:
     """``sum_i gamma^i r_i + gamma^k * (1 - terminated) * Q'(s', a')`` over a row's ``n``
-    rewards ``(B, n)`` (one-step rows: ``n = k = 1``), ``k = n_steps`` ``(B, 1)`` (None: 1);
-    the rest ``(B, 1)``; ``gamma`` a number or a 0-d tensor (a stacked update's member's).
-    Truncation bootstraps."""
+    rewards ``(..., B, n)`` (one-step rows: ``n = k = 1``), ``k = n_steps`` ``(..., B, 1)``
+    (None: 1); the rest ``(..., B, 1)``; ``gamma`` a number or a tensor that broadcasts so
+    (each member's, ``(K, 1, 1, 1)`` in a stack). Truncation bootstraps."""
     discounts = gamma ** torch.arange(reward.shape[-1], device=reward.device,
                                       dtype=reward.dtype)
     ret = (reward * discounts).sum(dim=-1, keepdim=True)
@@ -104,17 +104,19 @@ def td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tens
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` over rows where ``mask`` is 1; 0 when no row is active (``(B, 1)`` each).
+    """Mean of ``x`` over rows where ``mask`` is 1; 0 when no row is active. ``x`` and
+    ``mask`` ``(..., B, 1)`` (broadcasting) -> ``(...)``: one mean per member and network of
+    a stack.
 
     ``torch.where`` rather than a product, so a non-finite value on a masked row cannot leak.
     """
     kept = torch.where(mask > 0, x, torch.zeros_like(x))
-    return kept.sum() / mask.sum().clamp_min(1.0)
+    return kept.sum(dim=(-2, -1)) / mask.sum(dim=(-2, -1)).clamp_min(1.0)
 
 
 def masked_mse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor,
                weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean squared error over the active rows, each scaled by its importance weight
-    (``(B, 1)``; prioritised replay) when given."""
+    """Mean squared error over the active rows (:func:`masked_mean`), each scaled by its
+    importance weight (prioritised replay) when given."""
     err = (pred - target) ** 2
     return masked_mean(err if weights is None else err * weights, mask)

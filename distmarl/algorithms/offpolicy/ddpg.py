@@ -3,13 +3,14 @@
 Networks (a :class:`NetworkSet`): ``actor/<agent>`` maps the agent's own observation to its
 action; ``<role>/<agent>`` for each role in ``CRITIC_ROLES`` maps all agents' observations (and,
 after the encoder, all agents' critic-form actions) to the agent's Q-value. Each has a target copy
-and an Adam optimiser. Subclasses choose the target actions, the bootstrap value and when actors
-update (:meth:`_target_action`, :meth:`_next_q`, :meth:`_actor_update_due`).
+and an Adam optimiser. Learning is :mod:`~distmarl.algorithms.offpolicy.stack`'s update, the
+same for a member alone and for members stacked on one learner; subclasses declare how they
+differ (``CRITIC_ROLES``, ``SMOOTHED_TARGETS``, :meth:`actor_update_due`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,25 +19,16 @@ from gymnasium import spaces
 
 from distmarl.algorithms.base import AgentObs, Batch, ReplayLearner
 from distmarl.algorithms.common import mutate
-from distmarl.algorithms.common.grouped_step import grouped_step
-from distmarl.algorithms.common.metrics import to_floats
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import (
-    Input,
     batch_size,
     joint_input,
     mask_tensor,
     obs_readers,
 )
 from distmarl.algorithms.common.space_tensors import make_codec
-from distmarl.algorithms.offpolicy.batch import (
-    CleanBatch,
-    clean_batch,
-    masked_mean,
-    masked_mse,
-    td_target,
-)
 from distmarl.algorithms.offpolicy.noise import NOISE_HP, ActionNoise, make_noise
+from distmarl.algorithms.offpolicy.stack import OffPolicyStack
 from distmarl.config.hparams import check_hp, check_hp_value
 from distmarl.config.replay import stored_hp
 from distmarl.networks import EvolvableNetwork, NetworkArch, make_arch, resolve_net_config
@@ -50,6 +42,8 @@ class OffPolicyMultiAgent(ReplayLearner):
     name: ClassVar[str] = "OffPolicyMultiAgent"
     DEFAULT_HP: ClassVar[dict[str, Any]] = {}
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic",)
+    #: clipped Gaussian noise on Box target actions (MATD3's target smoothing)
+    SMOOTHED_TARGETS: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -71,6 +65,8 @@ class OffPolicyMultiAgent(ReplayLearner):
             resolve_net_config(self.net_config, self.agents, dict.fromkeys(self.agents, self.joint)))
         self._noise: dict[str, ActionNoise] = {}
         self.learn_steps = 0
+        #: the stack of one this member learns in (built on the first update)
+        self._stack: OffPolicyStack | None = None
 
     def _build_networks(self, configs: Mapping[str, Any], critic_configs: Mapping[str, Any]
                         ) -> None:
@@ -133,103 +129,22 @@ class OffPolicyMultiAgent(ReplayLearner):
     def learn_batches(self, batches: Sequence[Batch],
                       weights: Sequence[torch.Tensor] | None = None
                       ) -> tuple[list[dict[str, float]], np.ndarray | None]:
-        """One update per batch, reading nothing back from the device until all are done
-        (:mod:`~distmarl.algorithms.common.metrics`). Each updates every critic, then (when
-        due) every actor and all targets; see the subclasses. All critics take one joint
-        optimiser step (:func:`grouped_step`), then all actors do: the same updates as one
-        network at a time, since no network's parameters appear in another's loss, with one
-        backward pass and one Adam call per phase instead of one per network.
+        """One update per batch, as a stack of one (:mod:`~distmarl.algorithms.offpolicy.stack`:
+        the one update there is), kept from call to call while this member lives in it. Each
+        updates every critic, then (when due) every actor and all targets. With ``weights``
+        (prioritised replay's importance weights ``(B,)`` per batch) each row's squared critic
+        error is scaled by its weight, and each row's new priority is its absolute TD error
+        averaged over the critics of the agents active on it (a row's agents share one
+        priority, since the buffer stores a row of all agents). Each update's metrics
+        (``loss/<network>``) and the priorities, read from the device once all are done."""
+        stack = self._stack
+        if stack is None or not stack.intact():
+            stack = self._stack = OffPolicyStack([self])
+        return stack.learn_batches([batches], None if weights is None else [weights])[0]
 
-        With ``weights`` (prioritised replay's importance weights ``(B,)`` per batch) each
-        row's squared critic error is scaled by its weight, and each row's new priority is its
-        absolute TD error averaged over the critics of the agents active on it (a row's agents
-        share one priority, since the buffer stores a row of all agents)."""
-        metrics, priorities = [], []
-        for i, batch in enumerate(batches):
-            m, p = self._update(batch, None if weights is None else weights[i],
-                                with_priorities=weights is not None)
-            metrics.append(m)
-            if p is not None:
-                priorities.append(p)
-        return (to_floats(metrics),
-                torch.cat(priorities).cpu().numpy() if priorities else None)
-
-    def _update(self, batch: Batch, weights: torch.Tensor | None, with_priorities: bool
-                ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
-        """One update of :meth:`learn_batches`, its metrics and priorities ``(B,)`` left on the
-        device; the TD-error bookkeeping only when ``with_priorities`` (uniform replay's
-        learners need none of it)."""
-        b = clean_batch(batch, self.readers, self.codecs, self.device)
-        joint_obs, joint_act = b.joint_obs(), self._joint(b.action, b.active)
-        w = None if weights is None else weights.reshape(-1, 1).to(self.device)
-        with torch.no_grad():
-            next_obs = b.joint_next_obs()
-            next_act = self._joint({a: self._target_action(a, b.next_obs[a], b.next_mask[a])
-                                    for a in self.agents}, b.active)
-        losses: dict[str, torch.Tensor] = {}
-        td_sum = torch.zeros_like(b.active[self.agents[0]])
-        for a in self.agents:
-            with torch.no_grad():
-                y = td_target(b.reward[a], b.terminated[a], self._next_q(a, next_obs, next_act),
-                              self.hp["gamma"], b.n_steps[a])
-            for role in self.CRITIC_ROLES:
-                q = self.nets.online[f"{role}/{a}"](joint_obs, joint_act)
-                losses[f"{role}/{a}"] = masked_mse(q, y, b.active[a], w)
-                if with_priorities:
-                    td_sum = td_sum + (q.detach() - y).abs() * b.active[a]
-        self._step(list(losses), losses.values())
-        if self._actor_update_due():
-            actor_losses = {f"actor/{a}": self._actor_loss(a, b, joint_obs) for a in self.agents}
-            self._step(list(actor_losses), actor_losses.values())
-            losses.update(actor_losses)
-            self.nets.soft_update(list(self.nets.online), self.hp["tau"])
-        self.learn_steps += 1
-        metrics = {f"loss/{k}": v.detach() for k, v in losses.items()}
-        if not with_priorities:
-            return metrics, None
-        critics = torch.cat([b.active[a] for a in self.agents], dim=-1).sum(dim=-1, keepdim=True)
-        priorities = td_sum / (critics * len(self.CRITIC_ROLES)).clamp_min(1.0)
-        return metrics, priorities.reshape(-1)
-
-    def _joint(self, actions: Mapping[str, torch.Tensor], active: Mapping[str, torch.Tensor]
-               ) -> torch.Tensor:
-        """The critics' joint action ``(B, sum of action dims)``: each agent's, zeros on rows
-        where it is inactive. A seat a league opponent holds is then part of the env to the
-        critics, not a choice of this member's own actor for that seat (which never learns
-        it, so its target action would be noise); so is an agent that is gone."""
-        return torch.cat([actions[a] * active[a] for a in self.agents], dim=-1)
-
-    def _target_action(self, agent: str, next_obs: Input,
-                       next_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Critic-form action of the target actor ``(B, act_dim)``, a legal one."""
-        out = self.nets.target[f"actor/{agent}"](next_obs)
-        return self.codecs[agent].target(out, self._torch_gen, next_mask)
-
-    def _next_q(self, agent: str, next_obs: Input, next_act: torch.Tensor) -> torch.Tensor:
-        """Bootstrap value ``Q'(s', a')`` of ``agent`` ``(B, 1)``."""
-        return self.nets.target[f"critic/{agent}"](next_obs, next_act)
-
-    def _actor_update_due(self) -> bool:
+    def actor_update_due(self) -> bool:
+        """Whether the next update steps the actors and targets (MADDPG: always)."""
         return True
-
-    def _actor_loss(self, agent: str, b: CleanBatch, joint_obs: Input) -> torch.Tensor:
-        """Deterministic policy gradient through the agent's first critic, other actions fixed."""
-        out = self.actor(agent)(b.obs[agent])
-        own = self.codecs[agent].policy(out, self._torch_gen, b.mask[agent])
-        actions = self._joint({**b.action, agent: own}, b.active)
-        critic = self.nets.online[f"critic/{agent}"]
-        loss = -masked_mean(critic(joint_obs, actions), b.active[agent])
-        if self.hp["actor_reg"] > 0:  # keeps pre-tanh outputs / logits from saturating
-            reg = masked_mean(out.pow(2).mean(dim=-1, keepdim=True), b.active[agent])
-            loss = loss + self.hp["actor_reg"] * reg
-        return loss
-
-    def _step(self, names: list[str], losses: Iterable[torch.Tensor]) -> None:
-        """One Adam step of each network in ``names`` on its own loss (:func:`grouped_step`).
-        Gradients are taken with respect to these networks' parameters only, so the critic in
-        an actor loss gets none (nothing to freeze, no wasted weight gradients)."""
-        grouped_step([self.nets.optim[n] for n in names], torch.stack(list(losses)).sum(),
-                     self.hp["max_grad_norm"])
 
     # -- weights and state -----------------------------------------------------------------
 

@@ -13,10 +13,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import torch
-
-from distmarl.algorithms.common.observations import Input
-from distmarl.algorithms.common.space_tensors import BoxCodec
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.config.hparams import default_hp
 
@@ -31,20 +27,8 @@ class MATD3(OffPolicyMultiAgent):
     name: ClassVar[str] = "MATD3"
     DEFAULT_HP: ClassVar[dict[str, Any]] = default_hp("MATD3")
     CRITIC_ROLES: ClassVar[tuple[str, ...]] = ("critic", "critic_2")
+    SMOOTHED_TARGETS: ClassVar[bool] = True
 
-    def _target_action(self, agent: str, next_obs: Input,
-                       next_mask: torch.Tensor | None = None) -> torch.Tensor:
-        u = super()._target_action(agent, next_obs, next_mask)
-        if not isinstance(self.codecs[agent], BoxCodec) or self.hp["policy_noise"] == 0:
-            return u
-        noise = torch.randn(u.shape, generator=self._torch_gen, device=u.device)
-        clip = self.hp["noise_clip"]
-        return (u + (noise * self.hp["policy_noise"]).clamp(-clip, clip)).clamp(-1.0, 1.0)
-
-    def _next_q(self, agent: str, next_obs: Input, next_act: torch.Tensor) -> torch.Tensor:
-        q1 = self.nets.target[f"critic/{agent}"](next_obs, next_act)
-        q2 = self.nets.target[f"critic_2/{agent}"](next_obs, next_act)
-        return torch.minimum(q1, q2)
-
-    def _actor_update_due(self) -> bool:
+    def actor_update_due(self) -> bool:
+        """Every ``policy_freq`` updates (counted by ``learn_steps``)."""
         return self.learn_steps % self.hp["policy_freq"] == 0

@@ -96,12 +96,11 @@ def clip_per_member(parts: Sequence[Sequence[torch.Tensor]], max_norm: torch.Ten
     member's ``max_norm`` ``(K,)`` (0: no clip), as ``clip_grad_norm_`` on each member's
     part; in place. Returns ``(K,)``: True where every part's norm is finite."""
     flat = [g for part in parts for g in part]
-    k = int(max_norm.shape[0])
-    norms = torch.stack(torch._foreach_norm([x for g in flat for x in g.unbind(0)]))
-    # each part's squared norms summed from its rows: no index tensor is made on the host (a
-    # CUDA graph could not capture its copy to the device)
-    total = torch.stack([rows.square().sum(dim=0) for rows in
-                         norms.view(len(flat), k).split([len(part) for part in parts])]).sqrt()
+    # each gradient's squared norm per row, summed within each part: (parts, K); no index
+    # tensor is made on the host (a CUDA graph could not capture its copy to the device)
+    total = torch.stack([
+        torch.linalg.vector_norm(torch.cat([g.reshape(g.shape[0], -1) for g in part], dim=1),
+                                 dim=1) for part in parts])
     coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
     coef = torch.where(max_norm > 0, coef, torch.ones_like(coef)).to(flat[0].dtype)
     rows = [coef[i] for i, part in enumerate(parts) for _ in part]

@@ -1,0 +1,561 @@
+"""The MADDPG / MATD3 update: members stacked, networks run in banks.
+
+A stack holds ``K`` members of one algorithm and network shapes (:func:`stackable`); a single
+member is a stack of one, and this is the only update there is. Each member's parameters,
+target copies and Adam state live in the stack's storage (:class:`Slots`: the member's own
+tensors alias their rows), laid out in banks (:mod:`~distmarl.algorithms.offpolicy.banks`):
+every member's like networks, and within a member the agents' like networks, run as one
+batched network. One update of every member is then one pass over tensors alone: the TD
+targets, the critics' losses, a gradient clip per member and network, an Adam step with each
+member's learning rate, the same for the actors of the members whose actor update is due, and
+the targets' Polyak averaging with each member's ``tau``.
+
+Each member's batch, hyperparameters and random draws (Gumbel samples, MATD3's target
+smoothing) are its own, drawn from its own generator in a fixed order, so a member's result
+does not depend on the other members of its stack. Batches of different sizes (``batch_size``
+evolves) are padded to the largest with inactive rows, which the masked losses never count.
+
+MADDPG and MATD3 differ by declared settings of the algorithm class: ``CRITIC_ROLES`` (twin
+critics: the bootstrap is their minimum), ``SMOOTHED_TARGETS`` (clipped Gaussian noise on Box
+target actions) and ``actor_update_due()`` (delayed actor and target updates).
+
+Each update is prepared on the host (:meth:`OffPolicyStack._inputs`) and then run as one step
+over tensors (:meth:`OffPolicyStack._step_all`), which ``mode`` runs: ``eager`` as it is,
+skipping the actors' part when no member's actor update is due; ``static`` the computation a
+CUDA graph would capture (the actors' part always, masked per member), run eagerly; ``graph``
+(CUDA) captured once per call and replayed (:mod:`~distmarl.algorithms.common.capture`).
+
+Shapes: ``K`` members, ``B`` rows per batch (the largest of the call's); per agent
+observations ``(K, B, obs_dim)``, actions ``(K, B, act_dim)``, scalars ``(K, B, 1)``; a
+bank's inputs and outputs ``(K * R * n, B, ...)`` (:class:`Bank`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import torch
+from torch.optim import adam as adam_impl
+
+from distmarl import tree
+from distmarl.algorithms.base import Batch
+from distmarl.algorithms.common.capture import EagerStep, GraphStep, StepRunner
+from distmarl.algorithms.common.observations import joint_tensor
+from distmarl.algorithms.common.slots import Slots
+from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
+from distmarl.algorithms.common.stacked_adam import StackedAdam, adam_step, clip_per_member
+from distmarl.algorithms.offpolicy.banks import Bank, plan_banks, repeat_rows, rows, stack_agents
+from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
+from distmarl.networks.banked import bank_forward
+from distmarl.types import OFF_POLICY_FIELDS
+
+if TYPE_CHECKING:  # the members' class steps its own members through this module
+    from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+
+#: each member's hyperparameters the update reads, as ``(K,)`` tensors
+UPDATE_HP = ("gamma", "tau", "lr_actor", "lr_critic", "max_grad_norm", "actor_reg")
+#: MATD3's target smoothing
+SMOOTHING_HP = ("policy_noise", "noise_clip")
+
+Tree = dict[str, Any]
+Mode = Literal["eager", "static", "graph"]
+Result = tuple[list[dict[str, float]], np.ndarray | None]
+
+
+def stackable(members: Sequence[OffPolicyMultiAgent]) -> str | None:
+    """Why ``members`` cannot be updated as one stack (None: they can): one algorithm, one
+    device, the same agents, networks of the same architectures, plain Adam optimisers with
+    the same betas and eps."""
+    if not members:
+        return "no members"
+    first = members[0]
+    for i, m in enumerate(members):
+        if type(m) is not type(first):
+            return f"member {i} is {m.name}, member 0 is {first.name}"
+        if m.device != first.device:
+            return f"member {i} is on {m.device}, member 0 on {first.device}"
+        if list(m.agents) != list(first.agents):
+            return f"member {i} has agents {list(m.agents)}, member 0 {list(first.agents)}"
+        if m.nets.arch() != first.nets.arch():
+            return f"member {i}'s networks differ in shape from member 0's"
+        for name, opt in m.nets.optim.items():
+            group, ref = opt.param_groups[0], first.nets.optim[name].param_groups[0]
+            if len(opt.param_groups) != 1 or group["betas"] != ref["betas"] \
+                    or group["eps"] != ref["eps"] or group["weight_decay"] or group["amsgrad"]:
+                return f"member {i}'s optimiser of {name} is not a plain Adam like member 0's"
+    return None
+
+
+class OffPolicyStack:
+    """The update of ``members`` (MADDPG or MATD3, see :func:`stackable`); their own objects
+    hold the result after each :meth:`learn_batches` call."""
+
+    def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode = "eager") -> None:
+        problem = stackable(members)
+        if problem is not None:
+            raise ValueError(f"these members cannot be stacked: {problem}")
+        if mode not in ("eager", "static", "graph"):
+            raise ValueError(f"mode {mode!r}: one of eager, static, graph")
+        self.mode = mode
+        self.members = list(members)
+        self.ref = self.members[0]
+        self.agents = list(self.ref.agents)
+        self.smoothed = type(self.ref).SMOOTHED_TARGETS
+        self.banks = plan_banks(self.ref.nets.online, self.agents, self.ref.CRITIC_ROLES)
+        self.actor_banks = [b for b in self.banks if b.kind == "actor"]
+        self.critic_banks = [b for b in self.banks if b.kind == "critic"]
+        self.slots = Slots(self.members, self._member_tensors)
+        self.state = self._state()
+        self._cache_rows()
+
+    # -- the public call -------------------------------------------------------------------
+
+    def learn_batches(self, batches: Sequence[Sequence[Batch]],
+                      weights: Sequence[Sequence[torch.Tensor]] | None = None
+                      ) -> list[Result]:
+        """``batches[k]``: member ``k``'s batches, one update each (every member the same
+        number; a member's batch size may differ from another's); ``weights[k]`` their
+        importance weights ``(B,)`` (prioritised replay) or None. Per member: each update's
+        metrics (``loss/<network>``) and, with weights, the rows' new priorities (each row's
+        absolute TD error averaged over the critics of the agents active on it)."""
+        counts = {len(b) for b in batches}
+        if len(batches) != len(self.members) or len(counts) != 1:
+            raise ValueError(f"one list of batches per member ({len(self.members)}), all of one "
+                             f"length; got lengths {[len(b) for b in batches]}")
+        runner = self._runner()
+        hp = self._hp()
+        outs, dues, sizes = [], [], []
+        for u in range(counts.pop()):
+            inputs, size, due = self._inputs([b[u] for b in batches], hp,
+                                             None if weights is None else [w[u] for w in weights])
+            outs.append(runner(self.state, inputs))
+            dues.append(due)
+            sizes = size
+        return self._results(outs, dues, sizes)
+
+    def intact(self) -> bool:
+        """Whether every member still lives in its slot (see :class:`Slots`): False after a
+        member's networks or optimiser states were replaced, when the stack must be built
+        again."""
+        return self.slots.intact()
+
+    def _runner(self) -> StepRunner:
+        if self.mode == "graph":
+            return GraphStep(lambda state, x: self._step_all(state, x, skip_idle=False),
+                             self.device)
+        skip = self.mode == "eager"
+        return EagerStep(lambda state, x: self._step_all(state, x, skip_idle=skip))
+
+    @property
+    def device(self) -> torch.device:
+        return self.ref.device
+
+    # -- the members' slots -----------------------------------------------------------------
+
+    def _member_tensors(self, m: OffPolicyMultiAgent) -> dict[tuple[str, int, str], list[torch.Tensor]]:
+        """Member ``m``'s parameters, targets and Adam state (created where a parameter has
+        none yet) by ``(kind, bank, parameter)``, each a list over the bank's networks."""
+        out: dict[tuple[str, int, str], list[torch.Tensor]] = {}
+        for i, bank in enumerate(self.banks):
+            for n in bank.nets:
+                opt = m.nets.optim[n]
+                for pname, p in m.nets.online[n].named_parameters():
+                    state = opt.state_of(p)
+                    for kind, x in (("online", p), ("m", state["exp_avg"]),
+                                    ("v", state["exp_avg_sq"]), ("step", state["step"])):
+                        out.setdefault((kind, i, pname), []).append(x)
+                for pname, p in m.nets.target[n].named_parameters():
+                    out.setdefault(("target", i, pname), []).append(p)
+        return out
+
+    def _state(self) -> Tree:
+        """The step's view of the slots, per bank: parameters, targets and Adam state."""
+        by: dict[str, list[dict[str, torch.Tensor]]] = {
+            kind: [{} for _ in self.banks] for kind in ("online", "target", "m", "v", "step")}
+        for (kind, i, pname), x in self.slots.stacked.items():
+            by[kind][i][pname] = x
+        adam = []
+        for i, bank in enumerate(self.banks):
+            group = self.ref.nets.optim[bank.nets[0]].param_groups[0]
+            adam.append(StackedAdam(by["m"][i], by["v"][i], by["step"][i],
+                                    (float(group["betas"][0]), float(group["betas"][1])),
+                                    float(group["eps"])))
+        return {"online": by["online"], "target": by["target"], "adam": adam}
+
+    def _cache_rows(self) -> None:
+        """For eager Adam steps: per bank and member, its rows of the parameters, moments
+        and step counts (views of the slots, made once), parameter by parameter and row by
+        row, and the row numbers in that order."""
+        group = self.ref.nets.optim[self.banks[0].nets[0]].param_groups[0]
+        self._adam_settings = ((float(group["betas"][0]), float(group["betas"][1])),
+                               float(group["eps"]))
+        self._fused = bool(group["fused"])
+        self._rows_of: list[list[list[list[torch.Tensor]]]] = []
+        self._row_ids: list[list[list[int]]] = []
+        for i, bank in enumerate(self.banks):
+            per = bank.per_member
+            ids = [[k * per + j for j in range(per)] for k in range(len(self.members))]
+            views = [[self.state[kind][i][p].unbind(0) for p in self.state["online"][i]]
+                     for kind in ("online",)] + [
+                [getattr(self.state["adam"][i], kind)[p].unbind(0)
+                 for p in self.state["online"][i]] for kind in ("m", "v", "steps")]
+            self._row_ids.append(ids)
+            self._rows_of.append([[[x[row] for x in kind for row in member] for kind in views]
+                                  for member in ids])
+
+    # -- one update of every member, prepared on the host ----------------------------------
+
+    def _hp(self) -> Tree:
+        """Each member's hyperparameters ``(K,)``, and per bank the rows' learning rate, clip
+        norm and ``tau`` ``(K * R * n,)``: fixed for a call."""
+        names = UPDATE_HP + (SMOOTHING_HP if self.smoothed else ())
+        hp: Tree = {h: torch.tensor([float(m.hp[h]) for m in self.members], device=self.device)
+                    for h in names}
+        hp["rows"] = tuple({"lr": rows(hp[f"lr_{bank.kind}"], bank),
+                            "max_grad_norm": rows(hp["max_grad_norm"], bank),
+                            "tau": rows(hp["tau"], bank)} for bank in self.banks)
+        self._lrs = {kind: [float(m.hp[f"lr_{kind}"]) for m in self.members]
+                     for kind in ("actor", "critic")}
+        taus = {float(m.hp["tau"]) for m in self.members}
+        self._tau = taus.pop() if len(taus) == 1 else None
+        #: eager steps leave the clip out where no member clips (a decision on the host)
+        self._clips = self.mode != "eager" or any(m.hp["max_grad_norm"] > 0
+                                                  for m in self.members)
+        return hp
+
+    def _inputs(self, batches: Sequence[Batch], hp: dict[str, torch.Tensor],
+                weights: Sequence[torch.Tensor] | None) -> tuple[Tree, list[int], list[bool]]:
+        """One update's inputs: the stacked batch (with the importance weights), ``hp``, each
+        member's random draws and the mask of members whose actor update is due; each
+        member's own rows and its due flag. Counts the update in each member's
+        ``learn_steps``."""
+        b, sizes = self._stacked_batch(batches)
+        rows_ = max(sizes)
+        if weights is not None:
+            b["weights"] = torch.stack([_pad(x.reshape(-1, 1).to(self.device), rows_)
+                                        for x in weights])
+        due = [m.actor_update_due() for m in self.members]
+        self._due = due  # for an eager step's Adam (the host's view of "due")
+        inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device),
+                  "target_noise": self._draws(sizes, target=True),
+                  "policy_noise": self._draws(sizes, target=False, due=due)}
+        for m in self.members:
+            m.learn_steps += 1
+        return inputs, sizes, due
+
+    def _stacked_batch(self, batches: Sequence[Batch]) -> tuple[Tree, list[int]]:
+        """The members' batches joined row-wise and cleaned at once (:func:`clean_batch`'s
+        rules act row by row), then as ``(K, B, ...)`` per field: a reshape where every batch
+        has the same rows, else each padded to the largest with inactive rows (zeros; every
+        action legal). Each member's own number of rows."""
+        for x in batches:
+            require_batch_keys(x, OFF_POLICY_FIELDS, self.agents)
+        sizes = [len(x["active"][self.agents[0]]) for x in batches]
+        joined = batches[0] if len(batches) == 1 else tree.concat(batches)
+        clean = clean_batch(joined, self.ref.readers, self.ref.codecs, self.device)
+        fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
+                  "mask", "next_mask")
+        return {f: {a: tree.map(lambda t: _split(t, sizes), x)
+                    for a, x in getattr(clean, f).items() if x is not None}
+                for f in fields}, sizes
+
+    def _draws(self, sizes: Sequence[int], target: bool, due: Sequence[bool] | None = None
+               ) -> Tree:
+        """Each member's draws for every agent (in agent order, from its own generator, for
+        its own rows, padded): the target actions' (the codec's, then MATD3's smoothing noise
+        on Box actions) or the actor loss's (the codec's), stacked per agent ``(K, B, dim)``.
+        Members not ``due`` draw nothing (zeros in their place)."""
+        rows_ = max(sizes)
+        out: Tree = {}
+        for a in self.agents:
+            codec = self.ref.codecs[a]
+            smooth = target and self.smoothed and isinstance(codec, BoxCodec)
+            if not codec.draws and not smooth:
+                continue
+            parts: dict[str, list[torch.Tensor]] = {"codec": [], "smooth": []}
+            for k, m in enumerate(self.members):
+                shape = torch.Size((sizes[k], codec.dim))
+                skip = due is not None and not due[k]
+                if codec.draws:
+                    x = None if skip else codec.noise(shape, m._torch_gen, self.device)
+                    parts["codec"].append(torch.zeros(rows_, codec.dim, device=self.device)
+                                          if x is None else _pad(x, rows_))
+                if smooth and m.hp["policy_noise"] != 0:
+                    parts["smooth"].append(_pad(torch.randn(shape, generator=m._torch_gen,
+                                                            device=self.device), rows_))
+                elif smooth:
+                    parts["smooth"].append(torch.zeros(rows_, codec.dim, device=self.device))
+            out[a] = {k: torch.stack(v) for k, v in parts.items() if v}
+        return out
+
+    # -- one update of every member, tensors alone -----------------------------------------
+
+    def _step_all(self, state: Tree, x: Tree, skip_idle: bool) -> Tree:
+        """One update of every member from its prepared inputs ``x`` (a CUDA graph can
+        capture it): the critics, then the due members' actors and targets. Per bank, the
+        critics' losses ``(K, R, n)`` and the actors' ``(K, n)``; with importance weights,
+        each row's priority ``(K, B, 1)``. ``skip_idle``: leave out the actors' part when no
+        member is due (a decision on the host)."""
+        b, hp, due = x["batch"], x["hp"], x["due"]
+        out: Tree = {"critic": (), "actor": ()}
+        joint_obs = joint_tensor(b["obs"], self.agents, self.ref.joint)
+        acted = {a: b["action"][a] * b["active"][a] for a in self.agents}  # joint parts
+        td_sum = self._critic_phase(state, b, hp, x["target_noise"], joint_obs, acted, out)
+        if not skip_idle or bool(due.any()):
+            self._actor_phase(state, b, hp, x["policy_noise"], due, joint_obs, acted, out)
+            self._soft_update(state, hp["rows"], due)
+        if "weights" in b:
+            critics = torch.cat([b["active"][a] for a in self.agents],
+                                dim=-1).sum(-1, keepdim=True)
+            out["priorities"] = td_sum / (critics * len(self.ref.CRITIC_ROLES)).clamp_min(1.0)
+        return out
+
+    def _target_actions(self, state: Tree, b: Tree, noise: Tree, hp: Tree) -> torch.Tensor:
+        """The target actors' joint critic-form action on the next observations
+        ``(K, B, sum act_dim)`` (inactive agents' zeros)."""
+        acts: dict[str, torch.Tensor] = {}
+        for bank in self.actor_banks:
+            i = self.banks.index(bank)
+            out = bank_forward(bank.template, state["target"][i],
+                               stack_agents(b["next_obs"], bank.agents))
+            for j, a in enumerate(bank.agents):
+                draws = noise.get(a, {})
+                u = self.ref.codecs[a].target_with(_agent_rows(out, bank, j),
+                                                   draws.get("codec"), b["next_mask"].get(a))
+                if "smooth" in draws:
+                    u = smoothed(u, draws["smooth"], hp["policy_noise"].view(-1, 1, 1),
+                                 hp["noise_clip"].view(-1, 1, 1))
+                acts[a] = u
+        return self._joint(acts, b["active"])
+
+    def _critic_phase(self, state: Tree, b: Tree, hp: Tree, noise: Tree, joint_obs: Any,
+                      acted: dict[str, torch.Tensor], out: Tree) -> torch.Tensor:
+        """TD targets, critic losses, one clipped Adam step of every critic; the TD-error
+        sum over critics ``(K, B, 1)``. ``acted``: each agent's batch action, zeros where it
+        is inactive (the parts of the joint action)."""
+        joint_act = torch.cat([acted[a] for a in self.agents], dim=-1)
+        with torch.no_grad():
+            next_obs = joint_tensor(b["next_obs"], self.agents, self.ref.joint)
+            next_act = self._target_actions(state, b, noise, hp)
+        losses = []
+        td_sum = torch.zeros_like(b["active"][self.agents[0]])
+        params = [state["online"][self.banks.index(bank)] for bank in self.critic_banks]
+        leaves = [{k: p.detach().requires_grad_(True) for k, p in ps.items()} for ps in params]
+        with torch.enable_grad():
+            for bank, ps in zip(self.critic_banks, leaves, strict=True):
+                i, K, R, n = self.banks.index(bank), *self._shape(bank)
+                with torch.no_grad():
+                    q_next = bank_forward(bank.template, state["target"][i],
+                                          repeat_rows(next_obs, R * n),
+                                          repeat_rows(next_act, R * n))
+                    q_next = q_next.view(K, R, n, -1, 1).amin(dim=1)
+                    y = self._td_target(b, bank, q_next, hp["gamma"])  # (K, n, B, 1)
+                q = bank_forward(bank.template, ps, repeat_rows(joint_obs, R * n),
+                                 repeat_rows(joint_act, R * n)).view(K, R, n, -1, 1)
+                active = self._agent_axis(b["active"], bank).unsqueeze(1)  # (K, 1, n, B, 1)
+                weights = b["weights"].view(K, 1, 1, -1, 1) if "weights" in b else None
+                losses.append(masked_mse(q, y.unsqueeze(1), active, weights))  # (K, R, n)
+                td_sum = td_sum + ((q.detach() - y.unsqueeze(1)).abs() * active).sum(dim=(1, 2))
+            total = torch.stack([loss.sum() for loss in losses]).sum()
+            flat = [p for ps in leaves for p in ps.values()]
+            grads = iter(torch.autograd.grad(total, flat))
+        self._step(state, self.critic_banks, [{k: next(grads) for k in ps} for ps in leaves],
+                   hp["rows"], None)
+        out["critic"] = tuple(loss.detach() for loss in losses)
+        return td_sum
+
+    def _actor_phase(self, state: Tree, b: Tree, hp: Tree, noise: Tree, due: torch.Tensor,
+                     joint_obs: Any, acted: dict[str, torch.Tensor], out: Tree) -> None:
+        """Actor losses (deterministic policy gradient through each agent's first critic,
+        other agents' actions from the batch) and one clipped Adam step of the due members'
+        actors."""
+        leaves = [{k: p.detach().requires_grad_(True)
+                   for k, p in state["online"][self.banks.index(bank)].items()}
+                  for bank in self.actor_banks]
+        losses: dict[str, torch.Tensor] = {}
+        with torch.enable_grad():
+            own, raw = {}, {}
+            for bank, ps in zip(self.actor_banks, leaves, strict=True):
+                outs = bank_forward(bank.template, ps, stack_agents(b["obs"], bank.agents))
+                for j, a in enumerate(bank.agents):
+                    raw[a] = _agent_rows(outs, bank, j)
+                    own[a] = self.ref.codecs[a].policy_with(raw[a], noise.get(a, {}).get("codec"),
+                                                            b["mask"].get(a))
+            for bank in self.critic_banks:
+                i, K, R, n = self.banks.index(bank), *self._shape(bank)
+                first = {k: _first_role(p.detach(), K, R, n)
+                         for k, p in state["online"][i].items()}
+                actions = [torch.cat([own[a] * b["active"][a] if x == a else acted[x]
+                                      for x in self.agents], dim=-1) for a in bank.agents]
+                q = bank_forward(bank.template, first, repeat_rows(joint_obs, n),
+                                 actions[0] if n == 1 else torch.stack(actions, 1).flatten(0, 1))
+                active = self._agent_axis(b["active"], bank)  # (K, n, B, 1)
+                loss = -masked_mean(q.view(K, n, -1, 1), active)  # (K, n)
+                for j, a in enumerate(bank.agents):
+                    reg = masked_mean(raw[a].square().mean(dim=-1, keepdim=True),
+                                      b["active"][a])
+                    losses[a] = loss[:, j] + hp["actor_reg"] * reg
+            total = torch.stack([v.sum() for v in losses.values()]).sum()
+            flat = [p for ps in leaves for p in ps.values()]
+            grads = iter(torch.autograd.grad(total, flat))
+        self._step(state, self.actor_banks, [{k: next(grads) for k in ps} for ps in leaves],
+                   hp["rows"], due)
+        out["actor"] = tuple(torch.stack([losses[a].detach() for a in bank.agents], dim=1)
+                             for bank in self.actor_banks)
+
+    # -- pieces ----------------------------------------------------------------------------
+
+    def _shape(self, bank: Bank) -> tuple[int, int, int]:
+        return len(self.members), len(bank.roles), len(bank.agents)
+
+    def _joint(self, actions: dict[str, torch.Tensor], active: dict[str, torch.Tensor]
+               ) -> torch.Tensor:
+        """The critics' joint action: each agent's, zeros on rows where it is inactive (a
+        seat a league opponent holds, or an agent that is gone, is part of the env)."""
+        return torch.cat([actions[a] * active[a] for a in self.agents], dim=-1)
+
+    def _agent_axis(self, xs: dict[str, torch.Tensor], bank: Bank) -> torch.Tensor:
+        """Per-agent ``(K, B, d)`` of the bank's agents as ``(K, n, B, d)``."""
+        return torch.stack([xs[a] for a in bank.agents], dim=1)
+
+    def _td_target(self, b: Tree, bank: Bank, q_next: torch.Tensor, gamma: torch.Tensor
+                   ) -> torch.Tensor:
+        """The TD targets (:func:`td_target`) of the bank's agents ``(K, n, B, 1)``."""
+        return td_target(self._agent_axis(b["reward"], bank),
+                         self._agent_axis(b["terminated"], bank), q_next, gamma.view(-1, 1, 1, 1),
+                         self._agent_axis(b["n_steps"], bank))
+
+    @torch.no_grad()
+    def _step(self, state: Tree, banks: Sequence[Bank], grads: Sequence[dict[str, torch.Tensor]],
+              hp_rows: Sequence[Tree], due: torch.Tensor | None) -> None:
+        """Each network's gradients clipped to its member's ``max_grad_norm`` (0: no clip),
+        then an Adam step of the ``due`` members' networks (None: all), bank by bank.
+
+        Eager, each network steps with its member's own Adam on its rows (torch's fused
+        kernel, one call per learning rate: one call for a stack of one); in the ``static``
+        and ``graph`` modes every row steps in one masked arithmetic that a CUDA graph can
+        capture (:func:`adam_step`: a member not due keeps its state exactly)."""
+        grads = [{k: g.contiguous() for k, g in gs.items()} for gs in grads]
+        if self._clips:  # one call for the banks of as many rows per member
+            by_rows: dict[int, list[int]] = {}
+            for j, bank in enumerate(banks):
+                by_rows.setdefault(bank.per_member, []).append(j)
+            for js in by_rows.values():
+                clip_per_member([list(grads[j].values()) for j in js],
+                                hp_rows[self.banks.index(banks[js[0]])]["max_grad_norm"])
+        if self.mode == "eager":
+            self._own_adam(banks, grads, None if due is None else self._due)
+            return
+        for bank, gs in zip(banks, grads, strict=True):
+            i = self.banks.index(bank)
+            adam_step([state["adam"][i]], [state["online"][i]], [gs], hp_rows[i]["lr"],
+                      None if due is None else rows(due, bank))
+
+    def _own_adam(self, banks: Sequence[Bank], grads: Sequence[dict[str, torch.Tensor]],
+                  due: Sequence[bool] | None) -> None:
+        """The ``due`` members' networks of ``banks`` stepped by Adam on their rows (torch's
+        fused kernel where the device has one, one call per learning rate), the arithmetic
+        and state of each network's own :class:`~distmarl.algorithms.common.adam.Adam`."""
+        calls: dict[float, list[list[torch.Tensor]]] = {}
+        for bank, bank_grads in zip(banks, grads, strict=True):
+            i = self.banks.index(bank)
+            by_row = [g.unbind(0) for g in bank_grads.values()]
+            for k, lr in enumerate(self._lrs[bank.kind]):
+                if due is not None and not due[k]:
+                    continue
+                lists = calls.setdefault(lr, [[], [], [], [], []])
+                for out, state in zip(lists[1:], self._rows_of[i][k], strict=True):
+                    out.extend(state)
+                lists[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
+        betas, eps = self._adam_settings
+        for lr, (gs, ps, ms, vs, steps) in calls.items():
+            adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self._fused or None,
+                           foreach=None if self._fused else True, decoupled_weight_decay=False,
+                           amsgrad=False, beta1=betas[0], beta2=betas[1], lr=lr,
+                           weight_decay=0.0, eps=eps, maximize=False)
+
+    @torch.no_grad()
+    def _soft_update(self, state: Tree, hp_rows: Sequence[Tree], due: torch.Tensor) -> None:
+        """``target <- target + tau * (online - target)`` for the ``due`` members (the
+        others' targets stay exactly: a step of 0)."""
+        targets = [t for i in range(len(self.banks)) for t in state["target"][i].values()]
+        onlines = [state["online"][i][p] for i in range(len(self.banks))
+                   for p in state["target"][i]]
+        if self.mode == "eager" and self._tau is not None and all(self._due):
+            torch._foreach_lerp_(targets, onlines, self._tau)  # one tau for all (the host knows)
+            return
+        weights: list[torch.Tensor] = []
+        for i, bank in enumerate(self.banks):
+            weight = hp_rows[i]["tau"] * rows(due, bank).to(hp_rows[i]["tau"].dtype)
+            weights.extend(weight.view((-1,) + (1,) * (t.dim() - 1))
+                           for t in state["target"][i].values())
+        torch._foreach_lerp_(targets, onlines, weights)
+
+    # -- results ---------------------------------------------------------------------------
+
+    def _results(self, outs: Sequence[Tree], dues: Sequence[Sequence[bool]],
+                 sizes: Sequence[int]) -> list[Result]:
+        """Per member, each update's metrics and its rows' priorities, read from the device
+        in one go."""
+        K = len(self.members)
+        names = [f"loss/{n}" for bank in self.critic_banks for n in bank.nets]
+        names += [f"loss/actor/{a}" for bank in self.actor_banks for a in bank.agents]
+        critics = len(names) - len(self.agents)
+        idle = torch.full((K, len(self.agents)), float("nan"), device=self.device)
+        read = torch.stack([torch.cat([x.reshape(K, -1) for x in o["critic"]]
+                                      + ([x.reshape(K, -1) for x in o["actor"]]
+                                         if o["actor"] else [idle]), dim=1)
+                            for o in outs]).cpu().tolist()  # (U, K, networks)
+        with_priorities = bool(outs) and "priorities" in outs[0]
+        if with_priorities:
+            priorities = torch.stack([o["priorities"] for o in outs], dim=1).cpu()  # (K, U, B, 1)
+        results: list[Result] = []
+        for k in range(K):
+            metrics = [dict(zip(names if dues[u][k] else names[:critics], read[u][k],
+                                strict=False)) for u in range(len(outs))]
+            results.append((metrics, priorities[k, :, :sizes[k]].reshape(-1).numpy()
+                            if with_priorities else None))
+        return results
+
+
+def smoothed(u: torch.Tensor, noise: torch.Tensor, policy_noise: torch.Tensor | float,
+             noise_clip: torch.Tensor | float) -> torch.Tensor:
+    """MATD3's target smoothing: a Box target action ``u`` (critic form, in [-1, 1]) plus
+    standard normal ``noise`` scaled by ``policy_noise`` and clipped to ``noise_clip``, then
+    clipped to the bounds."""
+    clip = torch.as_tensor(noise_clip, dtype=u.dtype, device=u.device)
+    return (u + torch.maximum(torch.minimum(noise * policy_noise, clip), -clip)).clamp(-1.0, 1.0)
+
+
+def _agent_rows(out: torch.Tensor, bank: Bank, j: int) -> torch.Tensor:
+    """Agent ``j``'s rows ``(K, B, d)`` of an actor bank's output ``(K * n, B, d)``."""
+    n = len(bank.agents)
+    return out if n == 1 else out.view(-1, n, *out.shape[1:])[:, j]
+
+
+def _first_role(x: torch.Tensor, k: int, r: int, n: int) -> torch.Tensor:
+    """A critic bank's rows ``(K * R * n, ...)`` of its first role, ``(K * n, ...)``."""
+    return x if r == 1 else x.view(k, r, n, *x.shape[1:])[:, 0].flatten(0, 1)
+
+
+def _pad(x: torch.Tensor, rows_: int) -> torch.Tensor:
+    """``x`` ``(B, ...)`` with ``rows_ - B`` more rows: zeros, or True for a bool mask (every
+    action legal, so a padded row's logits stay finite)."""
+    if x.shape[0] == rows_:
+        return x
+    fill = torch.ones if x.dtype == torch.bool else torch.zeros
+    return torch.cat([x, fill((rows_ - x.shape[0], *x.shape[1:]), dtype=x.dtype,
+                              device=x.device)])
+
+
+def _split(x: torch.Tensor | None, sizes: Sequence[int]) -> torch.Tensor | None:
+    """``(sum(sizes), ...)`` rows as ``(K, max(sizes), ...)``: member ``k``'s rows padded
+    (:func:`_pad`) and stacked, or only reshaped where all sizes are one."""
+    if x is None:
+        return None
+    if len(set(sizes)) == 1:
+        return x.reshape(len(sizes), sizes[0], *x.shape[1:])
+    rows_ = max(sizes)
+    return torch.stack([_pad(part, rows_) for part in torch.split(x, list(sizes))])
