@@ -36,8 +36,13 @@ LAYER_NORM_EPS = 1e-5
 
 @functools.cache
 def activation_fn(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The activation ``name`` (:data:`~distmarl.networks.mlp.ACTIVATIONS`) as a function."""
-    return make_activation(name).forward
+    """The activation ``name`` (:data:`~distmarl.networks.mlp.ACTIVATIONS`) as a function,
+    in place where torch has that form: it is only ever applied to a layer's fresh output,
+    which nothing else reads (a product's backward needs its inputs, not its output)."""
+    module = make_activation(name)
+    if hasattr(module, "inplace"):
+        module.inplace = True
+    return module.forward
 
 
 def mlp_forward(spec: MLPSpec, params: Params, prefix: str, x: torch.Tensor) -> torch.Tensor:
