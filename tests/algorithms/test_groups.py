@@ -114,8 +114,8 @@ def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted:
 
 @pytest.mark.parametrize("algo,actions", [("MADDPG", "discrete"), ("MATD3", "mixed")])
 def test_a_stack_of_one_gives_its_member_its_own_updates(algo: str, actions: str) -> None:
-    """A stack of one runs its member's losses on its slot without vmap: the same updates,
-    metrics and priorities as the member's own."""
+    """A stack of one built by hand gives its member what the member's own ``learn_batches``
+    (its kept stack of one) gives: the same updates, metrics and priorities."""
     (alone,) = members(algo, actions)[:1]
     own = alone.clone()
     group = OffPolicyStack([alone])
@@ -398,3 +398,39 @@ def test_a_member_that_does_not_step_stays_exactly_as_it_was() -> None:
         assert torch.equal(x[1:], y[1:])  # members 1 and 2: untouched
         assert not torch.equal(x[0], y[0])  # member 0 stepped
     assert [float(s) for s in adam.steps["w"]] == [6.0, 0.0, 2.0]
+
+
+def test_a_hundred_stacked_updates_give_each_member_what_it_gets_alone() -> None:
+    """Three MADDPG members with their own hyperparameters: 100 updates in one stack leave
+    each where 100 updates in a stack of its own leave it (parameters within 1e-5)."""
+    stacked_members = members("MADDPG", "box")
+    own = [m.clone() for m in stacked_members]
+    group = OffPolicyStack(stacked_members)
+    for call in range(4):
+        batches = [[rows("box", 1000 * k + 25 * call + u) for u in range(25)] for k in range(3)]
+        group.learn_batches(batches)
+        for k, m in enumerate(own):
+            m.learn_batches(batches[k])
+    for k, m in enumerate(own):
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+        assert worst(params(stacked_members[k], "target"), params(m, "target")) < 1e-5
+
+
+@pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
+def test_members_with_image_and_dict_observations_stack_as_their_own(algo: str) -> None:
+    """CNN and multi-input encoders (run under vmap within their banks), a Discrete and a Box
+    agent: three members stacked end where each alone does."""
+    from distmarl.algorithms import MATD3
+    from tests.algorithms import test_image_offpolicy as images
+
+    cls = MADDPG if algo == "MADDPG" else MATD3
+    stacked_members = [cls(images.OBS, images.ACT, images.NET, hp=HP[k], seed=k)
+                       for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+    batches = [[images.batch(16, seed=10 * k + u) for u in range(6)] for k in range(3)]
+    results = OffPolicyStack(stacked_members).learn_batches(batches)
+    for k, m in enumerate(own):
+        metrics, _ = m.learn_batches(batches[k])
+        for x, y in zip(results[k][0], metrics, strict=True):
+            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5

@@ -418,6 +418,8 @@ class OffPolicyStack:
 
     def _agent_axis(self, xs: dict[str, torch.Tensor], bank: Bank) -> torch.Tensor:
         """Per-agent ``(K, B, d)`` of the bank's agents as ``(K, n, B, d)``."""
+        if len(bank.agents) == 1:
+            return xs[bank.agents[0]].unsqueeze(1)
         return torch.stack([xs[a] for a in bank.agents], dim=1)
 
     def _td_target(self, b: Tree, bank: Bank, q_next: torch.Tensor, gamma: torch.Tensor
@@ -437,7 +439,8 @@ class OffPolicyStack:
         kernel, one call per learning rate: one call for a stack of one); in the ``static``
         and ``graph`` modes every row steps in one masked arithmetic that a CUDA graph can
         capture (:func:`adam_step`: a member not due keeps its state exactly)."""
-        grads = [{k: g.contiguous() for k, g in gs.items()} for gs in grads]
+        grads = [{k: g if g.is_contiguous() else g.contiguous() for k, g in gs.items()}
+                 for gs in grads]
         if self._clips:  # one call for the banks of as many rows per member
             by_rows: dict[int, list[int]] = {}
             for j, bank in enumerate(banks):

@@ -1,0 +1,103 @@
+"""The off-policy update against another version of distmarl's (a worktree of an earlier commit).
+
+The main job's MADDPG (``examples/configs/speaker_listener_maddpg.yaml``), prioritised replay's
+importance weights, ``--updates`` updates per call of ``--batch`` rows, one torch thread. Each
+measurement runs in a fresh process, this tree's and the baseline's alternating ``--rounds``
+times (the machine's drift falls on both alike); per side, in updates/s of one member:
+
+* ``one``: one member's ``learn_batches``;
+* ``own16``: 16 members' ``learn_batches``, one member after another;
+* ``stack16``: the 16 members in one stack (this tree's ``OffPolicyStack``; the baseline's
+  stack where it has one).
+
+Prints each round and the mean with its standard error, and the ratios of this tree's
+``one`` and ``stack16`` to the baseline's ``one`` and ``own16``.
+
+    .venv/bin/python -m benchmarks.micro.stack_speed --baseline /path/to/worktree [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: run in the measured tree: prints one JSON line of rates
+PROBE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+torch.set_num_threads(1)
+from benchmarks.micro.member_groups import members_and_batches
+batch, updates, calls = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+members, data = members_and_batches(range(16), batch, updates, "cpu")
+weights = [[torch.rand(batch, generator=torch.Generator().manual_seed(100 * k + u)) + 0.5
+            for u in range(updates)] for k in range(16)]
+try:
+    from distmarl.algorithms.groups import OffPolicyStack as Stack
+except ImportError:
+    from distmarl.algorithms.groups import StackedOffPolicy as Stack
+
+def rate(step, n, per_call):
+    step()
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    return per_call * n / (time.perf_counter() - start)
+
+out = {"one": rate(lambda: members[0].learn_batches(data[0], weights[0]), calls, updates)}
+out["own16"] = rate(lambda: [m.learn_batches(data[k], weights[k])
+                             for k, m in enumerate(members)], max(1, calls // 4), 16 * updates)
+stack = Stack(members)
+out["stack16"] = rate(lambda: stack.learn_batches(data, weights), max(1, calls // 2),
+                      16 * updates)
+print(json.dumps(out))
+"""
+
+
+def probe(tree: Path, batch: int, updates: int, calls: int) -> dict[str, float]:
+    """One fresh process's rates for the tree at ``tree``."""
+    out = subprocess.run([sys.executable, "-c", PROBE, str(tree), str(batch), str(updates),
+                          str(calls)], capture_output=True, text=True, check=True, cwd=tree)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def mean_se(xs: list[float]) -> str:
+    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
+    return f"{statistics.mean(xs):.1f} ± {se:.1f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--baseline", type=Path, required=True, help="a worktree of another commit")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--updates", type=int, default=32)
+    p.add_argument("--calls", type=int, default=6)
+    args = p.parse_args(argv)
+    sides: dict[str, list[dict[str, float]]] = {"this": [], "baseline": []}
+    for r in range(args.rounds):
+        for side, tree in (("baseline", args.baseline), ("this", ROOT)):
+            rates = probe(tree.resolve(), args.batch, args.updates, args.calls)
+            sides[side].append(rates)
+            print(f"round {r + 1} {side}: " + ", ".join(f"{k} {v:.1f}" for k, v in rates.items()),
+                  flush=True)
+    for side, runs in sides.items():
+        print(f"{side}: " + ", ".join(f"{k} {mean_se([x[k] for x in runs])}" for k in runs[0]))
+    paired = [(t["one"] / b["one"], t["stack16"] / b["own16"])
+              for t, b in zip(sides["this"], sides["baseline"], strict=True)]
+    print("ratios per round (one / one, stack16 / own16): "
+          + "; ".join(f"{a:.3f}, {b:.2f}" for a, b in paired))
+    for i, name in enumerate(("one / baseline one", "stack16 / baseline own16")):
+        xs = [x[i] for x in paired]
+        se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
+        print(f"{name}: {statistics.mean(xs):.3f} ± {se:.3f}")
+
+
+if __name__ == "__main__":
+    main()
