@@ -41,7 +41,7 @@ def activation_fn(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     which nothing else reads (a product's backward needs its inputs, not its output)."""
     module = make_activation(name)
     if hasattr(module, "inplace"):
-        module.inplace = True
+        setattr(module, "inplace", True)  # noqa: B010
     return module.forward
 
 
