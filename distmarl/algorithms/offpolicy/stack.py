@@ -109,6 +109,11 @@ class OffPolicyStack:
         self.slots = Slots(self.members, self._member_tensors)
         self.state = self._state()
         self._cache_rows()
+        #: what :meth:`intact` compares (the objects themselves are kept, so their ids stay
+        #: theirs)
+        self._built_from = [self._holders(m) for m in self.members]
+        self._kept_holders = [(m.nets.online.copy(), m.nets.target.copy(), m.nets.optim.copy(),
+                               [o.state for o in m.nets.optim.values()]) for m in self.members]
 
     # -- the public call -------------------------------------------------------------------
 
@@ -138,8 +143,23 @@ class OffPolicyStack:
     def intact(self) -> bool:
         """Whether every member still lives in its slot (see :class:`Slots`): False after a
         member's networks or optimiser states were replaced, when the stack must be built
-        again."""
-        return self.slots.intact()
+        again. Checked cheaply, as it is before every call: the objects that hold a member's
+        tensors (its networks, their target copies, optimisers and optimiser states) are
+        still the ones the stack was built from (a mutation or a loaded state replaces
+        them), and each network's first tensors still point at their rows (a stack that
+        takes a member in points all of them elsewhere)."""
+        return [self._holders(m) for m in self.members] == self._built_from
+
+    def _holders(self, m: OffPolicyMultiAgent) -> list[int]:
+        out = []
+        for bank in self.banks:
+            for n in bank.nets:
+                online, target, opt = m.nets.online[n], m.nets.target[n], m.nets.optim[n]
+                first = next(iter(online.parameters()))
+                out += [id(online), id(target), id(opt), id(opt.state), first.data_ptr(),
+                        next(iter(target.parameters())).data_ptr(),
+                        opt.state[first]["exp_avg"].data_ptr() if first in opt.state else 0]
+        return out
 
     def _runner(self) -> StepRunner:
         if self.mode == "graph":
