@@ -70,6 +70,18 @@ def worst(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
+def assert_stacked_as_alone(stacked_members: list[OffPolicyMultiAgent],
+                            own: list[OffPolicyMultiAgent], batches: list[list[Any]]) -> None:
+    """``stacked_members`` learning ``batches`` in one stack end as ``own`` (their clones)
+    do, each alone: the same metrics and parameters."""
+    results = OffPolicyStack(stacked_members).learn_batches(batches)
+    for k, m in enumerate(own):
+        metrics, _ = m.learn_batches(batches[k])
+        for x, y in zip(results[k][0], metrics, strict=True):
+            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
+        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+
+
 @pytest.mark.parametrize("mode", ["eager", "static"])
 @pytest.mark.parametrize("algo,actions,weighted", [
     ("MADDPG", "box", False), ("MADDPG", "discrete", True), ("MATD3", "box", True),
@@ -242,12 +254,7 @@ def test_masked_members_of_different_batch_sizes_update_as_their_own() -> None:
 
     sizes = [12, 7, 12]
     batches = [[masked(n, 10 * k + u) for u in range(5)] for k, n in enumerate(sizes)]
-    results = OffPolicyStack(stacked_members).learn_batches(batches)
-    for k, m in enumerate(own):
-        metrics, _ = m.learn_batches(batches[k])
-        for x, y in zip(results[k][0], metrics, strict=True):
-            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
-        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+    assert_stacked_as_alone(stacked_members, own, batches)
 
 
 # ---------------------------------------------------------------------------------- on-policy
@@ -428,9 +435,4 @@ def test_members_with_image_and_dict_observations_stack_as_their_own(algo: str) 
                        for k in range(3)]
     own = [m.clone() for m in stacked_members]
     batches = [[images.batch(16, seed=10 * k + u) for u in range(6)] for k in range(3)]
-    results = OffPolicyStack(stacked_members).learn_batches(batches)
-    for k, m in enumerate(own):
-        metrics, _ = m.learn_batches(batches[k])
-        for x, y in zip(results[k][0], metrics, strict=True):
-            assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
-        assert worst(params(stacked_members[k]), params(m)) < 1e-5
+    assert_stacked_as_alone(stacked_members, own, batches)

@@ -7,15 +7,7 @@ import torch
 
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.stack import smoothed
-from tests.algorithms.helpers import (
-    ACTION_SETS,
-    AGENTS,
-    batch,
-    make,
-    next_q,
-    params,
-    target_action,
-)
+from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, next_q, params, target_action
 
 
 def critic_loss(agent, b: dict, name: str, gen_state: torch.Tensor) -> float:

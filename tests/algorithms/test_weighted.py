@@ -7,15 +7,7 @@ import pytest
 import torch
 
 from distmarl.algorithms.offpolicy.batch import masked_mse
-from tests.algorithms.helpers import (
-    ACTION_SETS,
-    AGENTS,
-    batch,
-    make,
-    next_q,
-    params,
-    target_action,
-)
+from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, next_q, params, target_action
 from tests.algorithms.test_learning import _poison, critic_loss
 
 

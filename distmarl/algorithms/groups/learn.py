@@ -4,7 +4,8 @@ A learner hosting several members asks :func:`plan_stacks` which of them can be 
 one stacked computation now (the same algorithm, device and network shapes; for PPO also the
 same epochs and minibatch size), and its :class:`Stacks` update every member: each stack of two
 or more members as one computation (split further by how many batches each member has, or by
-its fragments' length), a member alone by its own update. Plans are made for every call, so a
+its fragments' length), a member alone by its own update (for MADDPG and MATD3 that is a
+stack of one, which the member keeps). Plans are made for every call, so a
 member whose architecture was mutated stacks with the members of its new shape (or alone) from
 its next update on; a stack whose members are unchanged is kept from call to call.
 """
