@@ -4,9 +4,9 @@
 
 * MADDPG, the main job (``examples/configs/speaker_listener_maddpg.yaml``): each member with its
   own batches, ``--updates`` updates per call (a learner's train call); ``own`` is each member's
-  ``learn_batches`` one member after another (what a learner hosting several members does
-  without groups, or N one-member learners sharing a device), ``stacked`` is
-  :class:`distmarl.algorithms.groups.OffPolicyStack` over the N members;
+  ``learn_batches`` (its stack of one) one member after another (what N one-member learners
+  sharing a device do), ``stacked`` is :class:`distmarl.algorithms.groups.OffPolicyStack` over
+  the N members;
 * MAPPO (``examples/configs/spread_mappo.yaml``, ``--on-policy``): each member learns one whole
   fragment (``learn_step`` steps of every sub-env, acted by its policy on random
   observations); ``own`` is each member's ``learn``, ``stacked`` is
