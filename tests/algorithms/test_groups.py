@@ -436,3 +436,20 @@ def test_members_with_image_and_dict_observations_stack_as_their_own(algo: str) 
     own = [m.clone() for m in stacked_members]
     batches = [[images.batch(16, seed=10 * k + u) for u in range(6)] for k in range(3)]
     assert_stacked_as_alone(stacked_members, own, batches)
+
+
+def test_a_member_that_was_stacked_with_others_learns_alone_from_where_the_stack_left_it() -> None:
+    """A member learns alone (its own stack of one), then in a stack with another, then alone
+    again: the stack of one it kept no longer holds its tensors, is built anew, and the member
+    ends where three calls alone leave its clone."""
+    member, other = members("MADDPG", "box")[:2]
+    clone = member.clone()
+    calls = [[rows("box", 10 * c + u) for u in range(3)] for c in range(3)]
+    member.learn_batches(calls[0])
+    OffPolicyStack([member, other]).learn_batches([calls[1], calls[1]])
+    member.learn_batches(calls[2])
+    for c in calls:
+        clone.learn_batches(c)
+    assert worst(params(member), params(clone)) < 1e-5
+    assert worst(params(member, "target"), params(clone, "target")) < 1e-5
+    assert worst(adam_state(member), adam_state(clone)) < 1e-5
