@@ -148,9 +148,14 @@ class OffPolicyStack:
         still the ones the stack was built from (a mutation or a loaded state replaces
         them), and each network's first tensors still point at their rows (a stack that
         takes a member in points all of them elsewhere)."""
-        return [self._holders(m) for m in self.members] == self._built_from
+        try:
+            return [self._holders(m) for m in self.members] == self._built_from
+        except KeyError:  # a network the stack holds is gone
+            return False
 
     def _holders(self, m: OffPolicyMultiAgent) -> list[int]:
+        """What :meth:`intact` compares for member ``m``: ids of the objects holding its
+        tensors, and where each network's first parameters and moment live."""
         out = []
         for bank in self.banks:
             for n in bank.nets:
