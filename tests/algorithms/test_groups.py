@@ -453,3 +453,18 @@ def test_a_member_that_was_stacked_with_others_learns_alone_from_where_the_stack
     assert worst(params(member), params(clone)) < 1e-5
     assert worst(params(member, "target"), params(clone, "target")) < 1e-5
     assert worst(adam_state(member), adam_state(clone)) < 1e-5
+
+
+def test_an_agent_whose_critics_differ_in_shape_is_named() -> None:
+    """A critic bank holds every role of an agent's critics: where they differ in architecture
+    (never by the algorithms' own builds and mutations, which change them alike) the stack
+    refuses, naming the agent."""
+    from distmarl.algorithms.offpolicy.banks import plan_banks
+
+    member = make("MATD3", "box", seed=0)
+    grown = make("MATD3", "box", seed=1)
+    grown.mutate_architecture("add_node", np.random.default_rng(0))
+    nets = {**member.nets.online, "critic_2/speaker_0": grown.nets.online["critic_2/speaker_0"]}
+    assert nets["critic_2/speaker_0"].arch != nets["critic/speaker_0"].arch
+    with pytest.raises(ValueError, match="the critics of agent 'speaker_0' differ in architecture"):
+        plan_banks(nets, AGENTS, member.CRITIC_ROLES)
