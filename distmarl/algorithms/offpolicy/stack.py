@@ -11,9 +11,8 @@ member's learning rate, the same for the actors of the members whose actor updat
 the targets' Polyak averaging with each member's ``tau``.
 
 Each member's batch, hyperparameters and random draws (Gumbel samples, MATD3's target
-smoothing) are its own, drawn from its own generator in a fixed order, so a member's result
-does not depend on the other members of its stack. Batches of different sizes (``batch_size``
-evolves) are padded to the largest with inactive rows, which the masked losses never count.
+smoothing) are its own (:mod:`~distmarl.algorithms.offpolicy.prepare`), so a member's result
+does not depend on the other members of its stack.
 
 MADDPG and MATD3 differ by declared settings of the algorithm class: ``CRITIC_ROLES`` (twin
 critics: the bootstrap is their minimum), ``SMOOTHED_TARGETS`` (clipped Gaussian noise on Box
@@ -37,19 +36,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
-from torch.optim import adam as adam_impl
 
-from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.capture import EagerStep, GraphStep, StepRunner
 from distmarl.algorithms.common.observations import joint_tensor
+from distmarl.algorithms.common.row_adam import RowAdam
 from distmarl.algorithms.common.slots import Slots
-from distmarl.algorithms.common.space_tensors import BoxCodec, require_batch_keys
 from distmarl.algorithms.common.stacked_adam import StackedAdam, adam_step, clip_per_member
 from distmarl.algorithms.offpolicy.banks import Bank, plan_banks, repeat_rows, rows, stack_agents
-from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
+from distmarl.algorithms.offpolicy.batch import masked_mean, masked_mse, td_target
+from distmarl.algorithms.offpolicy.prepare import member_draws, pad, stacked_batch
 from distmarl.networks.banked import bank_forward
-from distmarl.types import OFF_POLICY_FIELDS
 
 if TYPE_CHECKING:  # the members' class steps its own members through this module
     from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
@@ -108,7 +105,7 @@ class OffPolicyStack:
         self.critic_banks = [b for b in self.banks if b.kind == "critic"]
         self.slots = Slots(self.members, self._member_tensors)
         self.state = self._state()
-        self._cache_rows()
+        self._adam = self._row_adam()
         #: what :meth:`intact` compares (the objects themselves are kept, so their ids stay
         #: theirs)
         self._built_from = [self._holders(m) for m in self.members]
@@ -209,26 +206,12 @@ class OffPolicyStack:
                                     float(group["eps"])))
         return {"online": by["online"], "target": by["target"], "adam": adam}
 
-    def _cache_rows(self) -> None:
-        """For eager Adam steps: per bank and member, its rows of the parameters, moments
-        and step counts (views of the slots, made once), parameter by parameter and row by
-        row, and the row numbers in that order."""
+    def _row_adam(self) -> RowAdam:
+        """For eager steps: each member's own Adam on its rows of every bank."""
         group = self.ref.nets.optim[self.banks[0].nets[0]].param_groups[0]
-        self._adam_settings = ((float(group["betas"][0]), float(group["betas"][1])),
-                               float(group["eps"]))
-        self._fused = bool(group["fused"])
-        self._rows_of: list[list[list[list[torch.Tensor]]]] = []
-        self._row_ids: list[list[list[int]]] = []
-        for i, bank in enumerate(self.banks):
-            per = bank.per_member
-            ids = [[k * per + j for j in range(per)] for k in range(len(self.members))]
-            views = [[self.state[kind][i][p].unbind(0) for p in self.state["online"][i]]
-                     for kind in ("online",)] + [
-                [getattr(self.state["adam"][i], kind)[p].unbind(0)
-                 for p in self.state["online"][i]] for kind in ("m", "v", "steps")]
-            self._row_ids.append(ids)
-            self._rows_of.append([[[x[row] for x in kind for row in member] for kind in views]
-                                  for member in ids])
+        return RowAdam(self.state["online"], self.state["adam"],
+                       [bank.per_member for bank in self.banks], len(self.members),
+                       bool(group["fused"]))
 
     # -- one update of every member, prepared on the host ----------------------------------
 
@@ -256,64 +239,21 @@ class OffPolicyStack:
         member's random draws and the mask of members whose actor update is due; each
         member's own rows and its due flag. Counts the update in each member's
         ``learn_steps``."""
-        b, sizes = self._stacked_batch(batches)
+        b, sizes = stacked_batch(batches, self.agents, self.ref.readers, self.ref.codecs,
+                                 self.device)
         rows_ = max(sizes)
         if weights is not None:
-            b["weights"] = torch.stack([_pad(x.reshape(-1, 1).to(self.device), rows_)
+            b["weights"] = torch.stack([pad(x.reshape(-1, 1).to(self.device), rows_)
                                         for x in weights])
         due = [m.actor_update_due() for m in self.members]
         self._due = due  # for an eager step's Adam (the host's view of "due")
         inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device),
-                  "target_noise": self._draws(sizes, target=True),
-                  "policy_noise": self._draws(sizes, target=False, due=due)}
+                  "target_noise": member_draws(self.members, self.agents, sizes,
+                                               smoothed=self.smoothed),
+                  "policy_noise": member_draws(self.members, self.agents, sizes, due=due)}
         for m in self.members:
             m.learn_steps += 1
         return inputs, sizes, due
-
-    def _stacked_batch(self, batches: Sequence[Batch]) -> tuple[Tree, list[int]]:
-        """The members' batches joined row-wise and cleaned at once (:func:`clean_batch`'s
-        rules act row by row), then as ``(K, B, ...)`` per field: a reshape where every batch
-        has the same rows, else each padded to the largest with inactive rows (zeros; every
-        action legal). Each member's own number of rows."""
-        for x in batches:
-            require_batch_keys(x, OFF_POLICY_FIELDS, self.agents)
-        sizes = [len(x["active"][self.agents[0]]) for x in batches]
-        joined = batches[0] if len(batches) == 1 else tree.concat(batches)
-        clean = clean_batch(joined, self.ref.readers, self.ref.codecs, self.device)
-        fields = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps",
-                  "mask", "next_mask")
-        return {f: {a: tree.map(lambda t: _split(t, sizes), x)
-                    for a, x in getattr(clean, f).items() if x is not None}
-                for f in fields}, sizes
-
-    def _draws(self, sizes: Sequence[int], target: bool, due: Sequence[bool] | None = None
-               ) -> Tree:
-        """Each member's draws for every agent (in agent order, from its own generator, for
-        its own rows, padded): the target actions' (the codec's, then MATD3's smoothing noise
-        on Box actions) or the actor loss's (the codec's), stacked per agent ``(K, B, dim)``.
-        Members not ``due`` draw nothing (zeros in their place)."""
-        rows_ = max(sizes)
-        out: Tree = {}
-        for a in self.agents:
-            codec = self.ref.codecs[a]
-            smooth = target and self.smoothed and isinstance(codec, BoxCodec)
-            if not codec.draws and not smooth:
-                continue
-            parts: dict[str, list[torch.Tensor]] = {"codec": [], "smooth": []}
-            for k, m in enumerate(self.members):
-                shape = torch.Size((sizes[k], codec.dim))
-                skip = due is not None and not due[k]
-                if codec.draws:
-                    x = None if skip else codec.noise(shape, m._torch_gen, self.device)
-                    parts["codec"].append(torch.zeros(rows_, codec.dim, device=self.device)
-                                          if x is None else _pad(x, rows_))
-                if smooth and m.hp["policy_noise"] != 0:
-                    parts["smooth"].append(_pad(torch.randn(shape, generator=m._torch_gen,
-                                                            device=self.device), rows_))
-                elif smooth:
-                    parts["smooth"].append(torch.zeros(rows_, codec.dim, device=self.device))
-            out[a] = {k: torch.stack(v) for k, v in parts.items() if v}
-        return out
 
     # -- one update of every member, tensors alone -----------------------------------------
 
@@ -460,8 +400,8 @@ class OffPolicyStack:
         """Each network's gradients clipped to its member's ``max_grad_norm`` (0: no clip),
         then an Adam step of the ``due`` members' networks (None: all), bank by bank.
 
-        Eager, each network steps with its member's own Adam on its rows (torch's fused
-        kernel, one call per learning rate: one call for a stack of one); in the ``static``
+        Eager, each network steps with its member's own Adam on its rows
+        (:class:`~distmarl.algorithms.common.row_adam.RowAdam`); in the ``static``
         and ``graph`` modes every row steps in one masked arithmetic that a CUDA graph can
         capture (:func:`adam_step`: a member not due keeps its state exactly)."""
         grads = [{k: g if g.is_contiguous() else g.contiguous() for k, g in gs.items()}
@@ -474,35 +414,14 @@ class OffPolicyStack:
                 clip_per_member([list(grads[j].values()) for j in js],
                                 hp_rows[self.banks.index(banks[js[0]])]["max_grad_norm"])
         if self.mode == "eager":
-            self._own_adam(banks, grads, None if due is None else self._due)
+            self._adam.step([self.banks.index(b) for b in banks], grads,
+                            [self._lrs[b.kind] for b in banks],
+                            None if due is None else self._due)
             return
         for bank, gs in zip(banks, grads, strict=True):
             i = self.banks.index(bank)
             adam_step([state["adam"][i]], [state["online"][i]], [gs], hp_rows[i]["lr"],
                       None if due is None else rows(due, bank))
-
-    def _own_adam(self, banks: Sequence[Bank], grads: Sequence[dict[str, torch.Tensor]],
-                  due: Sequence[bool] | None) -> None:
-        """The ``due`` members' networks of ``banks`` stepped by Adam on their rows (torch's
-        fused kernel where the device has one, one call per learning rate), the arithmetic
-        and state of each network's own :class:`~distmarl.algorithms.common.adam.Adam`."""
-        calls: dict[float, list[list[torch.Tensor]]] = {}
-        for bank, bank_grads in zip(banks, grads, strict=True):
-            i = self.banks.index(bank)
-            by_row = [g.unbind(0) for g in bank_grads.values()]
-            for k, lr in enumerate(self._lrs[bank.kind]):
-                if due is not None and not due[k]:
-                    continue
-                lists = calls.setdefault(lr, [[], [], [], [], []])
-                for out, state in zip(lists[1:], self._rows_of[i][k], strict=True):
-                    out.extend(state)
-                lists[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
-        betas, eps = self._adam_settings
-        for lr, (gs, ps, ms, vs, steps) in calls.items():
-            adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self._fused or None,
-                           foreach=None if self._fused else True, decoupled_weight_decay=False,
-                           amsgrad=False, beta1=betas[0], beta2=betas[1], lr=lr,
-                           weight_decay=0.0, eps=eps, maximize=False)
 
     @torch.no_grad()
     def _soft_update(self, state: Tree, hp_rows: Sequence[Tree], due: torch.Tensor) -> None:
@@ -566,24 +485,3 @@ def _agent_rows(out: torch.Tensor, bank: Bank, j: int) -> torch.Tensor:
 def _first_role(x: torch.Tensor, k: int, r: int, n: int) -> torch.Tensor:
     """A critic bank's rows ``(K * R * n, ...)`` of its first role, ``(K * n, ...)``."""
     return x if r == 1 else x.view(k, r, n, *x.shape[1:])[:, 0].flatten(0, 1)
-
-
-def _pad(x: torch.Tensor, rows_: int) -> torch.Tensor:
-    """``x`` ``(B, ...)`` with ``rows_ - B`` more rows: zeros, or True for a bool mask (every
-    action legal, so a padded row's logits stay finite)."""
-    if x.shape[0] == rows_:
-        return x
-    fill = torch.ones if x.dtype == torch.bool else torch.zeros
-    return torch.cat([x, fill((rows_ - x.shape[0], *x.shape[1:]), dtype=x.dtype,
-                              device=x.device)])
-
-
-def _split(x: torch.Tensor | None, sizes: Sequence[int]) -> torch.Tensor | None:
-    """``(sum(sizes), ...)`` rows as ``(K, max(sizes), ...)``: member ``k``'s rows padded
-    (:func:`_pad`) and stacked, or only reshaped where all sizes are one."""
-    if x is None:
-        return None
-    if len(set(sizes)) == 1:
-        return x.reshape(len(sizes), sizes[0], *x.shape[1:])
-    rows_ = max(sizes)
-    return torch.stack([_pad(part, rows_) for part in torch.split(x, list(sizes))])

@@ -1,0 +1,71 @@
+"""Eager Adam steps of chosen members of a stack, each on its own rows.
+
+A stack's parameters and Adam states are stacked tensors (:mod:`~distmarl.algorithms.common.
+slots`), grouped in sets: the networks that run as one (a bank of ``per_member`` rows per
+member), each with its :class:`~distmarl.algorithms.common.stacked_adam.StackedAdam`. When the
+host knows which members step and at what learning rate, the cheapest eager step is torch's
+own Adam (the fused kernel where the device has one) on the rows of those members: one call per
+learning rate, so one call for a stack of one, with the arithmetic and state of each network's
+own :class:`~distmarl.algorithms.common.adam.Adam`. The rows' views are made once, when the
+stack is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.optim import adam as adam_impl
+
+from distmarl.algorithms.common.stacked_adam import Params, StackedAdam
+
+
+class RowAdam:
+    """Adam on the rows of ``K`` members' stacked parameter sets.
+
+    ``params[i]``: set ``i``'s parameters, name -> ``(K * per_member[i], ...)`` (member
+    ``k``'s rows ``k * per_member[i] ... + per_member[i] - 1``); ``adams[i]`` its moments and
+    step counts (one ``betas`` and ``eps`` for all sets); ``fused``: whether the device runs
+    torch's fused kernel."""
+
+    def __init__(self, params: Sequence[Params], adams: Sequence[StackedAdam],
+                 per_member: Sequence[int], members: int, fused: bool) -> None:
+        settings = {(a.beta1, a.beta2, a.eps) for a in adams}
+        if len(settings) != 1:
+            raise ValueError(f"one Adam's betas and eps for every set, got {sorted(settings)}")
+        self.beta1, self.beta2, self.eps = settings.pop()
+        self.fused = fused
+        #: per set and member: its row numbers, and the views of its parameters, moments and
+        #: step counts (parameter by parameter, row by row)
+        self._names = [list(ps) for ps in params]
+        self._row_ids: list[list[list[int]]] = []
+        self._rows: list[list[list[list[torch.Tensor]]]] = []
+        for ps, adam, per in zip(params, adams, per_member, strict=True):
+            ids = [[k * per + j for j in range(per)] for k in range(members)]
+            kinds = [[group[name].unbind(0) for name in ps]
+                     for group in (ps, adam.m, adam.v, adam.steps)]
+            self._row_ids.append(ids)
+            self._rows.append([[[x[row] for x in kind for row in rows_] for kind in kinds]
+                               for rows_ in ids])
+
+    @torch.no_grad()
+    def step(self, sets: Sequence[int], grads: Sequence[Params],
+             lrs: Sequence[Sequence[float]], due: Sequence[bool] | None = None) -> None:
+        """One Adam step of the ``due`` members (None: all) on sets ``sets``: ``grads[j]``
+        the gradients of set ``sets[j]`` (as its parameters, contiguous), ``lrs[j][k]``
+        member ``k``'s learning rate for it."""
+        calls: dict[float, list[list[torch.Tensor]]] = {}
+        for i, set_grads, set_lrs in zip(sets, grads, lrs, strict=True):
+            by_row = [set_grads[name].unbind(0) for name in self._names[i]]
+            for k, lr in enumerate(set_lrs):
+                if due is not None and not due[k]:
+                    continue
+                lists = calls.setdefault(lr, [[], [], [], [], []])
+                for out, state in zip(lists[1:], self._rows[i][k], strict=True):
+                    out.extend(state)
+                lists[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
+        for lr, (gs, ps, ms, vs, steps) in calls.items():
+            adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self.fused or None,
+                           foreach=None if self.fused else True, decoupled_weight_decay=False,
+                           amsgrad=False, beta1=self.beta1, beta2=self.beta2, lr=lr,
+                           weight_decay=0.0, eps=self.eps, maximize=False)

@@ -1,0 +1,104 @@
+"""An off-policy stack's update inputs, prepared on the host: the members' batches as one
+stacked batch, and each member's random draws.
+
+Members' batches may differ in size (``batch_size`` evolves): each is padded to the largest
+with inactive rows, which the masked losses never count. Draws come from each member's own
+generator in a fixed order, so a member's result does not depend on the other members of its
+stack.
+
+Shapes: ``K`` members, ``B`` rows (the largest batch); per agent ``(K, B, ...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from distmarl import tree
+from distmarl.algorithms.base import Batch
+from distmarl.algorithms.common.observations import ObsReader
+from distmarl.algorithms.common.space_tensors import ActionCodec, BoxCodec, require_batch_keys
+from distmarl.algorithms.offpolicy.batch import clean_batch
+from distmarl.types import OFF_POLICY_FIELDS
+
+if TYPE_CHECKING:
+    from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
+
+Tree = dict[str, Any]
+#: the fields of a stacked batch (``Tree``: field -> agent -> ``(K, B, ...)``)
+FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps", "mask",
+          "next_mask")
+
+
+def stacked_batch(batches: Sequence[Batch], agents: Sequence[str],
+                  readers: Mapping[str, ObsReader], codecs: Mapping[str, ActionCodec],
+                  device: torch.device) -> tuple[Tree, list[int]]:
+    """The members' batches joined row-wise and cleaned at once (:func:`clean_batch`'s rules
+    act row by row), then as ``(K, B, ...)`` per field: a reshape where every batch has the
+    same rows, else each padded to the largest (:func:`pad`). Each member's own number of
+    rows."""
+    for x in batches:
+        require_batch_keys(x, OFF_POLICY_FIELDS, agents)
+    sizes = [len(x["active"][agents[0]]) for x in batches]
+    joined = batches[0] if len(batches) == 1 else tree.concat(batches)
+    clean = clean_batch(joined, readers, codecs, device)
+    return {f: {a: tree.map(lambda t: split(t, sizes), x)
+                for a, x in getattr(clean, f).items() if x is not None}
+            for f in FIELDS}, sizes
+
+
+def member_draws(members: Sequence[OffPolicyMultiAgent], agents: Sequence[str],
+                 sizes: Sequence[int], smoothed: bool = False,
+                 due: Sequence[bool] | None = None) -> Tree:
+    """Each member's draws for every agent (in agent order, from its own generator, for its
+    own rows, padded), stacked per agent ``(K, B, dim)``: the codec's (Gumbel samples of a
+    discrete action), and with ``smoothed`` MATD3's target smoothing noise on Box actions (a
+    target action's draws; an actor loss's are the codec's alone). Members not ``due`` draw
+    nothing (zeros in their place; None: every member draws)."""
+    ref = members[0]
+    device = ref.device
+    rows_ = max(sizes)
+    out: Tree = {}
+    for a in agents:
+        codec = ref.codecs[a]
+        smooth = smoothed and isinstance(codec, BoxCodec)
+        if not codec.draws and not smooth:
+            continue
+        parts: dict[str, list[torch.Tensor]] = {"codec": [], "smooth": []}
+        for k, m in enumerate(members):
+            shape = torch.Size((sizes[k], codec.dim))
+            skip = due is not None and not due[k]
+            if codec.draws:
+                x = None if skip else codec.noise(shape, m._torch_gen, device)
+                parts["codec"].append(torch.zeros(rows_, codec.dim, device=device)
+                                      if x is None else pad(x, rows_))
+            if smooth and m.hp["policy_noise"] != 0:
+                parts["smooth"].append(pad(torch.randn(shape, generator=m._torch_gen,
+                                                       device=device), rows_))
+            elif smooth:
+                parts["smooth"].append(torch.zeros(rows_, codec.dim, device=device))
+        out[a] = {k: torch.stack(v) for k, v in parts.items() if v}
+    return out
+
+
+def pad(x: torch.Tensor, rows_: int) -> torch.Tensor:
+    """``x`` ``(B, ...)`` with ``rows_ - B`` more rows: zeros, or True for a bool mask (every
+    action legal, so a padded row's logits stay finite)."""
+    if x.shape[0] == rows_:
+        return x
+    fill = torch.ones if x.dtype == torch.bool else torch.zeros
+    return torch.cat([x, fill((rows_ - x.shape[0], *x.shape[1:]), dtype=x.dtype,
+                              device=x.device)])
+
+
+def split(x: torch.Tensor | None, sizes: Sequence[int]) -> torch.Tensor | None:
+    """``(sum(sizes), ...)`` rows as ``(K, max(sizes), ...)``: member ``k``'s rows padded
+    (:func:`pad`) and stacked, or only reshaped where all sizes are one."""
+    if x is None:
+        return None
+    if len(set(sizes)) == 1:
+        return x.reshape(len(sizes), sizes[0], *x.shape[1:])
+    rows_ = max(sizes)
+    return torch.stack([pad(part, rows_) for part in torch.split(x, list(sizes))])
