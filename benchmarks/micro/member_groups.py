@@ -10,7 +10,7 @@
 * MAPPO (``examples/configs/spread_mappo.yaml``, ``--on-policy``): each member learns one whole
   fragment (``learn_step`` steps of every sub-env, acted by its policy on random
   observations); ``own`` is each member's ``learn``, ``stacked`` is
-  :class:`distmarl.algorithms.groups.StackedOnPolicy`; rates count fragments (updates).
+  :class:`distmarl.algorithms.groups.OnPolicyStack`; rates count fragments (updates).
 
 Prints updates/s over all members for each and their ratio, per population size and batch
 size, on the device given (``cuda`` where torch sees a GPU, else ``cpu``), with ``--threads``
@@ -174,7 +174,7 @@ def rate_on_policy(n: int, calls: int, device: str, sets: Sequence[str] = ()
                    ) -> dict[str, Any]:
     """Fragments learned per second over ``n`` MAPPO members, their own and stacked
     (``sets``: config overrides)."""
-    from distmarl.algorithms.groups import StackedOnPolicy
+    from distmarl.algorithms.groups import OnPolicyStack
     from distmarl.config import load_config
     from distmarl.factory import env_spaces, make_algorithm
 
@@ -186,7 +186,7 @@ def rate_on_policy(n: int, calls: int, device: str, sets: Sequence[str] = ()
                              cfg.env.num_envs, gen) for m in members]
     out: dict[str, Any] = {"members": n, "batch": int(cfg.algorithm.hp.batch_size),
                            "device": device, "algorithm": cfg.algorithm.name}
-    group = StackedOnPolicy(members)
+    group = OnPolicyStack(members)
     for name, step in (("own", lambda: [m.learn(f) for m, f in zip(members, frags)]),
                        ("stacked", lambda: group.learn(frags))):
         step()

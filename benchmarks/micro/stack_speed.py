@@ -1,19 +1,23 @@
-"""The off-policy update against another version of distmarl's (a worktree of an earlier commit).
+"""The learner's update against another version of distmarl's (a worktree of an earlier commit).
 
-The main job's MADDPG (``examples/configs/speaker_listener_maddpg.yaml``), prioritised replay's
-importance weights, ``--updates`` updates per call of ``--batch`` rows, one torch thread. Each
-measurement runs in a fresh process, this tree's and the baseline's alternating ``--rounds``
-times (the machine's drift falls on both alike); per side, in updates/s of one member:
+Off-policy: the main job's MADDPG (``examples/configs/speaker_listener_maddpg.yaml``),
+prioritised replay's importance weights, ``--updates`` updates per call of ``--batch`` rows.
+On-policy (``--on-policy``): MAPPO of ``examples/configs/spread_mappo.yaml``, one whole
+fragment per update (its ``learn_step`` steps of every sub-env, acted by the member's policy on
+random observations). One torch thread. Each measurement runs in a fresh process, this tree's
+and the baseline's alternating ``--rounds`` times (the machine's drift falls on both alike);
+per side, in updates/s of one member:
 
-* ``one``: one member's ``learn_batches``;
-* ``own16``: 16 members' ``learn_batches``, one member after another;
-* ``stack16``: the 16 members in one stack (this tree's ``OffPolicyStack``; the baseline's
-  stack where it has one).
+* ``one``: one member's own update (``learn_batches``; ``learn`` of a fragment);
+* ``own16``: 16 members' own updates, one member after another;
+* ``stack16``: the 16 members in one stack (this tree's ``OffPolicyStack`` or
+  ``OnPolicyStack``; the baseline's stack where it has one).
 
 Prints each round and the mean with its standard error, and the ratios of this tree's
 ``one`` and ``stack16`` to the baseline's ``one`` and ``own16``.
 
     .venv/bin/python -m benchmarks.micro.stack_speed --baseline /path/to/worktree [--rounds 5]
+        [--on-policy]
 """
 
 from __future__ import annotations
@@ -59,10 +63,47 @@ out["stack16"] = rate(lambda: stack.learn_batches(data, weights), max(1, calls /
 print(json.dumps(out))
 """
 
+#: the on-policy form of :data:`PROBE` (``batch`` and ``updates`` unused: a fragment each)
+PROBE_ON_POLICY = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+torch.set_num_threads(1)
+from benchmarks.micro.member_groups import ON_POLICY_CONFIG, random_fragment
+from distmarl.config import load_config
+from distmarl.factory import env_spaces, make_algorithm
+calls = int(sys.argv[4])
+cfg = load_config(ON_POLICY_CONFIG, [])
+env = env_spaces(cfg.env)
+members = [make_algorithm(cfg.algorithm, env, device="cpu", seed=k) for k in range(16)]
+gen = torch.Generator().manual_seed(0)
+frags = [random_fragment(m.clone(), env[0], env[2], int(cfg.algorithm.hp.learn_step),
+                         cfg.env.num_envs, gen) for m in members]
+try:
+    from distmarl.algorithms.groups import OnPolicyStack as Stack
+except ImportError:
+    from distmarl.algorithms.groups import StackedOnPolicy as Stack
 
-def probe(tree: Path, batch: int, updates: int, calls: int) -> dict[str, float]:
+def rate(step, n, per_call):
+    step()
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    return per_call * n / (time.perf_counter() - start)
+
+out = {"one": rate(lambda: members[0].learn(frags[0]), calls, 1)}
+out["own16"] = rate(lambda: [m.learn(f) for m, f in zip(members, frags)], 1, 16)
+stack = Stack(members)
+out["stack16"] = rate(lambda: stack.learn(frags), 1, 16)
+print(json.dumps(out))
+"""
+
+
+def probe(tree: Path, batch: int, updates: int, calls: int, on_policy: bool
+          ) -> dict[str, float]:
     """One fresh process's rates for the tree at ``tree``."""
-    out = subprocess.run([sys.executable, "-c", PROBE, str(tree), str(batch), str(updates),
+    code = PROBE_ON_POLICY if on_policy else PROBE
+    out = subprocess.run([sys.executable, "-c", code, str(tree), str(batch), str(updates),
                           str(calls)], capture_output=True, text=True, check=True, cwd=tree)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -79,11 +120,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--updates", type=int, default=32)
     p.add_argument("--calls", type=int, default=6)
+    p.add_argument("--on-policy", action="store_true", help="MAPPO fragments instead")
     args = p.parse_args(argv)
     sides: dict[str, list[dict[str, float]]] = {"this": [], "baseline": []}
     for r in range(args.rounds):
         for side, tree in (("baseline", args.baseline), ("this", ROOT)):
-            rates = probe(tree.resolve(), args.batch, args.updates, args.calls)
+            rates = probe(tree.resolve(), args.batch, args.updates, args.calls,
+                          args.on_policy)
             sides[side].append(rates)
             print(f"round {r + 1} {side}: " + ", ".join(f"{k} {v:.1f}" for k, v in rates.items()),
                   flush=True)

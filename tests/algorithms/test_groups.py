@@ -11,7 +11,7 @@ import torch
 from distmarl.algorithms import MADDPG
 from distmarl.algorithms.groups import (
     OffPolicyStack,
-    StackedOnPolicy,
+    OnPolicyStack,
     Stacks,
     plan_stacks,
     stackable,
@@ -265,7 +265,7 @@ PPO_HP = [dict(lr=3e-4, clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm
                target_kl=3e-5, value_norm=True),
           dict(lr=5e-4, clip_coef=0.3, ent_coef=0.05, vf_coef=0.25, max_grad_norm=0.2,
                target_kl=2e-3, value_norm=False)]
-PPO_CALLS = 3  # 4 epochs of minibatches each: 12 epochs per member
+PPO_CALLS = 3  # 4 epochs of 12 minibatches (group "agent"): up to 144 steps per member
 
 
 @pytest.mark.parametrize("algo,actions", [("IPPO", "mixed"), ("MAPPO", "box"),
@@ -278,11 +278,12 @@ def test_a_stacked_ppo_update_is_each_members_own(algo: str, actions: str) -> No
     metrics."""
     from tests.algorithms import ppo_helpers as ph
 
-    stacked_members = [ph.make(algo, actions, seed=k, update_epochs=4, batch_size=32, **PPO_HP[k])
+    stacked_members = [ph.make(algo, actions, seed=k, update_epochs=4, batch_size=8, **PPO_HP[k])
                        for k in range(3)]
     own = [m.clone() for m in stacked_members]
-    group = StackedOnPolicy(stacked_members)
+    group = OnPolicyStack(stacked_members)
     stopped_early = False
+    steps = [0, 0, 0]
     for call in range(PPO_CALLS):
         frags = [ph.fragment(m.clone(), t=8, e=4, seed=call * 10 + k)
                  for k, m in enumerate(stacked_members)]
@@ -292,7 +293,9 @@ def test_a_stacked_ppo_update_is_each_members_own(algo: str, actions: str) -> No
             assert got[k].keys() == want.keys()
             assert got[k] == pytest.approx(want, rel=1e-4, abs=1e-6)
             stopped_early |= any(v < 4 for key, v in want.items() if key.startswith("epochs/"))
+            steps[k] += int(want["epochs/agent"]) * 12
     assert stopped_early, "the target-KL stop should cut some member's epochs short"
+    assert max(steps) >= 100  # gradient steps of group "agent" (12 minibatches an epoch)
     for k, m in enumerate(own):
         s = stacked_members[k]
         assert worst(ph.params(s), ph.params(m)) < 1e-5
@@ -301,13 +304,76 @@ def test_a_stacked_ppo_update_is_each_members_own(algo: str, actions: str) -> No
                            torch.rand(4, generator=m._torch_gen))
 
 
+@pytest.mark.parametrize("algo", ["IPPO", "MAPPO"])
+def test_ppo_members_with_image_and_dict_observations_stack_as_their_own(algo: str) -> None:
+    """CNN and multi-input encoders (run under vmap within their banks), masks from dict
+    observations, a Discrete and a Box group: three members stacked end where each alone
+    does."""
+    from distmarl.algorithms import IPPO, MAPPO
+    from tests.algorithms import ppo_helpers as ph
+    from tests.algorithms import test_image_onpolicy as images
+
+    cls = IPPO if algo == "IPPO" else MAPPO
+    hp = [{k: v for k, v in h.items() if k != "target_kl"} for h in PPO_HP]
+    stacked_members = [cls(images.OBS, images.ACT, images.NET, seed=k,
+                           hp={"batch_size": 4, "update_epochs": 2, **hp[k]}) for k in range(3)]
+    own = [m.clone() for m in stacked_members]
+    group = OnPolicyStack(stacked_members)
+    for call in range(2):
+        frags = [images.fragment(m.clone()) for m in stacked_members]
+        got = group.learn(frags)
+        for k, m in enumerate(own):
+            assert got[k] == pytest.approx(m.learn(frags[k]), rel=1e-4, abs=1e-6)
+    for k, m in enumerate(own):
+        assert worst(ph.params(stacked_members[k]), ph.params(m)) < 1e-5
+
+
+def test_a_ppo_stack_is_kept_and_a_mutated_member_moves_to_a_stack_of_its_shape() -> None:
+    """Members live in their stack's slots from call to call; a member whose architecture
+    was mutated leaves for a stack of its new shape (alone here), then two mutated alike
+    stack together again. Through all of it each member ends as its own updates leave it."""
+    from tests.algorithms import ppo_helpers as ph
+
+    hosted = [ph.make("IPPO", seed=k, update_epochs=2, batch_size=16, **PPO_HP[k])
+              for k in range(3)]
+    own = [m.clone() for m in hosted]
+    stacks = Stacks()
+
+    def call(u: int) -> None:
+        frags = [ph.fragment(m.clone(), t=4, e=4, seed=10 * u + k) for k, m in enumerate(hosted)]
+        stacks.fragments(hosted, frags)
+        for m, f in zip(own, frags, strict=True):
+            m.learn(f)
+
+    def storage(m: Any) -> Any:
+        return m.policy_net("agent").head.linears[0].weight.untyped_storage()
+
+    call(0)
+    held = storage(hosted[0])
+    assert {storage(m).data_ptr() for m in hosted} == {held.data_ptr()}  # slots of one stack
+    call(1)
+    assert {storage(m).data_ptr() for m in hosted} == {held.data_ptr()}  # the stack was kept
+    for m in (hosted[0], own[0]):
+        m.mutate_architecture("add_node", np.random.default_rng(5))
+    assert plan_stacks(hosted) == [[0], [1, 2]]
+    call(2)
+    for m in (hosted[1], own[1]):
+        m.mutate_architecture("add_node", np.random.default_rng(5))
+    assert plan_stacks(hosted) == [[0, 1], [2]]
+    call(3)
+    assert storage(hosted[0]).data_ptr() == storage(hosted[1]).data_ptr()
+    for m, o in zip(hosted, own, strict=True):
+        assert worst(ph.params(m), ph.params(o)) < 1e-5
+        assert m.learn_steps == o.learn_steps == 4
+
+
 def test_ppo_members_with_other_epochs_are_refused() -> None:
     from tests.algorithms import ppo_helpers as ph
 
     a, b = ph.make("IPPO", seed=0), ph.make("IPPO", seed=1, update_epochs=2)
     assert "update_epochs" in str(stackable_on_policy([a, b]))
     with pytest.raises(ValueError, match="cannot be stacked: member 1's update_epochs is 2"):
-        StackedOnPolicy([a, b])
+        OnPolicyStack([a, b])
 
 
 # ------------------------------------------------------------------------ a learner's members

@@ -159,7 +159,7 @@ def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
         return counted
 
     for cls, method in ((group_learn.OffPolicyStack, "learn_batches"),
-                        (group_learn.StackedOnPolicy, "learn")):
+                        (group_learn.OnPolicyStack, "learn")):
         monkeypatch.setattr(cls, method, counting(getattr(cls, method)))
     cfg = shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path)
     apart = train(cfg, run_dir=tmp_path / "apart", show_progress=False, local=True)

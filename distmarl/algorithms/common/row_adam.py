@@ -42,8 +42,9 @@ class RowAdam:
         self._rows: list[list[list[list[torch.Tensor]]]] = []
         for ps, adam, per in zip(params, adams, per_member, strict=True):
             ids = [[k * per + j for j in range(per)] for k in range(members)]
-            kinds = [[group[name].unbind(0) for name in ps]
-                     for group in (ps, adam.m, adam.v, adam.steps)]
+            with torch.no_grad():  # stepped in place (parameters may be autograd leaves)
+                kinds = [[_rows_of(group[name]) for name in ps]
+                         for group in (ps, adam.m, adam.v, adam.steps)]
             self._row_ids.append(ids)
             self._rows.append([[[x[row] for x in kind for row in rows_] for kind in kinds]
                                for rows_ in ids])
@@ -52,11 +53,11 @@ class RowAdam:
     def step(self, sets: Sequence[int], grads: Sequence[Params],
              lrs: Sequence[Sequence[float]], due: Sequence[bool] | None = None) -> None:
         """One Adam step of the ``due`` members (None: all) on sets ``sets``: ``grads[j]``
-        the gradients of set ``sets[j]`` (as its parameters, contiguous), ``lrs[j][k]``
-        member ``k``'s learning rate for it."""
+        the gradients of set ``sets[j]`` (as its parameters), ``lrs[j][k]`` member ``k``'s
+        learning rate for it."""
         calls: dict[float, list[list[torch.Tensor]]] = {}
         for i, set_grads, set_lrs in zip(sets, grads, lrs, strict=True):
-            by_row = [set_grads[name].unbind(0) for name in self._names[i]]
+            by_row = [_rows_of(_contiguous(set_grads[name])) for name in self._names[i]]
             for k, lr in enumerate(set_lrs):
                 if due is not None and not due[k]:
                     continue
@@ -69,3 +70,15 @@ class RowAdam:
                            foreach=None if self.fused else True, decoupled_weight_decay=False,
                            amsgrad=False, beta1=self.beta1, beta2=self.beta2, lr=lr,
                            weight_decay=0.0, eps=self.eps, maximize=False)
+
+
+def _contiguous(g: torch.Tensor) -> torch.Tensor:
+    """``g`` laid out as its parameter is (a product's gradient may come transposed; the
+    fused kernel reads memory as the parameter's layout)."""
+    return g if g.is_contiguous() else g.contiguous()
+
+
+def _rows_of(x: torch.Tensor) -> Sequence[torch.Tensor]:
+    """``x``'s rows ``x[0], x[1], ...``; a single row as ``x`` itself (a stack of one
+    member's one network steps its whole tensors, with no view made per step)."""
+    return (x,) if x.shape[0] == 1 else x.unbind(0)

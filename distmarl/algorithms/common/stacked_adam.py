@@ -96,16 +96,25 @@ def clip_per_member(parts: Sequence[Sequence[torch.Tensor]], max_norm: torch.Ten
     member's ``max_norm`` ``(K,)`` (0: no clip), as ``clip_grad_norm_`` on each member's
     part; in place. Returns ``(K,)``: True where every part's norm is finite."""
     flat = [g for part in parts for g in part]
-    # each gradient's squared norm per row, summed within each part: (parts, K); no index
-    # tensor is made on the host (a CUDA graph could not capture its copy to the device)
-    total = torch.stack([
-        torch.linalg.vector_norm(torch.cat([g.reshape(g.shape[0], -1) for g in part], dim=1),
-                                 dim=1) for part in parts])
+    one = flat[0].shape[0] == 1
+    # each part's norm per member: (parts, K); no index tensor is made on the host (a CUDA
+    # graph could not capture its copy to the device)
+    if one:  # one member: torch's own per-tensor norms, as clip_grad_norm_ takes them
+        total = torch.stack([torch.linalg.vector_norm(torch.stack(torch._foreach_norm(
+            list(part)))) for part in parts]).unsqueeze(1)
+    else:
+        total = torch.stack([
+            torch.linalg.vector_norm(torch.cat([g.reshape(g.shape[0], -1) for g in part],
+                                               dim=1), dim=1) for part in parts])
     coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
     coef = torch.where(max_norm > 0, coef, torch.ones_like(coef)).to(flat[0].dtype)
-    rows = [coef[i] for i, part in enumerate(parts) for _ in part]
-    torch._foreach_mul_(flat, [r.view((-1,) + (1,) * (g.dim() - 1))
-                               for r, g in zip(rows, flat, strict=True)])
+    if one:
+        for i, part in enumerate(parts):
+            torch._foreach_mul_(list(part), coef[i, 0])
+    else:
+        rows = [coef[i] for i, part in enumerate(parts) for _ in part]
+        torch._foreach_mul_(flat, [r.view((-1,) + (1,) * (g.dim() - 1))
+                                   for r, g in zip(rows, flat, strict=True)])
     return torch.isfinite(total).all(dim=0)
 
 

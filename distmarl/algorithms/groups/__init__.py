@@ -3,12 +3,13 @@ as one batched computation instead of one member after another. A stack holds it
 parameters, targets and optimiser states in stacked tensors that the members' own networks and
 optimisers alias (:mod:`~distmarl.algorithms.common.slots`): the update moves them in place, so
 checkpoints, copies, mutations and hyperparameter changes see no difference, and a learner
-keeps its stacks from one call to the next (:class:`Stacks`). The off-policy stack
-(:class:`OffPolicyStack`) is also how a member alone learns."""
+keeps its stacks from one call to the next (:class:`Stacks`). A stack
+(:class:`OffPolicyStack`, :class:`OnPolicyStack`) is also how a member alone learns."""
 
 from distmarl.algorithms.groups.learn import Stacks, plan_stacks
-from distmarl.algorithms.groups.onpolicy import StackedOnPolicy, stackable_on_policy
 from distmarl.algorithms.offpolicy.stack import OffPolicyStack, stackable
+from distmarl.algorithms.onpolicy.stack import OnPolicyStack
+from distmarl.algorithms.onpolicy.stack import stackable as stackable_on_policy
 
-__all__ = ["OffPolicyStack", "StackedOnPolicy", "Stacks", "plan_stacks", "stackable",
+__all__ = ["OffPolicyStack", "OnPolicyStack", "Stacks", "plan_stacks", "stackable",
            "stackable_on_policy"]

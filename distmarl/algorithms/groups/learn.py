@@ -4,8 +4,8 @@ A learner hosting several members asks :func:`plan_stacks` which of them can be 
 one stacked computation now (the same algorithm, device and network shapes; for PPO also the
 same epochs and minibatch size), and its :class:`Stacks` update every member: each stack of two
 or more members as one computation (split further by how many batches each member has, or by
-its fragments' length), a member alone by its own update (for MADDPG and MATD3 that is a
-stack of one, which the member keeps). Plans are made for every call, so a
+its fragments' length), a member alone by its own update (a stack of one, which the member
+keeps). Plans are made for every call, so a
 member whose architecture was mutated stacks with the members of its new shape (or alone) from
 its next update on; a stack whose members are unchanged is kept from call to call.
 """
@@ -21,10 +21,10 @@ import torch
 
 from distmarl.algorithms.base import Algorithm, Batch
 from distmarl.algorithms.common.adam import Adam
-from distmarl.algorithms.groups.onpolicy import SHARED_HP, StackedOnPolicy
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.offpolicy.stack import OffPolicyStack
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
+from distmarl.algorithms.onpolicy.stack import SHARED_HP, OnPolicyStack
 
 #: the optimiser settings a stack's members share (their learning rates may differ)
 ADAM_SETTINGS = ("betas", "eps", "weight_decay", "amsgrad")
@@ -70,8 +70,8 @@ class Stacks:
     of another shape) makes the stack be built again from the members' current tensors."""
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[int, ...], OffPolicyStack | StackedOnPolicy] = {}
-        self._used: dict[tuple[int, ...], OffPolicyStack | StackedOnPolicy] = {}
+        self._kept: dict[tuple[int, ...], OffPolicyStack | OnPolicyStack] = {}
+        self._used: dict[tuple[int, ...], OffPolicyStack | OnPolicyStack] = {}
 
     def replay(self, members: Sequence[OffPolicyMultiAgent], batches: Sequence[Sequence[Batch]],
                weights: Sequence[Sequence[torch.Tensor]] | None = None) -> list[ReplayResult]:
@@ -113,7 +113,7 @@ class Stacks:
                     ((k, fragment),) = present.items()
                     out[k] = members[k].learn(fragment)
                     continue
-                group = cast(StackedOnPolicy, self._stack(StackedOnPolicy,
+                group = cast(OnPolicyStack, self._stack(OnPolicyStack,
                                                           [members[k] for k in present]))
                 for k, metrics in zip(present, group.learn(list(present.values())),
                                       strict=True):
@@ -121,8 +121,8 @@ class Stacks:
         self._done()
         return out
 
-    def _stack(self, kind: type[OffPolicyStack] | type[StackedOnPolicy],
-               members: Sequence[Any]) -> OffPolicyStack | StackedOnPolicy:
+    def _stack(self, kind: type[OffPolicyStack] | type[OnPolicyStack],
+               members: Sequence[Any]) -> OffPolicyStack | OnPolicyStack:
         """The kept stack of exactly ``members`` where it is still intact, else a new one."""
         key = tuple(id(m) for m in members)
         stack = self._kept.get(key)

@@ -204,6 +204,9 @@ class OffPolicyStack:
             adam.append(StackedAdam(by["m"][i], by["v"][i], by["step"][i],
                                     (float(group["betas"][0]), float(group["betas"][1])),
                                     float(group["eps"])))
+        for ps in by["online"]:  # the leaves every step differentiates
+            for p in ps.values():
+                p.requires_grad_(True)
         return {"online": by["online"], "target": by["target"], "adam": adam}
 
     def _row_adam(self) -> RowAdam:
@@ -306,8 +309,7 @@ class OffPolicyStack:
             next_act = self._target_actions(state, b, noise, hp)
         losses = []
         td_sum = torch.zeros_like(b["active"][self.agents[0]])
-        params = [state["online"][self.banks.index(bank)] for bank in self.critic_banks]
-        leaves = [{k: p.detach().requires_grad_(True) for k, p in ps.items()} for ps in params]
+        leaves = [state["online"][self.banks.index(bank)] for bank in self.critic_banks]
         with torch.enable_grad():
             for bank, ps in zip(self.critic_banks, leaves, strict=True):
                 i, K, R, n = self.banks.index(bank), *self._shape(bank)
@@ -336,9 +338,7 @@ class OffPolicyStack:
         """Actor losses (deterministic policy gradient through each agent's first critic,
         other agents' actions from the batch) and one clipped Adam step of the due members'
         actors."""
-        leaves = [{k: p.detach().requires_grad_(True)
-                   for k, p in state["online"][self.banks.index(bank)].items()}
-                  for bank in self.actor_banks]
+        leaves = [state["online"][self.banks.index(bank)] for bank in self.actor_banks]
         losses: dict[str, torch.Tensor] = {}
         with torch.enable_grad():
             own, raw = {}, {}

@@ -24,8 +24,9 @@ Acting runs each group's policy once on its agents' stacked observations
 (:mod:`~distmarl.algorithms.onpolicy.gae`; truncations and the fragment's end bootstrap from
 the recorded ``V(next_obs)``, terminations do not) laid out as one set of rows per group
 (:mod:`~distmarl.algorithms.onpolicy.rows`), then per group ``update_epochs`` passes of
-shuffled minibatches of ``batch_size`` rows (:mod:`~distmarl.algorithms.onpolicy.ppo_update`)
-with the clipped objective (:mod:`~distmarl.algorithms.onpolicy.ppo_loss`), advantages
+shuffled minibatches of ``batch_size`` rows (:mod:`~distmarl.algorithms.onpolicy.stack`'s
+update, the same for a member alone and for members stacked on one learner) with the clipped
+objective (:mod:`~distmarl.algorithms.onpolicy.ppo_loss`), advantages
 normalised per minibatch, gradient norms clipped per network, and an early stop when an epoch's
 mean approximate KL exceeds ``target_kl``. One learning rate ``lr`` for every network
 (AgileRL's IPPO). With ``value_norm`` (the default) the value networks predict normalised
@@ -59,7 +60,8 @@ from distmarl.algorithms.common.sharing import group_net_configs
 from distmarl.algorithms.onpolicy import acting, rows
 from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
 from distmarl.algorithms.onpolicy.policy_heads import INIT_LOG_STD, PolicyHead, make_head
-from distmarl.algorithms.onpolicy.ppo_update import GroupRows, ppo_update
+from distmarl.algorithms.onpolicy.rows import GroupRows
+from distmarl.algorithms.onpolicy.stack import OnPolicyStack
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
 from distmarl.algorithms.onpolicy.weights import load_weights, pack_weights
 from distmarl.config.hparams import check_hp, check_hp_value, default_hp
@@ -112,6 +114,8 @@ class OnPolicyMultiAgent(FragmentLearner):
         #: running moments of each group's value targets (used when ``hp["value_norm"]``)
         self.value_moments = {g: RunningMoments() for g in self.groups}
         self.learn_steps = 0
+        #: this member's update, a stack of one (kept while its tensors live in it)
+        self._stack: OnPolicyStack | None = None
 
     def _build_networks(self, configs: Mapping[str, Any], value_configs: Mapping[str, Any]
                         ) -> None:
@@ -241,11 +245,10 @@ class OnPolicyMultiAgent(FragmentLearner):
         module docstring. Metrics per group: ``loss/policy/<g>``, ``loss/value/<g>``,
         ``entropy/<g>``, ``approx_kl/<g>``, ``clip_fraction/<g>``, ``epochs/<g>``; and
         ``approx_kl``, the mean over groups."""
-        group_rows = self.learning_rows(batch)
-        metrics: dict[str, float] = {}
-        for g in self.groups:
-            metrics.update(self._update_group(g, group_rows[g]))
-        return self.learned(metrics)
+        stack = self._stack
+        if stack is None or not stack.intact():
+            stack = self._stack = OnPolicyStack([self])
+        return stack.learn([batch])[0]
 
     def learning_rows(self, batch: Batch) -> dict[str, GroupRows]:
         """Each agent group's rows of the fragment ``batch``, ready for the update epochs:
@@ -271,7 +274,8 @@ class OnPolicyMultiAgent(FragmentLearner):
 
     @staticmethod
     def group_metrics(group: str, out: Mapping[str, float]) -> dict[str, float]:
-        """:func:`ppo_update`'s figures for ``group`` under their metric names."""
+        """One group's figures of an update (:mod:`~distmarl.algorithms.onpolicy.stack`)
+        under their metric names."""
         names = {"policy": "loss/policy", "value": "loss/value"}
         return {f"{names.get(k, k)}/{group}": v for k, v in out.items()}
 
@@ -298,14 +302,6 @@ class OnPolicyMultiAgent(FragmentLearner):
         return rows.group_rows([frag[a] for a in members], critic,
                                [advantage[a] for a in members], [target[a] for a in members],
                                self.heads[group].dim, self.device)
-
-    def _update_group(self, group: str, d: GroupRows) -> dict[str, float]:
-        optims = [self.nets.optim[f"policy/{group}"], self.nets.optim[f"value/{group}"]]
-        if group in self.log_std_optim:
-            optims.append(self.log_std_optim[group])
-        out = ppo_update(self.policy_net(group), self.value_net(group), self.heads[group],
-                         self.log_std.get(group), optims, d, self.hp, self._torch_gen)
-        return self.group_metrics(group, out)
 
     # -- weights and state -----------------------------------------------------------------
 

@@ -15,6 +15,7 @@ stacked agent-major, so a group's agents all feed its shared networks' one gradi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -23,12 +24,24 @@ from distmarl.algorithms.common.observations import Input
 from distmarl.algorithms.onpolicy.fragment import AgentFragment
 from distmarl.algorithms.onpolicy.gae import gae
 from distmarl.algorithms.onpolicy.policy_heads import stacked_masks
-from distmarl.algorithms.onpolicy.ppo_update import GroupRows
 from distmarl.types import STATE_FIELDS
 
-__all__ = ["fragment_advantages", "global_state", "group_rows"]
+__all__ = ["GroupRows", "fragment_advantages", "global_state", "group_rows"]
 
 Tensors = dict[str, torch.Tensor]
+
+
+class GroupRows(NamedTuple):
+    """One group's fragment flattened to ``N = T * E * len(group)`` rows (agent-major)."""
+
+    obs: Input  #: (N, obs_dim) policy input (images (N, *image), or a dict)
+    critic_obs: Input  #: (N, critic_dim) value input, as ``obs``
+    mask: torch.Tensor | None  #: (N, n) bool action mask
+    action: torch.Tensor  #: (N, dim) float or (N,) int64, the head's internal form
+    log_prob: torch.Tensor  #: (N,) behaviour log-prob
+    advantage: torch.Tensor  #: (N,)
+    value_target: torch.Tensor  #: (N,)
+    active: torch.Tensor  #: (N,) bool
 
 
 def global_state(frag: Mapping[str, AgentFragment], field: str, reader: str) -> torch.Tensor:
