@@ -48,15 +48,17 @@ def env_spaces(env_cfg: EnvConfig) -> EnvSpaces:
 
 
 def make_algorithm(cfg: AlgorithmConfig, spaces: tuple[Any, ...], device: str = "cpu",
-                   seed: int | None = None) -> Algorithm:
+                   seed: int | None = None, learner: bool = True) -> Algorithm:
     """The algorithm of ``cfg`` for ``spaces`` (``(observation, action)`` per agent, or an
-    :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO)."""
+    :class:`EnvSpaces`, whose state space goes to an algorithm that reads one: MAPPO);
+    ``learner=False``: its policy, which only acts (:class:`Algorithm`)."""
     obs_spaces, act_spaces = spaces[0], spaces[1]
     cls = algorithm_class(cfg.name)
     hp, state_space = cfg.hp.as_dict(), _state_space(spaces)
     extra = ({"state_space": state_space}
              if cls.rollout_spec(hp, state_space).global_state else {})
-    return cls(obs_spaces, act_spaces, cfg.net_config, hp=hp, device=device, seed=seed, **extra)
+    return cls(obs_spaces, act_spaces, cfg.net_config, hp=hp, device=device, seed=seed,
+               learner=learner, **extra)
 
 
 def _state_space(spaces: tuple[Any, ...]) -> Any:

@@ -101,12 +101,18 @@ class Algorithm(ABC):
 
     def __init__(self, observation_spaces: Mapping[str, Any], action_spaces: Mapping[str, Any],
                  net_config: Mapping[str, Any] | None, hp: Mapping[str, Any] | None = None,
-                 device: str | torch.device = "cpu", seed: int | None = None) -> None:
+                 device: str | torch.device = "cpu", seed: int | None = None,
+                 learner: bool = True) -> None:
         """The constructor every algorithm has (one whose :meth:`rollout_spec` can read the
         env's global state also takes ``state_space=``). It sets what every algorithm needs
         first: agents (in observation-space order), their spaces, the net_config, device,
         hyperparameters (the defaults of ``name`` with ``hp`` over them, checked by
-        :func:`distmarl.config.hparams.check_hp`) and the seeded numpy and torch generators."""
+        :func:`distmarl.config.hparams.check_hp`) and the seeded numpy and torch generators.
+
+        ``learner=False`` builds a policy: what acting needs and nothing more (actors and
+        exploration; PPO's policies, log-stds and value networks), without critics, target
+        copies or optimisers. It acts, takes weights (:meth:`set_weights`) and reseeds; it
+        cannot learn (what rollout workers and league opponents hold)."""
         self.agents = list(observation_spaces)
         if set(self.agents) != set(action_spaces):
             raise ValueError(f"observation spaces for {self.agents} but action spaces for "
@@ -115,6 +121,8 @@ class Algorithm(ABC):
         self.action_spaces = {a: action_spaces[a] for a in self.agents}
         self.net_config = copy.deepcopy(dict(net_config or {}))
         self.device = torch.device(device)
+        #: whether this one learns (False: a policy, see the constructor)
+        self.learner = learner
         self.hp = check_hp(self.name, hp)
         self._rng = np.random.default_rng(seed)
         self._torch_gen = torch.Generator(device=self.device)
@@ -209,6 +217,15 @@ class Algorithm(ABC):
     def mutate_parameters(self, mutation_sd: float, rng: np.random.Generator) -> dict[str, Any]:
         """Perturb the policy weights (AgileRL's Gaussian parameter mutation); returns what
         changed."""
+
+
+def require_learner(algo: Algorithm) -> None:
+    """Refuse to learn, save or copy a policy (an algorithm built with ``learner=False``),
+    which holds only what acting needs."""
+    if not algo.learner:
+        raise RuntimeError(f"this {algo.name} is a policy, built for acting (learner=False): "
+                           f"it has no critics, target copies or optimisers to learn, save "
+                           f"or copy")
 
 
 class ReplayLearner(Algorithm):

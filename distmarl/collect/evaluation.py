@@ -214,8 +214,9 @@ def score_member(cfg: ExperimentConfig, algo: Any, index: int, where: str,
 
 def load_member(path: Path, member: int | None = None, seed: int | None = None
                 ) -> tuple[ExperimentConfig, Any, int, str]:
-    """A saved member as an algorithm that acts: ``(config, algorithm, member index,
-    checkpoint path)``; ``member`` None: the run's elite (see :func:`evaluate_checkpoint`)."""
+    """A saved member as a policy (an algorithm that only acts): ``(config, policy, member
+    index, checkpoint path)``; ``member`` None: the run's elite (see
+    :func:`evaluate_checkpoint`)."""
     ckpt = load_checkpoint(path, with_buffer=False)
     cfg = stored_config(ckpt.meta["config"])
     index = _default_member(ckpt.meta) if member is None else member
@@ -225,7 +226,7 @@ def load_member(path: Path, member: int | None = None, seed: int | None = None
     seed = cfg.evolution.final_seed if seed is None else seed
     state = ckpt.members[index]["algo"]
     algo = make_algorithm(converted(cfg.algorithm, state["algorithm"], state["hp"]),
-                          env_spaces(cfg.env), seed=seed)
+                          env_spaces(cfg.env), seed=seed, learner=False)
     algo.load_state_dict(state)
     return cfg, algo, index, str(ckpt.path)
 

@@ -57,7 +57,8 @@ class Opponents:
             raise ValueError(f"opponent {player!r}: weights of version {version} are needed "
                              f"(held: {None if held is None else held[0]})")
         algo = cast(Policy, held[1]) if held is not None else make_algorithm(
-            self.algo_cfg, self.spaces, device="cpu", seed=self.seed + len(self.held))
+            self.algo_cfg, self.spaces, device="cpu", seed=self.seed + len(self.held),
+            learner=False)
         algo.set_weights(weights)
         self.held[player] = (version, algo)
         return algo

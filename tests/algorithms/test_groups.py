@@ -319,7 +319,7 @@ def test_ppo_members_with_image_and_dict_observations_stack_as_their_own(algo: s
                            hp={"batch_size": 4, "update_epochs": 2, **hp[k]}) for k in range(3)]
     own = [m.clone() for m in stacked_members]
     group = OnPolicyStack(stacked_members)
-    for call in range(2):
+    for _ in range(2):
         frags = [images.fragment(m.clone()) for m in stacked_members]
         got = group.learn(frags)
         for k, m in enumerate(own):

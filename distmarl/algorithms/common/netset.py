@@ -19,19 +19,22 @@ from distmarl.networks.surgery import copy_overlap
 
 
 class NetworkSet:
-    """Online networks addressed by name, each with a target copy and its own Adam optimiser."""
+    """Online networks addressed by name, each with a target copy and its own Adam optimiser
+    (``learning``; otherwise the online networks alone: a policy's, which only acts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, learning: bool = True) -> None:
+        self.learning = learning
         self.online: dict[str, EvolvableNetwork] = {}
         self.target: dict[str, EvolvableNetwork] = {}
         self.optim: dict[str, Adam] = {}
         self._pairs: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
 
     def add(self, name: str, net: EvolvableNetwork, lr: float) -> None:
-        """Register ``net`` with a target copy and a fresh Adam."""
+        """Register ``net`` with a target copy and a fresh Adam (``learning``)."""
         self.online[name] = net
-        self.target[name] = _frozen_copy(net)
-        self.optim[name] = Adam(net.parameters(), lr=lr)
+        if self.learning:
+            self.target[name] = _frozen_copy(net)
+            self.optim[name] = Adam(net.parameters(), lr=lr)
         self._pairs.pop(name, None)
 
     def names(self, role: str) -> list[str]:
@@ -78,21 +81,27 @@ class NetworkSet:
         }
 
     def load_state_dict(self, state: dict[str, Any], device: torch.device) -> None:
-        """Load a snapshot, rebuilding networks whose architecture differs from the saved one."""
-        if set(state["arch"]) != set(self.online):
+        """Load a snapshot, rebuilding networks whose architecture differs from the saved one.
+        Without ``learning`` (a policy) only the online networks it has are read: a
+        learner's snapshot holds them among others."""
+        saved, mine = set(state["arch"]), set(self.online)
+        if saved != mine if self.learning else not saved >= mine:
             raise ValueError(f"state holds networks {sorted(state['arch'])}, "
                              f"this algorithm has {sorted(self.online)}")
-        for name, arch_dict in state["arch"].items():
+        for name in list(self.online):
+            arch_dict = state["arch"][name]
             if self.online[name].arch.to_dict() != arch_dict:
                 self._rebuild(name, NetworkArch.from_dict(arch_dict), device)
             self.online[name].load_state_dict(state["online"][name])
+            if not self.learning:
+                continue
             self.target[name].load_state_dict(state["target"][name])
             # deepcopy: Optimizer.load_state_dict keeps same-device tensors as they are, so two
             # learners loading one snapshot would otherwise share their moment estimates.
             self.optim[name].load_state_dict(copy.deepcopy(state["optim"][name]))
 
     def _rebuild(self, name: str, arch: NetworkArch, device: torch.device) -> None:
-        lr = self.optim[name].param_groups[0]["lr"]
+        lr = self.optim[name].param_groups[0]["lr"] if self.learning else 0.0
         net = EvolvableNetwork.build(arch, torch.Generator().manual_seed(0), device)
         self.add(name, net, lr)
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from distmarl.algorithms.base import AgentObs, Batch, ReplayLearner
+from distmarl.algorithms.base import AgentObs, Batch, ReplayLearner, require_learner
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import (
@@ -53,12 +53,14 @@ class OffPolicyMultiAgent(ReplayLearner):
         hp: Mapping[str, Any] | None = None,
         device: str | torch.device = "cpu",
         seed: int | None = None,
+        learner: bool = True,
     ) -> None:
-        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
+        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed,
+                         learner)
         self.codecs = {a: make_codec(s, self.device) for a, s in self.action_spaces.items()}
         self.readers = obs_readers(self.observation_spaces, self.net_config)
         self.joint = joint_input(self.readers)
-        self.nets = NetworkSet()
+        self.nets = NetworkSet(learning=learner)
         self._build_networks(
             resolve_net_config(self.net_config, self.agents,
                                {a: r.input for a, r in self.readers.items()}),
@@ -70,15 +72,15 @@ class OffPolicyMultiAgent(ReplayLearner):
 
     def _build_networks(self, configs: Mapping[str, Any], critic_configs: Mapping[str, Any]
                         ) -> None:
-        """Actors read their agent's observation; critics every agent's (:attr:`joint`) and,
-        after the encoder, every agent's action."""
+        """Actors read their agent's observation; critics (a learner's) every agent's
+        (:attr:`joint`) and, after the encoder, every agent's action."""
         gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         joint_act = sum(c.dim for c in self.codecs.values())
         for a in self.agents:
             arch = make_arch(self.readers[a].input, self.codecs[a].dim, configs[a])
             self.nets.add(f"actor/{a}", EvolvableNetwork.build(arch, gen, self.device),
                           self.hp["lr_actor"])
-        for role in self.CRITIC_ROLES:
+        for role in self.CRITIC_ROLES if self.learner else ():
             for a in self.agents:
                 arch = make_arch(self.joint, 1, critic_configs[a], extra_dim=joint_act)
                 self.nets.add(f"{role}/{a}", EvolvableNetwork.build(arch, gen, self.device),
@@ -139,6 +141,7 @@ class OffPolicyMultiAgent(ReplayLearner):
         (``loss/<network>``) and the priorities, read from the device once all are done."""
         stack = self._stack
         if stack is None or not stack.intact():
+            require_learner(self)
             stack = self._stack = OffPolicyStack([self])
         return stack.learn_batches([batches], None if weights is None else [weights])[0]
 
@@ -180,6 +183,7 @@ class OffPolicyMultiAgent(ReplayLearner):
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, targets, optimisers, hyperparameters, counters, RNG and noise states."""
+        require_learner(self)
         return {
             "algorithm": self.name,
             "format": STATE_FORMAT,

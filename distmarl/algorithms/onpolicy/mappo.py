@@ -56,6 +56,7 @@ class MAPPO(OnPolicyMultiAgent):
         device: str | torch.device = "cpu",
         seed: int | None = None,
         state_space: spaces.Space | None = None,
+        learner: bool = True,
     ) -> None:
         if state_space is not None and not isinstance(state_space, spaces.Box):
             raise ValueError(f"state_space must be a gymnasium Box (the env's state_space), got "
@@ -63,7 +64,8 @@ class MAPPO(OnPolicyMultiAgent):
         self._given_state_space = state_space
         self.state_space = (state_space if self.rollout_spec(hp, state_space).global_state
                             else None)
-        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
+        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed,
+                         learner)
 
     @classmethod
     def rollout_spec(cls, hp: Mapping[str, Any] | None,

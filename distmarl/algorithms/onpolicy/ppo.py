@@ -51,7 +51,7 @@ from gymnasium import spaces
 
 from distmarl import tree
 from distmarl.agents import shared_groups
-from distmarl.algorithms.base import AgentObs, Batch, FragmentLearner
+from distmarl.algorithms.base import AgentObs, Batch, FragmentLearner, require_learner
 from distmarl.algorithms.common import mutate
 from distmarl.algorithms.common.adam import Adam
 from distmarl.algorithms.common.netset import NetworkSet
@@ -93,8 +93,10 @@ class OnPolicyMultiAgent(FragmentLearner):
         hp: Mapping[str, Any] | None = None,
         device: str | torch.device = "cpu",
         seed: int | None = None,
+        learner: bool = True,
     ) -> None:
-        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed)
+        super().__init__(observation_spaces, action_spaces, net_config, hp, device, seed,
+                         learner)
         #: group id -> its agents; every agent's group in ``group_of``
         self.groups = shared_groups(self.agents, self.observation_spaces, self.action_spaces)
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
@@ -103,7 +105,7 @@ class OnPolicyMultiAgent(FragmentLearner):
         self.readers = obs_readers(self.observation_spaces, self.net_config)
         #: what each agent's policy reads
         self.inputs: dict[str, InputSpec] = {a: r.input for a, r in self.readers.items()}
-        self.nets = NetworkSet()
+        self.nets = NetworkSet(learning=learner)
         self.log_std: dict[str, torch.nn.Parameter] = {}
         self.log_std_optim: dict[str, Adam] = {}
         self._build_networks(
@@ -130,7 +132,8 @@ class OnPolicyMultiAgent(FragmentLearner):
             if head.has_log_std:
                 p = torch.nn.Parameter(torch.full((head.dim,), INIT_LOG_STD, device=self.device))
                 self.log_std[g] = p
-                self.log_std_optim[g] = Adam([p], lr=lr)
+                if self.learner:
+                    self.log_std_optim[g] = Adam([p], lr=lr)
 
     # -- what the value network reads (MAPPO overrides) --------------------------------------
 
@@ -247,6 +250,7 @@ class OnPolicyMultiAgent(FragmentLearner):
         ``approx_kl``, the mean over groups."""
         stack = self._stack
         if stack is None or not stack.intact():
+            require_learner(self)
             stack = self._stack = OnPolicyStack([self])
         return stack.learn([batch])[0]
 
@@ -321,6 +325,7 @@ class OnPolicyMultiAgent(FragmentLearner):
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, optimisers, log-stds, hyperparameters, counters and RNG states."""
+        require_learner(self)
         return {
             "algorithm": self.name,
             "format": STATE_FORMAT,

@@ -66,7 +66,8 @@ class RolloutShell:
         self.member, self.worker = member, worker
         self.env_cfg, self.buffer = env_cfg, buffer
         self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
-        self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed)
+        #: the member's policy: what acting needs, no critics, targets or optimisers
+        self.algo = make_algorithm(algo_cfg, spaces, device="cpu", seed=seed, learner=False)
         self.action_spaces = spaces[1]
         spec = self.algo.spec if spec is None else spec  # the run's: its rows, shared
         self.venv = make_venv(env_cfg, seed=seed, global_state=spec.global_state)
@@ -90,7 +91,7 @@ class RolloutShell:
     def _rebuild(self, name: str) -> None:
         """Act as a member of algorithm ``name`` from now on (its weights load next)."""
         self.algo = make_algorithm(converted(self.algo_cfg, name), self.spaces, device="cpu",
-                                   seed=self.seed)
+                                   seed=self.seed, learner=False)
         self.collector.set_algorithm(self.algo)
 
     def collect(self, num_steps: int, version: int, weights_box: list[Any] | None,
