@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from distmarl.runtime.logic.grouping import (
-    MIN_HOSTED,
-    MIN_STACKED_IN_PROCESS,
     HeldTrains,
     learner_groups,
     members_per_learner,
@@ -40,18 +38,19 @@ def test_auto_puts_members_on_one_learner_per_gpu_or_core_and_stacks_many_in_pro
     assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=0.25) == 4
     assert members_per_learner("auto", 16, {"CPU": 16, "GPU": 1}, gpus_per_learner=1 / 16) == 1
     assert members_per_learner("auto", 4, {"CPU": 16, "GPU": 2}, gpus_per_learner=0.1) == 1
-    # CPU (GPUs learners do not ask for count as none): a learner per core where each
-    # then holds MIN_HOSTED members or more, else one member each
+    # CPU (GPUs learners do not ask for count as none): a learner per core, the members
+    # spread over them
     assert members_per_learner("auto", 16, {"CPU": 2, "GPU": 1}, gpus_per_learner=0) == 8
     assert members_per_learner("auto", 8, {"CPU": 2}, gpus_per_learner=1) == 4
     assert members_per_learner("auto", 9, {"CPU": 2}, gpus_per_learner=0) == 5
-    assert members_per_learner("auto", 4, {"CPU": 2}, gpus_per_learner=0) == 1
+    assert members_per_learner("auto", 4, {"CPU": 2}, gpus_per_learner=0) == 2
+    assert members_per_learner("auto", 3, {"CPU": 2}, gpus_per_learner=0) == 2
     assert members_per_learner("auto", 16, {"CPU": 16}, gpus_per_learner=0) == 1
-    assert members_per_learner("auto", MIN_HOSTED * 3, {"CPU": 3}, 0) == MIN_HOSTED
-    assert members_per_learner("auto", MIN_HOSTED * 3 - 1, {"CPU": 3}, 0) == 1
-    # in one process: all members stack from MIN_STACKED_IN_PROCESS on
-    assert members_per_learner("auto", MIN_STACKED_IN_PROCESS, None, 0) == MIN_STACKED_IN_PROCESS
-    assert members_per_learner("auto", MIN_STACKED_IN_PROCESS - 1, None, 0) == 1
+    assert members_per_learner("auto", 4, {"CPU": 16}, gpus_per_learner=0) == 1
+    # in one process: all members in one stack
+    assert members_per_learner("auto", 2, None, 0) == 2
+    assert members_per_learner("auto", 16, None, 0) == 16
+    assert members_per_learner("auto", 1, None, 0) == 1
 
 
 def test_held_train_calls_leave_together_once_their_process_is_free() -> None:

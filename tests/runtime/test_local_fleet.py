@@ -161,7 +161,8 @@ def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
     for cls, method in ((group_learn.OffPolicyStack, "learn_batches"),
                         (group_learn.OnPolicyStack, "learn")):
         monkeypatch.setattr(cls, method, counting(getattr(cls, method)))
-    cfg = shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path)
+    cfg = shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path,
+                    "population.members_per_learner=1")
     apart = train(cfg, run_dir=tmp_path / "apart", show_progress=False, local=True)
     assert set(stacked) <= {1}  # a member alone learns as a stack of one
     together = train(shortened(ROOT / "examples" / "configs" / f"{name}.yaml", tmp_path,

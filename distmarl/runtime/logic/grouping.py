@@ -12,37 +12,30 @@ from typing import Literal
 
 from distmarl.runtime.logic.scheduler import Call
 
-#: ``auto`` on a CPU cluster: a learner process per core, where each then hosts at least this
-#: many members (smaller stacked updates are slower than a loop over the members, and fewer
-#: processes than cores leave cores idle)
-MIN_HOSTED = 4
-#: ``auto`` in one process (no processes to save): members stack from this many on
-MIN_STACKED_IN_PROCESS = 8
-
 
 def members_per_learner(setting: int | Literal["auto"], members: int,
                         cluster: Mapping[str, float] | None, gpus_per_learner: float) -> int:
     """How many members each learner process hosts: ``setting``, or for ``auto``:
 
-    - in one process (``cluster`` None): all of them where there are at least
-      :data:`MIN_STACKED_IN_PROCESS`, else one each;
+    - in one process (``cluster`` None): all of them, as one stack (a stack of ``K`` updates
+      faster than ``K`` stacks of one, from two members on);
     - on a cluster with GPUs that learners ask for: as many learners as the GPUs take at
       ``gpus_per_learner`` each, the members spread over them (a stacked update is bound by
       the host's Python and kernel launches, not by the GPU, so learner processes sharing a
       GPU side by side get more done than one process holding them all);
-    - on CPU: one learner per core where each then hosts at least :data:`MIN_HOSTED`
-      members, else one member per learner.
+    - on CPU: one learner per core, the members spread over them (more processes than cores
+      contend for them; fewer leave cores idle).
     """
     if setting != "auto":
         return min(int(setting), members)
     if cluster is None:
-        return members if members >= MIN_STACKED_IN_PROCESS else 1
+        return members
     gpus = float(cluster.get("GPU", 0.0))
     if gpus >= 1 and gpus_per_learner > 0:
         learners = max(1, min(members, int(gpus / gpus_per_learner + 1e-9)))
         return -(-members // learners)
     cores = max(1, int(cluster.get("CPU", 1.0)))
-    return -(-members // cores) if members // cores >= MIN_HOSTED else 1
+    return -(-members // cores)
 
 
 def learner_groups(members: int, per_learner: int) -> list[list[int]]:
