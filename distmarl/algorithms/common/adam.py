@@ -1,11 +1,10 @@
-"""Adam for one network, stepped through torch's functional Adam, without ``torch.optim``'s
-optimiser objects.
+"""Adam's state for one network, without ``torch.optim``'s optimiser objects.
 
 Creating a ``torch.optim.Optimizer`` imports ``torch._dynamo`` (its methods are wrapped to
 keep the compiler out), which costs every process that builds an algorithm more than a second
-of start-up: rollout workers, learners, evaluation, a CLI run. :class:`Adam` keeps the same
-state and arithmetic and steps with ``torch.optim.adam.adam`` (the fused kernel where the
-device has one), which imports nothing more.
+of start-up: rollout workers, learners, evaluation, a CLI run. :class:`Adam` holds the same
+state; the learner's stack steps it (:mod:`~distmarl.algorithms.common.row_adam`: torch's
+functional Adam, the fused kernel where the device has one).
 
 Its attributes and ``state_dict()`` have ``torch.optim.Adam``'s layout (``param_groups`` with
 one group; ``state[param]`` holding ``step``, ``exp_avg`` and ``exp_avg_sq``), so checkpoints
@@ -14,11 +13,10 @@ written with ``torch.optim.Adam`` load into it and the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
-from torch.optim import adam as adam_impl
 
 #: devices torch's fused Adam kernel runs on
 FUSED_DEVICES = ("cpu", "cuda")
@@ -45,17 +43,6 @@ class Adam:
     @property
     def params(self) -> list[torch.Tensor]:
         return self.param_groups[0]["params"]
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drop every parameter's ``.grad`` (it is replaced, never accumulated into)."""
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        """One step on the parameters' ``.grad`` (a parameter without one keeps its value)."""
-        with_grad = [(p, p.grad) for p in self.params if p.grad is not None]
-        adam_steps([self], [[g for _, g in with_grad]], [[p for p, _ in with_grad]])
 
     def state_of(self, p: torch.Tensor) -> dict[str, torch.Tensor]:
         """``p``'s state, created (zero moments, step 0) where it has none yet."""
@@ -93,30 +80,6 @@ class Adam:
                 "step": _step_tensor(float(s["step"]), p, fused),
                 "exp_avg": s["exp_avg"].to(p.device, p.dtype, copy=True),
                 "exp_avg_sq": s["exp_avg_sq"].to(p.device, p.dtype, copy=True)}
-
-
-@torch.no_grad()
-def adam_steps(optims: Sequence[Adam], grads: Sequence[Sequence[torch.Tensor]],
-               params: Sequence[Sequence[torch.Tensor]] | None = None) -> None:
-    """One Adam step of each optimiser on its ``grads`` (of ``params``: by default all of its
-    parameters, in order), one functional call per distinct set of settings."""
-    calls: dict[tuple[Any, ...], list[list[torch.Tensor]]] = {}
-    for k, (opt, gs) in enumerate(zip(optims, grads, strict=True)):
-        group = opt.param_groups[0]
-        ps = opt.params if params is None else params[k]
-        key = (group["lr"], *group["betas"], group["eps"], bool(group["fused"]))
-        lists = calls.setdefault(key, [[], [], [], [], []])
-        for p, g in zip(ps, gs, strict=True):
-            state = opt.state_of(p)
-            for out, value in zip(lists, (p, g, state["exp_avg"], state["exp_avg_sq"],
-                                          state["step"]), strict=True):
-                out.append(value)
-    for (lr, beta1, beta2, eps, fused), (ps, gs, m, v, steps) in calls.items():
-        if ps:
-            adam_impl.adam(ps, gs, m, v, [], steps, fused=fused or None,
-                           foreach=None if fused else True, decoupled_weight_decay=False,
-                           amsgrad=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=0.0,
-                           eps=eps, maximize=False)
 
 
 def _step_tensor(value: float, p: torch.Tensor, fused: bool) -> torch.Tensor:

@@ -27,7 +27,6 @@ class NetworkSet:
         self.online: dict[str, EvolvableNetwork] = {}
         self.target: dict[str, EvolvableNetwork] = {}
         self.optim: dict[str, Adam] = {}
-        self._pairs: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
 
     def add(self, name: str, net: EvolvableNetwork, lr: float) -> None:
         """Register ``net`` with a target copy and a fresh Adam (``learning``)."""
@@ -35,7 +34,6 @@ class NetworkSet:
         if self.learning:
             self.target[name] = _frozen_copy(net)
             self.optim[name] = Adam(net.parameters(), lr=lr)
-        self._pairs.pop(name, None)
 
     def names(self, role: str) -> list[str]:
         """Names of one role (``"actor"``, ``"critic"``...) in registration order."""
@@ -47,25 +45,12 @@ class NetworkSet:
         self.optim[name] = transfer_adam(self.optim[name], self.online[name], online, source)
         self.online[name] = online
         self.target[name] = target.requires_grad_(False)
-        self._pairs.pop(name, None)
 
     def set_lr(self, names: list[str], lr: float) -> None:
         """Change the learning rate of these networks' optimisers in place."""
         for n in names:
             for group in self.optim[n].param_groups:
                 group["lr"] = lr
-
-    @torch.no_grad()
-    def soft_update(self, names: list[str], tau: float) -> None:
-        """``target <- (1 - tau) * target + tau * online`` for these networks."""
-        targets, onlines = [], []
-        for n in names:
-            if n not in self._pairs:  # parameter lists cached until the network is replaced
-                self._pairs[n] = (list(self.online[n].parameters()),
-                                  list(self.target[n].parameters()))
-            onlines += self._pairs[n][0]
-            targets += self._pairs[n][1]
-        torch._foreach_lerp_(targets, onlines, tau)
 
     def arch(self) -> dict[str, dict[str, Any]]:
         """Plain architecture of every online network (targets share it)."""
