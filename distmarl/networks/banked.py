@@ -53,24 +53,17 @@ def mlp_forward(spec: MLPSpec, params: Params, prefix: str, x: torch.Tensor) -> 
     x = x.reshape(x.shape[0], -1, x.shape[-1])
     act = activation_fn(spec.activation)
     layers = _names(prefix, len(spec.hidden_size))
-    one = x.shape[0] == 1  # one network: plain products (a batch of one costs more per call)
-    if one:
-        x = x.squeeze(0)
     for j, (weight, bias, norm_weight, norm_bias) in enumerate(layers):
-        if one:
-            x = torch.addmm(params[bias].squeeze(0), x, params[weight].squeeze(0).t())
-        else:
-            x = torch.baddbmm(params[bias].unsqueeze(1), x, params[weight].transpose(1, 2))
+        x = torch.baddbmm(params[bias].unsqueeze(1), x, params[weight].transpose(1, 2))
         if j < len(layers) - 1:
             if spec.layer_norm:
                 x = F.layer_norm(x, (x.shape[-1],), eps=LAYER_NORM_EPS)
-                norm_b, norm_w = params[norm_bias], params[norm_weight]
-                x = torch.addcmul(norm_b.squeeze(0) if one else norm_b.unsqueeze(1), x,
-                                  norm_w.squeeze(0) if one else norm_w.unsqueeze(1))
+                x = torch.addcmul(params[norm_bias].unsqueeze(1), x,
+                                  params[norm_weight].unsqueeze(1))
             x = act(x)
         elif spec.activate_output:
             x = act(x)
-    return x.reshape(-1, *rows, x.shape[-1])
+    return x.reshape(x.shape[0], *rows, x.shape[-1])
 
 
 @functools.cache
