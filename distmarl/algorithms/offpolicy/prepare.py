@@ -1,5 +1,5 @@
-"""An off-policy stack's update inputs, prepared on the host: the members' batches as one
-stacked batch, and each member's random draws.
+"""An off-policy stack's host side: its update inputs (the members' batches as one stacked
+batch, each member's random draws) and its results, read back per member.
 
 Members' batches may differ in size (``batch_size`` evolves): each is padded to the largest
 with inactive rows, which the masked losses never count. Draws come from each member's own
@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.observations import ObsReader
 from distmarl.algorithms.common.space_tensors import ActionCodec, BoxCodec, require_batch_keys
+from distmarl.algorithms.offpolicy.banks import Bank
 from distmarl.algorithms.offpolicy.batch import clean_batch
 from distmarl.types import OFF_POLICY_FIELDS
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
 Tree = dict[str, Any]
+#: per member: its updates' metrics and (prioritised replay) its rows' new priorities
+Result = tuple[list[dict[str, float]], np.ndarray | None]
 #: the fields of a stacked batch (``Tree``: field -> agent -> ``(K, B, ...)``)
 FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_steps", "mask",
           "next_mask")
@@ -102,3 +106,32 @@ def split(x: torch.Tensor | None, sizes: Sequence[int]) -> torch.Tensor | None:
         return x.reshape(len(sizes), sizes[0], *x.shape[1:])
     rows_ = max(sizes)
     return torch.stack([pad(part, rows_) for part in torch.split(x, list(sizes))])
+
+
+def read_results(outs: Sequence[Tree], dues: Sequence[Sequence[bool]], sizes: Sequence[int],
+                 banks: Sequence[Bank], agents: Sequence[str], members: int) -> list[Result]:
+    """Per member, each update's metrics (``loss/<network>``; a member whose actor update
+    was not due has no actor losses) and its rows' priorities (its own ``sizes[k]`` rows),
+    read from the device in one go. ``outs``: each update's step outputs (per bank, the
+    critics' losses ``(K, R, n)`` and the actors' ``(K, n)``; the priorities ``(K, B, 1)``);
+    ``dues[u][k]``: whether member ``k``'s actor update ``u`` was due."""
+    K = members
+    names = [f"loss/{n}" for bank in banks if bank.kind == "critic" for n in bank.nets]
+    names += [f"loss/actor/{a}" for bank in banks if bank.kind == "actor" for a in bank.agents]
+    critics = len(names) - len(agents)
+    device = outs[0]["critic"][0].device if outs else torch.device("cpu")
+    idle = torch.full((K, len(agents)), float("nan"), device=device)
+    read = torch.stack([torch.cat([x.reshape(K, -1) for x in o["critic"]]
+                                  + ([x.reshape(K, -1) for x in o["actor"]]
+                                     if o["actor"] else [idle]), dim=1)
+                        for o in outs]).cpu().tolist()  # (U, K, networks)
+    with_priorities = bool(outs) and "priorities" in outs[0]
+    if with_priorities:
+        priorities = torch.stack([o["priorities"] for o in outs], dim=1).cpu()  # (K, U, B, 1)
+    results: list[Result] = []
+    for k in range(K):
+        metrics = [dict(zip(names if dues[u][k] else names[:critics], read[u][k],
+                            strict=False)) for u in range(len(outs))]
+        results.append((metrics, priorities[k, :, :sizes[k]].reshape(-1).numpy()
+                        if with_priorities else None))
+    return results

@@ -34,18 +34,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 import torch
 
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.capture import EagerStep, GraphStep, StepRunner
 from distmarl.algorithms.common.observations import joint_tensor
-from distmarl.algorithms.common.row_adam import RowAdam
 from distmarl.algorithms.common.slots import Slots
-from distmarl.algorithms.common.stacked_adam import StackedAdam, adam_step, clip_per_member
-from distmarl.algorithms.offpolicy.banks import Bank, plan_banks, repeat_rows, rows, stack_agents
+from distmarl.algorithms.common.stacked_adam import StackedAdam
+from distmarl.algorithms.offpolicy.banks import (
+    Bank,
+    plan_banks,
+    repeat_rows,
+    rows,
+    stack_agents,
+    stackable,
+)
 from distmarl.algorithms.offpolicy.batch import masked_mean, masked_mse, td_target
-from distmarl.algorithms.offpolicy.prepare import member_draws, pad, stacked_batch
+from distmarl.algorithms.offpolicy.prepare import (
+    Result,
+    member_draws,
+    pad,
+    read_results,
+    stacked_batch,
+)
+from distmarl.algorithms.offpolicy.steps import BankSteps
 from distmarl.networks.banked import bank_forward
 
 if TYPE_CHECKING:  # the members' class steps its own members through this module
@@ -58,31 +70,6 @@ SMOOTHING_HP = ("policy_noise", "noise_clip")
 
 Tree = dict[str, Any]
 Mode = Literal["eager", "static", "graph"]
-Result = tuple[list[dict[str, float]], np.ndarray | None]
-
-
-def stackable(members: Sequence[OffPolicyMultiAgent]) -> str | None:
-    """Why ``members`` cannot be updated as one stack (None: they can): one algorithm, one
-    device, the same agents, networks of the same architectures, plain Adam optimisers with
-    the same betas and eps."""
-    if not members:
-        return "no members"
-    first = members[0]
-    for i, m in enumerate(members):
-        if type(m) is not type(first):
-            return f"member {i} is {m.name}, member 0 is {first.name}"
-        if m.device != first.device:
-            return f"member {i} is on {m.device}, member 0 on {first.device}"
-        if list(m.agents) != list(first.agents):
-            return f"member {i} has agents {list(m.agents)}, member 0 {list(first.agents)}"
-        if m.nets.arch() != first.nets.arch():
-            return f"member {i}'s networks differ in shape from member 0's"
-        for name, opt in m.nets.optim.items():
-            group, ref = opt.param_groups[0], first.nets.optim[name].param_groups[0]
-            if len(opt.param_groups) != 1 or group["betas"] != ref["betas"] \
-                    or group["eps"] != ref["eps"] or group["weight_decay"] or group["amsgrad"]:
-                return f"member {i}'s optimiser of {name} is not a plain Adam like member 0's"
-    return None
 
 
 class OffPolicyStack:
@@ -105,7 +92,9 @@ class OffPolicyStack:
         self.critic_banks = [b for b in self.banks if b.kind == "critic"]
         self.slots = Slots(self.members, self._member_tensors)
         self.state = self._state()
-        self._adam = self._row_adam()
+        group = self.ref.nets.optim[self.banks[0].nets[0]].param_groups[0]
+        self.steps = BankSteps(self.banks, self.state, len(self.members), mode,
+                               bool(group["fused"]))
         #: what :meth:`intact` compares (the objects themselves are kept, so their ids stay
         #: theirs)
         self._built_from = [self._holders(m) for m in self.members]
@@ -135,7 +124,7 @@ class OffPolicyStack:
             outs.append(runner(self.state, inputs))
             dues.append(due)
             sizes = size
-        return self._results(outs, dues, sizes)
+        return read_results(outs, dues, sizes, self.banks, self.agents, len(self.members))
 
     def intact(self) -> bool:
         """Whether every member still lives in its slot (see :class:`Slots`): False after a
@@ -209,13 +198,6 @@ class OffPolicyStack:
                 p.requires_grad_(True)
         return {"online": by["online"], "target": by["target"], "adam": adam}
 
-    def _row_adam(self) -> RowAdam:
-        """For eager steps: each member's own Adam on its rows of every bank."""
-        group = self.ref.nets.optim[self.banks[0].nets[0]].param_groups[0]
-        return RowAdam(self.state["online"], self.state["adam"],
-                       [bank.per_member for bank in self.banks], len(self.members),
-                       bool(group["fused"]))
-
     # -- one update of every member, prepared on the host ----------------------------------
 
     def _hp(self) -> Tree:
@@ -227,13 +209,7 @@ class OffPolicyStack:
         hp["rows"] = tuple({"lr": rows(hp[f"lr_{bank.kind}"], bank),
                             "max_grad_norm": rows(hp["max_grad_norm"], bank),
                             "tau": rows(hp["tau"], bank)} for bank in self.banks)
-        self._lrs = {kind: [float(m.hp[f"lr_{kind}"]) for m in self.members]
-                     for kind in ("actor", "critic")}
-        taus = {float(m.hp["tau"]) for m in self.members}
-        self._tau = taus.pop() if len(taus) == 1 else None
-        #: eager steps leave the clip out where no member clips (a decision on the host)
-        self._clips = self.mode != "eager" or any(m.hp["max_grad_norm"] > 0
-                                                  for m in self.members)
+        self.steps.set_call([m.hp for m in self.members])
         return hp
 
     def _inputs(self, batches: Sequence[Batch], hp: dict[str, torch.Tensor],
@@ -249,7 +225,7 @@ class OffPolicyStack:
             b["weights"] = torch.stack([pad(x.reshape(-1, 1).to(self.device), rows_)
                                         for x in weights])
         due = [m.actor_update_due() for m in self.members]
-        self._due = due  # for an eager step's Adam (the host's view of "due")
+        self.steps.set_due(due)
         inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device),
                   "target_noise": member_draws(self.members, self.agents, sizes,
                                                smoothed=self.smoothed),
@@ -273,7 +249,7 @@ class OffPolicyStack:
         td_sum = self._critic_phase(state, b, hp, x["target_noise"], joint_obs, acted, out)
         if not skip_idle or bool(due.any()):
             self._actor_phase(state, b, hp, x["policy_noise"], due, joint_obs, acted, out)
-            self._soft_update(state, hp["rows"], due)
+            self.steps.soft_update(state, hp["rows"], due)
         if "weights" in b:
             critics = torch.cat([b["active"][a] for a in self.agents],
                                 dim=-1).sum(-1, keepdim=True)
@@ -328,7 +304,7 @@ class OffPolicyStack:
             total = torch.stack([loss.sum() for loss in losses]).sum()
             flat = [p for ps in leaves for p in ps.values()]
             grads = iter(torch.autograd.grad(total, flat))
-        self._step(state, self.critic_banks, [{k: next(grads) for k in ps} for ps in leaves],
+        self.steps.step(state, self.critic_banks, [{k: next(grads) for k in ps} for ps in leaves],
                    hp["rows"], None)
         out["critic"] = tuple(loss.detach() for loss in losses)
         return td_sum
@@ -365,7 +341,7 @@ class OffPolicyStack:
             total = torch.stack([v.sum() for v in losses.values()]).sum()
             flat = [p for ps in leaves for p in ps.values()]
             grads = iter(torch.autograd.grad(total, flat))
-        self._step(state, self.actor_banks, [{k: next(grads) for k in ps} for ps in leaves],
+        self.steps.step(state, self.actor_banks, [{k: next(grads) for k in ps} for ps in leaves],
                    hp["rows"], due)
         out["actor"] = tuple(torch.stack([losses[a].detach() for a in bank.agents], dim=1)
                              for bank in self.actor_banks)
@@ -393,78 +369,6 @@ class OffPolicyStack:
         return td_target(self._agent_axis(b["reward"], bank),
                          self._agent_axis(b["terminated"], bank), q_next, gamma.view(-1, 1, 1, 1),
                          self._agent_axis(b["n_steps"], bank))
-
-    @torch.no_grad()
-    def _step(self, state: Tree, banks: Sequence[Bank], grads: Sequence[dict[str, torch.Tensor]],
-              hp_rows: Sequence[Tree], due: torch.Tensor | None) -> None:
-        """Each network's gradients clipped to its member's ``max_grad_norm`` (0: no clip),
-        then an Adam step of the ``due`` members' networks (None: all), bank by bank.
-
-        Eager, each network steps with its member's own Adam on its rows
-        (:class:`~distmarl.algorithms.common.row_adam.RowAdam`); in the ``static``
-        and ``graph`` modes every row steps in one masked arithmetic that a CUDA graph can
-        capture (:func:`adam_step`: a member not due keeps its state exactly)."""
-        grads = [{k: g if g.is_contiguous() else g.contiguous() for k, g in gs.items()}
-                 for gs in grads]
-        if self._clips:  # one call for the banks of as many rows per member
-            by_rows: dict[int, list[int]] = {}
-            for j, bank in enumerate(banks):
-                by_rows.setdefault(bank.per_member, []).append(j)
-            for js in by_rows.values():
-                clip_per_member([list(grads[j].values()) for j in js],
-                                hp_rows[self.banks.index(banks[js[0]])]["max_grad_norm"])
-        if self.mode == "eager":
-            self._adam.step([self.banks.index(b) for b in banks], grads,
-                            [self._lrs[b.kind] for b in banks],
-                            None if due is None else self._due)
-            return
-        for bank, gs in zip(banks, grads, strict=True):
-            i = self.banks.index(bank)
-            adam_step([state["adam"][i]], [state["online"][i]], [gs], hp_rows[i]["lr"],
-                      None if due is None else rows(due, bank))
-
-    @torch.no_grad()
-    def _soft_update(self, state: Tree, hp_rows: Sequence[Tree], due: torch.Tensor) -> None:
-        """``target <- target + tau * (online - target)`` for the ``due`` members (the
-        others' targets stay exactly: a step of 0)."""
-        targets = [t for i in range(len(self.banks)) for t in state["target"][i].values()]
-        onlines = [state["online"][i][p] for i in range(len(self.banks))
-                   for p in state["target"][i]]
-        if self.mode == "eager" and self._tau is not None and all(self._due):
-            torch._foreach_lerp_(targets, onlines, self._tau)  # one tau for all (the host knows)
-            return
-        weights: list[torch.Tensor] = []
-        for i, bank in enumerate(self.banks):
-            weight = hp_rows[i]["tau"] * rows(due, bank).to(hp_rows[i]["tau"].dtype)
-            weights.extend(weight.view((-1,) + (1,) * (t.dim() - 1))
-                           for t in state["target"][i].values())
-        torch._foreach_lerp_(targets, onlines, weights)
-
-    # -- results ---------------------------------------------------------------------------
-
-    def _results(self, outs: Sequence[Tree], dues: Sequence[Sequence[bool]],
-                 sizes: Sequence[int]) -> list[Result]:
-        """Per member, each update's metrics and its rows' priorities, read from the device
-        in one go."""
-        K = len(self.members)
-        names = [f"loss/{n}" for bank in self.critic_banks for n in bank.nets]
-        names += [f"loss/actor/{a}" for bank in self.actor_banks for a in bank.agents]
-        critics = len(names) - len(self.agents)
-        idle = torch.full((K, len(self.agents)), float("nan"), device=self.device)
-        read = torch.stack([torch.cat([x.reshape(K, -1) for x in o["critic"]]
-                                      + ([x.reshape(K, -1) for x in o["actor"]]
-                                         if o["actor"] else [idle]), dim=1)
-                            for o in outs]).cpu().tolist()  # (U, K, networks)
-        with_priorities = bool(outs) and "priorities" in outs[0]
-        if with_priorities:
-            priorities = torch.stack([o["priorities"] for o in outs], dim=1).cpu()  # (K, U, B, 1)
-        results: list[Result] = []
-        for k in range(K):
-            metrics = [dict(zip(names if dues[u][k] else names[:critics], read[u][k],
-                                strict=False)) for u in range(len(outs))]
-            results.append((metrics, priorities[k, :, :sizes[k]].reshape(-1).numpy()
-                            if with_priorities else None))
-        return results
 
 
 def smoothed(u: torch.Tensor, noise: torch.Tensor, policy_noise: torch.Tensor | float,
