@@ -23,20 +23,13 @@ Prints each round and the mean with its standard error, and the ratios of this t
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchmarks.micro.against import PRELUDE, alternate
+from benchmarks.stats import fmt_mean_se
 
-#: run in the measured tree: prints one JSON line of rates
-PROBE = """
-import json, sys, time
-sys.path.insert(0, sys.argv[1])
-import torch
-torch.set_num_threads(1)
+#: run in the measured tree (after :data:`~benchmarks.micro.against.PRELUDE`): one JSON line
+PROBE = PRELUDE + """
 from benchmarks.micro.member_groups import members_and_batches
 batch, updates, calls = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 members, data = members_and_batches(range(16), batch, updates, "cpu")
@@ -46,14 +39,6 @@ try:
     from distmarl.algorithms.groups import OffPolicyStack as Stack
 except ImportError:
     from distmarl.algorithms.groups import StackedOffPolicy as Stack
-
-def rate(step, n, per_call):
-    step()
-    start = time.perf_counter()
-    for _ in range(n):
-        step()
-    return per_call * n / (time.perf_counter() - start)
-
 out = {"one": rate(lambda: members[0].learn_batches(data[0], weights[0]), calls, updates)}
 out["own16"] = rate(lambda: [m.learn_batches(data[k], weights[k])
                              for k, m in enumerate(members)], max(1, calls // 4), 16 * updates)
@@ -64,11 +49,7 @@ print(json.dumps(out))
 """
 
 #: the on-policy form of :data:`PROBE` (``batch`` and ``updates`` unused: a fragment each)
-PROBE_ON_POLICY = """
-import json, sys, time
-sys.path.insert(0, sys.argv[1])
-import torch
-torch.set_num_threads(1)
+PROBE_ON_POLICY = PRELUDE + """
 from benchmarks.micro.member_groups import ON_POLICY_CONFIG, random_fragment
 from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
@@ -83,34 +64,12 @@ try:
     from distmarl.algorithms.groups import OnPolicyStack as Stack
 except ImportError:
     from distmarl.algorithms.groups import StackedOnPolicy as Stack
-
-def rate(step, n, per_call):
-    step()
-    start = time.perf_counter()
-    for _ in range(n):
-        step()
-    return per_call * n / (time.perf_counter() - start)
-
 out = {"one": rate(lambda: members[0].learn(frags[0]), calls, 1)}
 out["own16"] = rate(lambda: [m.learn(f) for m, f in zip(members, frags)], 1, 16)
 stack = Stack(members)
 out["stack16"] = rate(lambda: stack.learn(frags), 1, 16)
 print(json.dumps(out))
 """
-
-
-def probe(tree: Path, batch: int, updates: int, calls: int, on_policy: bool
-          ) -> dict[str, float]:
-    """One fresh process's rates for the tree at ``tree``."""
-    code = PROBE_ON_POLICY if on_policy else PROBE
-    out = subprocess.run([sys.executable, "-c", code, str(tree), str(batch), str(updates),
-                          str(calls)], capture_output=True, text=True, check=True, cwd=tree)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def mean_se(xs: list[float]) -> str:
-    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
-    return f"{statistics.mean(xs):.1f} ± {se:.1f}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -122,24 +81,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--calls", type=int, default=6)
     p.add_argument("--on-policy", action="store_true", help="MAPPO fragments instead")
     args = p.parse_args(argv)
-    sides: dict[str, list[dict[str, float]]] = {"this": [], "baseline": []}
-    for r in range(args.rounds):
-        for side, tree in (("baseline", args.baseline), ("this", ROOT)):
-            rates = probe(tree.resolve(), args.batch, args.updates, args.calls,
-                          args.on_policy)
-            sides[side].append(rates)
-            print(f"round {r + 1} {side}: " + ", ".join(f"{k} {v:.1f}" for k, v in rates.items()),
-                  flush=True)
+    sides = alternate(PROBE_ON_POLICY if args.on_policy else PROBE, args.baseline, args.rounds,
+                      [str(args.batch), str(args.updates), str(args.calls)])
     for side, runs in sides.items():
-        print(f"{side}: " + ", ".join(f"{k} {mean_se([x[k] for x in runs])}" for k in runs[0]))
+        print(f"{side}: " + ", ".join(f"{k} {fmt_mean_se([x[k] for x in runs])}"
+                                      for k in runs[0]))
     paired = [(t["one"] / b["one"], t["stack16"] / b["own16"])
               for t, b in zip(sides["this"], sides["baseline"], strict=True)]
     print("ratios per round (one / one, stack16 / own16): "
           + "; ".join(f"{a:.3f}, {b:.2f}" for a, b in paired))
     for i, name in enumerate(("one / baseline one", "stack16 / baseline own16")):
-        xs = [x[i] for x in paired]
-        se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
-        print(f"{name}: {statistics.mean(xs):.3f} ± {se:.3f}")
+        print(f"{name}: {fmt_mean_se([x[i] for x in paired], '.3f')}")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,10 @@ process runs ``--rounds`` times, the two trees alternating.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchmarks.micro.against import ROOT, alternate
+from benchmarks.stats import fmt_mean_se
 
 #: run in the measured tree: prints one JSON line
 PROBE = """
@@ -59,18 +56,6 @@ print(json.dumps(out))
 """
 
 
-def probe(tree: Path, config: Path, steps: int) -> dict[str, float]:
-    """One fresh process's figures for the tree at ``tree``."""
-    out = subprocess.run([sys.executable, "-c", PROBE, str(tree), str(config), str(steps)],
-                         capture_output=True, text=True, check=True, cwd=tree)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def mean_se(xs: list[float]) -> str:
-    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
-    return f"{statistics.mean(xs):.1f} ± {se:.1f}"
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--baseline", type=Path, required=True, help="a worktree of another commit")
@@ -80,17 +65,14 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     for name in args.configs:
         config = ROOT / "examples" / "configs" / f"{name}.yaml"
-        sides: dict[str, list[dict[str, float]]] = {"baseline": [], "this": []}
-        for _ in range(args.rounds):
-            for side, tree in (("baseline", args.baseline), ("this", ROOT)):
-                sides[side].append(probe(tree.resolve(), config, args.steps))
+        sides = alternate(PROBE, args.baseline, args.rounds, [str(config), str(args.steps)],
+                          show=False)
         for side, runs in sides.items():
             print(f"{name} {side}: " + ", ".join(
-                f"{k} {mean_se([r[k] for r in runs])}" for k in runs[0]), flush=True)
+                f"{k} {fmt_mean_se([r[k] for r in runs])}" for k in runs[0]), flush=True)
         paired = [t["collected_mb"] - b["collected_mb"]
                   for t, b in zip(sides["this"], sides["baseline"], strict=True)]
-        print(f"{name}: resident after collecting, this - baseline: {mean_se(paired)} MB")
-
+        print(f"{name}: resident after collecting, this - baseline: {fmt_mean_se(paired)} MB")
 
 if __name__ == "__main__":
     main()

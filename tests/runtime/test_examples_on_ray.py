@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from distmarl.runtime.driver.trainer import train
-from tests.runtime.test_local_fleet import CONFIGS, shortened
+from tests.runtime.test_local_fleet import CONFIGS, assert_trained, shortened
 
 pytestmark = [
     pytest.mark.ray, pytest.mark.slow,
@@ -26,10 +26,5 @@ def test_every_example_config_trains_on_ray(path: Path, tmp_path: Path, ray_loca
     """Every example, shortened, on the suite's Ray, with two members per learner where the
     population has more (stacks of members, rollout workers acting with policies)."""
     cfg = shortened(path, tmp_path, "population.members_per_learner=2")
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, dashboard=False)
-    assert summary["stop_reason"] == "max_steps"
-    assert summary["env_steps"] >= cfg.training.max_steps_per_member * cfg.num_members
-    assert summary["generations"] >= 1
-    assert summary["updates"] > 0
-    assert summary["final_score"] is not None or summary.get("final_games")
-    assert Path(summary["checkpoint"]).exists()
+    assert_trained(cfg, train(cfg, run_dir=tmp_path / "run", show_progress=False,
+                              dashboard=False))

@@ -59,7 +59,11 @@ def test_every_example_config_trains_in_process(path: Path, tmp_path: Path) -> N
     mixed algorithms, multiple frequencies, prioritised n-step replay, images, masks) works
     with members sharing a learner (one member per learner is every other test's layout)."""
     cfg = shortened(path, tmp_path, "population.members_per_learner=64")
-    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
+    assert_trained(cfg, train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True))
+
+
+def assert_trained(cfg: ExperimentConfig, summary: dict[str, Any]) -> None:
+    """A shortened run ended at its step limit having evolved, learned, scored and saved."""
     assert summary["stop_reason"] == "max_steps"
     assert summary["env_steps"] >= cfg.training.max_steps_per_member * cfg.num_members
     assert summary["generations"] >= 1

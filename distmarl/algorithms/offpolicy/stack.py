@@ -8,7 +8,8 @@ every member's like networks, and within a member the agents' like networks, run
 batched network. One update of every member is then one pass over tensors alone: the TD
 targets, the critics' losses, a gradient clip per member and network, an Adam step with each
 member's learning rate, the same for the actors of the members whose actor update is due, and
-the targets' Polyak averaging with each member's ``tau``.
+the targets' Polyak averaging with each member's ``tau`` (those steps:
+:mod:`~distmarl.algorithms.offpolicy.steps`).
 
 Each member's batch, hyperparameters and random draws (Gumbel samples, MATD3's target
 smoothing) are its own (:mod:`~distmarl.algorithms.offpolicy.prepare`), so a member's result
