@@ -438,9 +438,12 @@ def test_a_stack_is_kept_across_calls_and_built_again_when_a_member_changes() ->
         m.set_hyperparameter("lr_critic", 3e-3)
     call(1)
     assert {storage(m).data_ptr() for m in hosted} == {held.data_ptr()}  # the stack was kept
-    for m in (hosted[2], own[2]):  # member 2 becomes a copy of member 0
+    for m in (hosted[2], own[2]):  # member 2 becomes a copy of member 0: into its slot
         m.load_state_dict(hosted[0].state_dict())
+    assert {storage(m).data_ptr() for m in hosted} == {held.data_ptr()}
+    kept = stacks._kept[tuple(id(m) for m in hosted)]
     call(2)
+    assert stacks._kept[tuple(id(m) for m in hosted)] is kept  # the stack was kept
     for m in (hosted[0], own[0]):
         m.mutate_architecture("add_node", np.random.default_rng(5))
     call(3)

@@ -64,7 +64,9 @@ class Adam:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Load :meth:`state_dict` output (or ``torch.optim.Adam``'s): the moments copied to
-        the parameters' device and dtype, the rate, betas and eps of its group."""
+        the parameters' device and dtype, the rate, betas and eps of its group. A parameter
+        that has a state of the same shape already is written in place (a stack holding it
+        keeps it: a copy between members is a copy into its slot)."""
         (group,) = state["param_groups"]
         if len(group["params"]) != len(self.params):
             raise ValueError(f"an Adam state over {len(group['params'])} parameters does not "
@@ -73,9 +75,18 @@ class Adam:
         mine.update(lr=float(group["lr"]), eps=float(group["eps"]),
                     betas=(float(group["betas"][0]), float(group["betas"][1])))
         fused = bool(mine["fused"])
-        self.state = {}
+        old = dict(self.state)
+        self.state.clear()  # the same dict: what a stack checks its members by stays theirs
         for i, s in state["state"].items():
             p = self.params[int(i)]
+            kept = old.get(p)
+            if kept and kept["exp_avg"].shape == s["exp_avg"].shape:
+                with torch.no_grad():
+                    kept["step"].fill_(float(s["step"]))
+                    kept["exp_avg"].copy_(s["exp_avg"])
+                    kept["exp_avg_sq"].copy_(s["exp_avg_sq"])
+                self.state[p] = kept
+                continue
             self.state[p] = {
                 "step": _step_tensor(float(s["step"]), p, fused),
                 "exp_avg": s["exp_avg"].to(p.device, p.dtype, copy=True),
