@@ -159,7 +159,8 @@ class TrainingRun:
         self.recorder = Recorder(
             cfg.tracking, run_dir, name=cfg.name, config=json.loads(cfg.model_dump_json()),
             tags=tags, max_steps=training.max_steps_per_member, evo_steps=evo_steps,
-            new_policy=lambda name: make_algorithm(converted(algo, name), spaces, seed=cfg.seed),
+            new_policy=lambda name: make_algorithm(converted(algo, name), spaces, seed=cfg.seed,
+                                                   learner=False),
             state=self.state, fleet=self.fleet, generations=self.generations,
             agent_spaces=agent_spaces(spaces[0], spaces[1]))
         if resume:

@@ -22,8 +22,8 @@ __all__ = ["PublishedPolicies"]
 
 class PublishedPolicies:
     """``policies(member)``: member ``member`` of ``state`` acting with its latest published
-    weights (read from ``store``), in a fresh algorithm ``new_policy(name)`` of the weights'
-    algorithm. The weights are those the member's workers act with and its last evaluation
+    weights (read from ``store``), in a fresh policy ``new_policy(name)`` of the weights'
+    algorithm (built to act: no critics, target copies or optimisers). The weights are those the member's workers act with and its last evaluation
     scored."""
 
     def __init__(self, state: RunState, store: Store,
