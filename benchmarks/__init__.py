@@ -5,8 +5,10 @@
   bytes per row against a plain ring), ``env_bench`` (the vector env's steps/s per core against
   a plain loop), ``learner_speed`` (MADDPG / MATD3 updates/s on CPU or a GPU), ``member_vmap``
   and ``member_groups`` (members updated as one stacked computation against their own
-  updates); ``timing`` holds the timing rule they share. ``pytest benchmarks/micro`` runs
-  the same measures as pytest-benchmark tests.
+  updates), ``step_ops`` (operations a stack's step dispatches against its members), and
+  against another commit's worktree (``against`` runs them): ``stack_speed`` (the update)
+  and ``worker_memory`` (what a rollout worker holds); ``timing`` holds the timing rule they
+  share. ``pytest benchmarks/micro`` runs the same measures as pytest-benchmark tests.
 * ``system``: the whole trainer. ``throughput`` (population env steps/s against the
   single-process trainer and AgileRL; ``--time-to-target``), ``scaling`` (workers per member,
   population size, members per learner, nodes), ``fleets`` (the main job on Ray and in

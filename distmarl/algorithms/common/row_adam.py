@@ -3,11 +3,13 @@
 A stack's parameters and Adam states are stacked tensors (:mod:`~distmarl.algorithms.common.
 slots`), grouped in sets: the networks that run as one (a bank of ``per_member`` rows per
 member), each with its :class:`~distmarl.algorithms.common.stacked_adam.StackedAdam`. When the
-host knows which members step and at what learning rate, the cheapest eager step is torch's
-own Adam (the fused kernel where the device has one) on the rows of those members: one call per
-learning rate, so one call for a stack of one, with the arithmetic and state of each network's
-own :class:`~distmarl.algorithms.common.adam.Adam`. The rows' views are made once, when the
-stack is built.
+host knows which members step and at what learning rate, the cheapest eager step where they
+share one rate is torch's own Adam (the fused kernel where the device has one) on the rows of
+those members: one call, with the arithmetic and state of each network's own
+:class:`~distmarl.algorithms.common.adam.Adam` (the rows' views are made once, when the stack
+is built). Members of different rates (an evolved population's) step in the masked arithmetic
+of :func:`~distmarl.algorithms.common.stacked_adam.adam_step`, each with its own rate: a call
+per set of as many rows per member, however many members and rates there are.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 import torch
 from torch.optim import adam as adam_impl
 
-from distmarl.algorithms.common.stacked_adam import Params, StackedAdam
+from distmarl.algorithms.common.stacked_adam import Params, StackedAdam, adam_step
 
 
 class RowAdam:
@@ -37,6 +39,8 @@ class RowAdam:
         self.fused = fused
         #: per set and member: its row numbers, and the views of its parameters, moments and
         #: step counts (parameter by parameter, row by row)
+        self._params, self._adams = list(params), list(adams)
+        self._per_member = list(per_member)
         self._names = [list(ps) for ps in params]
         self._row_ids: list[list[list[int]]] = []
         self._rows: list[list[list[list[torch.Tensor]]]] = []
@@ -55,21 +59,43 @@ class RowAdam:
         """One Adam step of the ``due`` members (None: all) on sets ``sets``: ``grads[j]``
         the gradients of set ``sets[j]`` (as its parameters), ``lrs[j][k]`` member ``k``'s
         learning rate for it."""
-        calls: dict[float, list[list[torch.Tensor]]] = {}
-        for i, set_grads, set_lrs in zip(sets, grads, lrs, strict=True):
-            by_row = [_rows_of(_contiguous(set_grads[name])) for name in self._names[i]]
-            for k, lr in enumerate(set_lrs):
+        grads = [{name: _contiguous(g) for name, g in gs.items()} for gs in grads]
+        rates = {lr for set_lrs in lrs for k, lr in enumerate(set_lrs) if due is None or due[k]}
+        if len(rates) > 1:
+            self._masked(sets, grads, lrs, due)
+            return
+        calls: list[list[torch.Tensor]] = [[], [], [], [], []]
+        for i, set_grads in zip(sets, grads, strict=True):
+            by_row = [_rows_of(set_grads[name]) for name in self._names[i]]
+            for k in range(len(self._rows[i])):
                 if due is not None and not due[k]:
                     continue
-                lists = calls.setdefault(lr, [[], [], [], [], []])
-                for out, state in zip(lists[1:], self._rows[i][k], strict=True):
+                for out, state in zip(calls[1:], self._rows[i][k], strict=True):
                     out.extend(state)
-                lists[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
-        for lr, (gs, ps, ms, vs, steps) in calls.items():
-            adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self.fused or None,
-                           foreach=None if self.fused else True, decoupled_weight_decay=False,
-                           amsgrad=False, beta1=self.beta1, beta2=self.beta2, lr=lr,
-                           weight_decay=0.0, eps=self.eps, maximize=False)
+                calls[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
+        gs, ps, ms, vs, steps = calls
+        if not ps:
+            return
+        adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self.fused or None,
+                       foreach=None if self.fused else True, decoupled_weight_decay=False,
+                       amsgrad=False, beta1=self.beta1, beta2=self.beta2, lr=rates.pop(),
+                       weight_decay=0.0, eps=self.eps, maximize=False)
+
+    def _masked(self, sets: Sequence[int], grads: Sequence[Params],
+                lrs: Sequence[Sequence[float]], due: Sequence[bool] | None) -> None:
+        """The step in :func:`adam_step`'s arithmetic, each member's rows at its own rate: one
+        call per number of rows per member (and set of rates)."""
+        groups: dict[tuple[int, tuple[float, ...]], list[int]] = {}
+        for j, i in enumerate(sets):
+            groups.setdefault((self._per_member[i], tuple(lrs[j])), []).append(j)
+        for (per, _), js in groups.items():
+            device = self._params[sets[js[0]]][self._names[sets[js[0]]][0]].device
+            lr = torch.tensor([lrs[js[0]][k] for k in range(len(lrs[js[0]])) for _ in range(per)],
+                              dtype=torch.float64, device=device)
+            mask = None if due is None else torch.tensor(
+                [d for d in due for _ in range(per)], device=device)
+            adam_step([self._adams[sets[j]] for j in js], [self._params[sets[j]] for j in js],
+                      [grads[j] for j in js], lr, mask)
 
 
 def _contiguous(g: torch.Tensor) -> torch.Tensor:
