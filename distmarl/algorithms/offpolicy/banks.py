@@ -38,6 +38,8 @@ class Bank:
     roles: tuple[str, ...]
     agents: tuple[str, ...]
     template: EvolvableNetwork
+    #: the bank's place in its member's banks (the index of its state in a stack's lists)
+    position: int = 0
 
     @property
     def nets(self) -> list[str]:
@@ -65,7 +67,7 @@ def plan_banks(nets: dict[str, EvolvableNetwork], agents: Sequence[str],
             groups.setdefault(json.dumps(arch[0], sort_keys=True), []).append(a)
         for group in groups.values():
             template = copy.deepcopy(nets[f"{roles[0]}/{group[0]}"]).to("meta")
-            banks.append(Bank(kind, roles, tuple(group), template))
+            banks.append(Bank(kind, roles, tuple(group), template, len(banks)))
     return banks
 
 

@@ -262,7 +262,7 @@ class OffPolicyStack:
         ``(K, B, sum act_dim)`` (inactive agents' zeros)."""
         acts: dict[str, torch.Tensor] = {}
         for bank in self.actor_banks:
-            i = self.banks.index(bank)
+            i = bank.position
             out = bank_forward(bank.template, state["target"][i],
                                stack_agents(b["next_obs"], bank.agents))
             for j, a in enumerate(bank.agents):
@@ -286,10 +286,10 @@ class OffPolicyStack:
             next_act = self._target_actions(state, b, noise, hp)
         losses = []
         td_sum = torch.zeros_like(b["active"][self.agents[0]])
-        leaves = [state["online"][self.banks.index(bank)] for bank in self.critic_banks]
+        leaves = [state["online"][bank.position] for bank in self.critic_banks]
         with torch.enable_grad():
             for bank, ps in zip(self.critic_banks, leaves, strict=True):
-                i, K, R, n = self.banks.index(bank), *self._shape(bank)
+                i, K, R, n = bank.position, *self._shape(bank)
                 with torch.no_grad():
                     q_next = bank_forward(bank.template, state["target"][i],
                                           repeat_rows(next_obs, R * n),
@@ -315,7 +315,7 @@ class OffPolicyStack:
         """Actor losses (deterministic policy gradient through each agent's first critic,
         other agents' actions from the batch) and one clipped Adam step of the due members'
         actors."""
-        leaves = [state["online"][self.banks.index(bank)] for bank in self.actor_banks]
+        leaves = [state["online"][bank.position] for bank in self.actor_banks]
         losses: dict[str, torch.Tensor] = {}
         with torch.enable_grad():
             own, raw = {}, {}
@@ -326,7 +326,7 @@ class OffPolicyStack:
                     own[a] = self.ref.codecs[a].policy_with(raw[a], noise.get(a, {}).get("codec"),
                                                             b["mask"].get(a))
             for bank in self.critic_banks:
-                i, K, R, n = self.banks.index(bank), *self._shape(bank)
+                i, K, R, n = bank.position, *self._shape(bank)
                 first = {k: _first_role(p.detach(), K, R, n)
                          for k, p in state["online"][i].items()}
                 actions = [torch.cat([own[a] * b["active"][a] if x == a else acted[x]

@@ -69,14 +69,14 @@ class BankSteps:
                 by_rows.setdefault(bank.per_member, []).append(j)
             for js in by_rows.values():
                 clip_per_member([list(grads[j].values()) for j in js],
-                                hp_rows[self.banks.index(banks[js[0]])]["max_grad_norm"])
+                                hp_rows[banks[js[0]].position]["max_grad_norm"])
         if self.mode == "eager":
-            self._adam.step([self.banks.index(b) for b in banks], grads,
+            self._adam.step([b.position for b in banks], grads,
                             [self._lrs[b.kind] for b in banks],
                             None if due is None else self._due)
             return
         for bank, gs in zip(banks, grads, strict=True):
-            i = self.banks.index(bank)
+            i = bank.position
             adam_step([state["adam"][i]], [state["online"][i]], [gs], hp_rows[i]["lr"],
                       None if due is None else rows(due, bank))
 
