@@ -199,6 +199,11 @@ class Algorithm(ABC):
                              f"fit {self.name} for agents {self.agents}")
 
     @abstractmethod
+    def stack_settings(self) -> dict[str, Any]:
+        """What members must share, beyond their algorithm and device, to be updated as one
+        stack, as plain data (network shapes, optimiser settings; PPO: its epochs' shape)."""
+
+    @abstractmethod
     def set_hyperparameter(self, name: str, value: Any) -> None:
         """Change one hyperparameter; it takes effect at once (learning rates in the optimiser)."""
 

@@ -93,6 +93,13 @@ class Adam:
                 "exp_avg_sq": s["exp_avg_sq"].to(p.device, p.dtype, copy=True)}
 
 
+def adam_settings(opt: Adam) -> list[dict[str, Any]]:
+    """``opt``'s settings that members of one stack must share (their learning rates may
+    differ: a stack steps each member at its own rate), per parameter group."""
+    return [{k: group[k] for k in ("betas", "eps", "weight_decay", "amsgrad")}
+            for group in opt.param_groups]
+
+
 def _step_tensor(value: float, p: torch.Tensor, fused: bool) -> torch.Tensor:
     """A step count as ``torch.optim.Adam`` keeps it: float32 on the parameter's device for
     the fused kernel, a CPU tensor of the default dtype otherwise."""

@@ -20,37 +20,20 @@ import numpy as np
 import torch
 
 from distmarl.algorithms.base import Algorithm, Batch
-from distmarl.algorithms.common.adam import Adam
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.offpolicy.stack import OffPolicyStack
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
-from distmarl.algorithms.onpolicy.stack import SHARED_HP, OnPolicyStack
+from distmarl.algorithms.onpolicy.stack import OnPolicyStack
 
-#: the optimiser settings a stack's members share (their learning rates may differ)
-ADAM_SETTINGS = ("betas", "eps", "weight_decay", "amsgrad")
 #: per member: its updates' metrics and (prioritised replay) its rows' new priorities
 ReplayResult = tuple[list[dict[str, float]], np.ndarray | None]
 
 
 def stack_key(algo: Algorithm) -> str:
-    """What members must share to stack, as one string: algorithm, device, network shapes,
-    optimiser settings (a stack steps one Adam; :func:`~distmarl.algorithms.groups.stackable`
-    says why two members differ) and PPO's epochs and minibatch size."""
-    shared = {h: algo.hp[h] for h in SHARED_HP} if isinstance(algo, OnPolicyMultiAgent) else {}
-    nets, optims = None, {}
-    if isinstance(algo, OffPolicyMultiAgent | OnPolicyMultiAgent):
-        nets = algo.nets.arch()
-        optims = {n: [{k: group[k] for k in ADAM_SETTINGS} for group in opt.param_groups]
-                  for n, opt in _optimisers(algo).items()}
-    return json.dumps([algo.name, str(algo.device), nets, optims, shared], sort_keys=True)
-
-
-def _optimisers(algo: OffPolicyMultiAgent | OnPolicyMultiAgent
-                ) -> dict[str, Adam]:
-    """Every optimiser of ``algo`` by name (PPO's log-stds' too)."""
-    extra = ({f"log_std/{g}": o for g, o in algo.log_std_optim.items()}
-             if isinstance(algo, OnPolicyMultiAgent) else {})
-    return {**algo.nets.optim, **extra}
+    """What members must share to stack, as one string: algorithm, device and
+    :meth:`~distmarl.algorithms.base.Algorithm.stack_settings` (:func:`~distmarl.algorithms.
+    groups.stackable` says why two members differ)."""
+    return json.dumps([algo.name, str(algo.device), algo.stack_settings()], sort_keys=True)
 
 
 def plan_stacks(members: Sequence[Algorithm]) -> list[list[int]]:

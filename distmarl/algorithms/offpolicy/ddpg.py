@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from distmarl.algorithms.base import AgentObs, Batch, ReplayLearner, require_learner
 from distmarl.algorithms.common import mutate
+from distmarl.algorithms.common.adam import adam_settings
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import (
     batch_size,
@@ -144,6 +145,11 @@ class OffPolicyMultiAgent(ReplayLearner):
             require_learner(self)
             stack = self._stack = OffPolicyStack([self])
         return stack.learn_batches([batches], None if weights is None else [weights])[0]
+
+    def stack_settings(self) -> dict[str, Any]:
+        """See :meth:`Algorithm.stack_settings`: network shapes and Adam settings."""
+        return {"networks": self.nets.arch(),
+                "optimisers": {n: adam_settings(o) for n, o in self.nets.optim.items()}}
 
     def actor_update_due(self) -> bool:
         """Whether the next update steps the actors and targets (MADDPG: always)."""

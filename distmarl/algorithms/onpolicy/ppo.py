@@ -53,7 +53,7 @@ from distmarl import tree
 from distmarl.agents import shared_groups
 from distmarl.algorithms.base import AgentObs, Batch, FragmentLearner, require_learner
 from distmarl.algorithms.common import mutate
-from distmarl.algorithms.common.adam import Adam
+from distmarl.algorithms.common.adam import Adam, adam_settings
 from distmarl.algorithms.common.netset import NetworkSet
 from distmarl.algorithms.common.observations import Input, batch_size, obs_readers
 from distmarl.algorithms.common.sharing import group_net_configs
@@ -61,7 +61,7 @@ from distmarl.algorithms.onpolicy import acting, rows
 from distmarl.algorithms.onpolicy.fragment import AgentFragment, clean_fragment
 from distmarl.algorithms.onpolicy.policy_heads import INIT_LOG_STD, PolicyHead, make_head
 from distmarl.algorithms.onpolicy.rows import GroupRows
-from distmarl.algorithms.onpolicy.stack import OnPolicyStack
+from distmarl.algorithms.onpolicy.stack import SHARED_HP, OnPolicyStack
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
 from distmarl.algorithms.onpolicy.weights import load_weights, pack_weights
 from distmarl.config.hparams import check_hp, check_hp_value, default_hp
@@ -268,6 +268,14 @@ class OnPolicyMultiAgent(FragmentLearner):
                 for a in members:
                     target[a] = moments.normalise(target[a])
         return {g: self._group_rows(g, frag, advantage, target) for g in self.groups}
+
+    def stack_settings(self) -> dict[str, Any]:
+        """See :meth:`Algorithm.stack_settings`: network shapes, Adam settings (the
+        log-stds' too), and the epochs' shape (``update_epochs``, ``batch_size``)."""
+        optims = {**self.nets.optim, **{f"log_std/{g}": o for g, o in self.log_std_optim.items()}}
+        return {"networks": self.nets.arch(),
+                "optimisers": {n: adam_settings(o) for n, o in optims.items()},
+                "epochs": {h: self.hp[h] for h in SHARED_HP}}
 
     def learned(self, metrics: dict[str, float]) -> dict[str, float]:
         """Count one update whose groups' metrics (:meth:`group_metrics`) are ``metrics``;
