@@ -70,7 +70,7 @@ class NetworkSet:
         Without ``learning`` (a policy) only the online networks it has are read: a
         learner's snapshot holds them among others."""
         saved, mine = set(state["arch"]), set(self.online)
-        if saved != mine if self.learning else not saved >= mine:
+        if (saved != mine) if self.learning else not saved >= mine:
             raise ValueError(f"state holds networks {sorted(state['arch'])}, "
                              f"this algorithm has {sorted(self.online)}")
         for name in list(self.online):
