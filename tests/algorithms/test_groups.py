@@ -492,6 +492,20 @@ def test_a_hundred_stacked_updates_give_each_member_what_it_gets_alone() -> None
         assert worst(params(stacked_members[k], "target"), params(m, "target")) < 1e-5
 
 
+def test_more_members_than_the_fused_kernel_takes_step_as_their_own() -> None:
+    """Past :data:`~distmarl.algorithms.common.row_adam.FUSED_MEMBERS` members, each with its
+    own learning rates, Adam steps in the masked arithmetic: each member ends where its own
+    updates (torch's kernel) leave it."""
+    from distmarl.algorithms.common.row_adam import FUSED_MEMBERS
+
+    k = FUSED_MEMBERS + 2
+    stacked_members = [make("MATD3", "mixed", seed=i, lr_actor=1e-3 * (1 + i / k),
+                            lr_critic=2e-3 * (1 + i / (2 * k))) for i in range(k)]
+    own = [m.clone() for m in stacked_members]
+    batches = [[rows("mixed", 10 * i + u) for u in range(6)] for i in range(k)]
+    assert_stacked_as_alone(stacked_members, own, batches)
+
+
 @pytest.mark.parametrize("algo", ["MADDPG", "MATD3"])
 def test_members_with_image_and_dict_observations_stack_as_their_own(algo: str) -> None:
     """CNN and multi-input encoders (run under vmap within their banks), a Discrete and a Box

@@ -2,14 +2,18 @@
 
 A stack's parameters and Adam states are stacked tensors (:mod:`~distmarl.algorithms.common.
 slots`), grouped in sets: the networks that run as one (a bank of ``per_member`` rows per
-member), each with its :class:`~distmarl.algorithms.common.stacked_adam.StackedAdam`. When the
-host knows which members step and at what learning rate, the cheapest eager step where they
-share one rate is torch's own Adam (the fused kernel where the device has one) on the rows of
-those members: one call, with the arithmetic and state of each network's own
-:class:`~distmarl.algorithms.common.adam.Adam` (the rows' views are made once, when the stack
-is built). Members of different rates (an evolved population's) step in the masked arithmetic
-of :func:`~distmarl.algorithms.common.stacked_adam.adam_step`, each with its own rate: a call
-per set of as many rows per member, however many members and rates there are.
+member), each with its :class:`~distmarl.algorithms.common.stacked_adam.StackedAdam`. The host
+knows which members step and at what learning rate, and picks the cheaper of two steps:
+
+- up to :data:`FUSED_MEMBERS` members: torch's own Adam (the fused kernel where the device has
+  one) on the rows of the members that step, one call per learning rate, with the arithmetic
+  and state of each network's own :class:`~distmarl.algorithms.common.adam.Adam` (the rows'
+  views are made once, when the stack is built);
+- more members: the masked arithmetic of
+  :func:`~distmarl.algorithms.common.stacked_adam.adam_step` on the stacked tensors, each
+  member at its own rate, a call per set of as many rows per member: its host work does not
+  grow with the members or their rates, where torch's kernel takes every row's tensors one by
+  one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ import torch
 from torch.optim import adam as adam_impl
 
 from distmarl.algorithms.common.stacked_adam import Params, StackedAdam, adam_step
+
+#: the most members a stack steps with torch's kernel on their rows (measured on one CPU core,
+#: the main job's MADDPG: faster than the masked arithmetic up to 4 members, even at 8, slower
+#: at 16)
+FUSED_MEMBERS = 8
 
 
 class RowAdam:
@@ -41,6 +50,7 @@ class RowAdam:
         #: step counts (parameter by parameter, row by row)
         self._params, self._adams = list(params), list(adams)
         self._per_member = list(per_member)
+        self._members = members
         self._names = [list(ps) for ps in params]
         self._row_ids: list[list[list[int]]] = []
         self._rows: list[list[list[list[torch.Tensor]]]] = []
@@ -60,26 +70,24 @@ class RowAdam:
         the gradients of set ``sets[j]`` (as its parameters), ``lrs[j][k]`` member ``k``'s
         learning rate for it."""
         grads = [{name: _contiguous(g) for name, g in gs.items()} for gs in grads]
-        rates = {lr for set_lrs in lrs for k, lr in enumerate(set_lrs) if due is None or due[k]}
-        if len(rates) > 1:
+        if self._members > FUSED_MEMBERS:
             self._masked(sets, grads, lrs, due)
             return
-        calls: list[list[torch.Tensor]] = [[], [], [], [], []]
-        for i, set_grads in zip(sets, grads, strict=True):
+        calls: dict[float, list[list[torch.Tensor]]] = {}
+        for i, set_grads, set_lrs in zip(sets, grads, lrs, strict=True):
             by_row = [_rows_of(set_grads[name]) for name in self._names[i]]
-            for k in range(len(self._rows[i])):
+            for k, lr in enumerate(set_lrs):
                 if due is not None and not due[k]:
                     continue
-                for out, state in zip(calls[1:], self._rows[i][k], strict=True):
+                lists = calls.setdefault(lr, [[], [], [], [], []])
+                for out, state in zip(lists[1:], self._rows[i][k], strict=True):
                     out.extend(state)
-                calls[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
-        gs, ps, ms, vs, steps = calls
-        if not ps:
-            return
-        adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self.fused or None,
-                       foreach=None if self.fused else True, decoupled_weight_decay=False,
-                       amsgrad=False, beta1=self.beta1, beta2=self.beta2, lr=rates.pop(),
-                       weight_decay=0.0, eps=self.eps, maximize=False)
+                lists[0].extend(g[row] for g in by_row for row in self._row_ids[i][k])
+        for lr, (gs, ps, ms, vs, steps) in calls.items():
+            adam_impl.adam(ps, gs, ms, vs, [], steps, fused=self.fused or None,
+                           foreach=None if self.fused else True, decoupled_weight_decay=False,
+                           amsgrad=False, beta1=self.beta1, beta2=self.beta2, lr=lr,
+                           weight_decay=0.0, eps=self.eps, maximize=False)
 
     def _masked(self, sets: Sequence[int], grads: Sequence[Params],
                 lrs: Sequence[Sequence[float]], due: Sequence[bool] | None) -> None:
