@@ -240,9 +240,12 @@ def baseline_scores(config_path: str | Path | None = None, sets: Sequence[str] =
     from gymnasium import spaces as gym_spaces
 
     from distmarl.collect import RandomPolicy
+    from distmarl.config import load_config
     from distmarl.factory import env_spaces
 
-    cfg = load("MADDPG", config_path, [s for s in sets if s.startswith("env.")])
+    # the config's own algorithm: only its env is read (another algorithm's hyperparameter
+    # names may not fit the config's)
+    cfg = load_config(config_path or CONFIG, [s for s in sets if s.startswith("env.")])
     act_spaces = env_spaces(cfg.env)[1]
     out = {"random": score_policy(cfg, RandomPolicy(act_spaces, BASELINE_SEED), episodes)}
     if all(isinstance(sp, gym_spaces.Box) and sp.contains(np.zeros(sp.shape, sp.dtype))
