@@ -61,8 +61,6 @@ class BankSteps:
              hp_rows: Sequence[Tree], due: torch.Tensor | None) -> None:
         """Each network's gradients clipped to its member's ``max_grad_norm`` (0: no clip),
         then an Adam step of the ``due`` members' networks (None: all), bank by bank."""
-        grads = [{k: g if g.is_contiguous() else g.contiguous() for k, g in gs.items()}
-                 for gs in grads]
         if self._clips:  # one call for the banks of as many rows per member
             by_rows: dict[int, list[int]] = {}
             for j, bank in enumerate(banks):
