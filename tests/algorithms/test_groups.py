@@ -14,8 +14,7 @@ from distmarl.algorithms.groups import (
     OnPolicyStack,
     Stacks,
     plan_stacks,
-    stackable,
-    stackable_on_policy,
+    stack_problem,
 )
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from tests.algorithms.helpers import ACTION_SETS, AGENTS, NET, batch, make, params
@@ -196,13 +195,26 @@ def test_a_captured_stacked_update_is_each_members_own(algo: str, actions: str) 
 
 def test_members_of_different_shapes_or_algorithms_are_refused() -> None:
     a, b = make("MADDPG", "box", seed=0), make("MADDPG", "box", seed=1)
-    assert stackable([a, b]) is None
-    assert "MATD3" in str(stackable([make("MATD3", "box"), a]))
+    assert stack_problem([a, b]) is None
+    assert "MATD3" in str(stack_problem([make("MATD3", "box"), a]))
     grown = make("MADDPG", "box", seed=2)
     grown.mutate_architecture("add_node", np.random.default_rng(0))
-    assert "differ in shape" in str(stackable([a, grown]))
+    assert "differ in shape" in str(stack_problem([a, grown]))
     with pytest.raises(ValueError, match="cannot be stacked: member 1's networks differ"):
         OffPolicyStack([a, grown])
+
+
+def test_members_whose_adam_settings_differ_are_refused_naming_the_optimiser() -> None:
+    """A stack steps one Adam: a member whose optimisers differ in betas or eps among
+    themselves, or from member 0's, is refused before anything is stacked."""
+    a, b = make("MADDPG", "box", seed=0), make("MADDPG", "box", seed=1)
+    b.nets.optim["critic/listener_0"].param_groups[0]["eps"] = 1e-6
+    assert stack_problem([a, b]) == "member 1's optimisers differ in their Adam betas or eps"
+    for opt in b.nets.optim.values():
+        opt.param_groups[0]["eps"] = 1e-6
+    with pytest.raises(ValueError, match="cannot be stacked: member 1's optimiser of "
+                                         "actor/speaker_0 is not like member 0's"):
+        OffPolicyStack([a, b])
 
 
 def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -> None:
@@ -371,7 +383,7 @@ def test_ppo_members_with_other_epochs_are_refused() -> None:
     from tests.algorithms import ppo_helpers as ph
 
     a, b = ph.make("IPPO", seed=0), ph.make("IPPO", seed=1, update_epochs=2)
-    assert "update_epochs" in str(stackable_on_policy([a, b]))
+    assert "update_epochs" in str(stack_problem([a, b]))
     with pytest.raises(ValueError, match="cannot be stacked: member 1's update_epochs is 2"):
         OnPolicyStack([a, b])
 

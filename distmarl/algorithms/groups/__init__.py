@@ -6,10 +6,9 @@ checkpoints, copies, mutations and hyperparameter changes see no difference, and
 keeps its stacks from one call to the next (:class:`Stacks`). A stack
 (:class:`OffPolicyStack`, :class:`OnPolicyStack`) is also how a member alone learns."""
 
+from distmarl.algorithms.common.stacking import stack_problem
 from distmarl.algorithms.groups.learn import Stacks, plan_stacks
-from distmarl.algorithms.offpolicy.stack import OffPolicyStack, stackable
+from distmarl.algorithms.offpolicy.stack import OffPolicyStack
 from distmarl.algorithms.onpolicy.stack import OnPolicyStack
-from distmarl.algorithms.onpolicy.stack import stackable as stackable_on_policy
 
-__all__ = ["OffPolicyStack", "OnPolicyStack", "Stacks", "plan_stacks", "stackable",
-           "stackable_on_policy"]
+__all__ = ["OffPolicyStack", "OnPolicyStack", "Stacks", "plan_stacks", "stack_problem"]

@@ -12,7 +12,6 @@ its next update on; a stack whose members are unchanged is kept from call to cal
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 
 from distmarl.algorithms.base import Algorithm, Batch
+from distmarl.algorithms.common.stacking import stack_key
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.offpolicy.stack import OffPolicyStack
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
@@ -27,13 +27,6 @@ from distmarl.algorithms.onpolicy.stack import OnPolicyStack
 
 #: per member: its updates' metrics and (prioritised replay) its rows' new priorities
 ReplayResult = tuple[list[dict[str, float]], np.ndarray | None]
-
-
-def stack_key(algo: Algorithm) -> str:
-    """What members must share to stack, as one string: algorithm, device and
-    :meth:`~distmarl.algorithms.base.Algorithm.stack_settings` (:func:`~distmarl.algorithms.
-    groups.stackable` says why two members differ)."""
-    return json.dumps([algo.name, str(algo.device), algo.stack_settings()], sort_keys=True)
 
 
 def plan_stacks(members: Sequence[Algorithm]) -> list[list[int]]:

@@ -18,15 +18,12 @@ import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from distmarl import tree
 from distmarl.networks.evolvable import EvolvableNetwork
-
-if TYPE_CHECKING:
-    from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
 
 @dataclass(frozen=True)
@@ -91,27 +88,3 @@ def repeat_rows(x: Any, times: int) -> Any:
         return x
     return tree.map(lambda t: t.unsqueeze(1).expand(t.shape[0], times, *t.shape[1:])
                     .flatten(0, 1), x)
-
-
-def stackable(members: Sequence[OffPolicyMultiAgent]) -> str | None:
-    """Why ``members`` cannot be updated as one stack (None: they can): one algorithm, one
-    device, the same agents, networks of the same architectures, plain Adam optimisers with
-    the same betas and eps."""
-    if not members:
-        return "no members"
-    first = members[0]
-    for i, m in enumerate(members):
-        if type(m) is not type(first):
-            return f"member {i} is {m.name}, member 0 is {first.name}"
-        if m.device != first.device:
-            return f"member {i} is on {m.device}, member 0 on {first.device}"
-        if list(m.agents) != list(first.agents):
-            return f"member {i} has agents {list(m.agents)}, member 0 {list(first.agents)}"
-        if m.nets.arch() != first.nets.arch():
-            return f"member {i}'s networks differ in shape from member 0's"
-        for name, opt in m.nets.optim.items():
-            group, ref = opt.param_groups[0], first.nets.optim[name].param_groups[0]
-            if len(opt.param_groups) != 1 or group["betas"] != ref["betas"] \
-                    or group["eps"] != ref["eps"] or group["weight_decay"] or group["amsgrad"]:
-                return f"member {i}'s optimiser of {name} is not a plain Adam like member 0's"
-    return None

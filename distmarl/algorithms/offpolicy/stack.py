@@ -1,6 +1,7 @@
 """The MADDPG / MATD3 update: members stacked, networks run in banks.
 
-A stack holds ``K`` members of one algorithm and network shapes (:func:`stackable`); a single
+A stack holds ``K`` members of one algorithm and network shapes
+(:func:`~distmarl.algorithms.common.stacking.stack_problem`); a single
 member is a stack of one, and this is the only update there is. Each member's parameters,
 target copies and Adam state live in the stack's storage (:class:`Slots`: the member's own
 tensors alias their rows), laid out in banks (:mod:`~distmarl.algorithms.offpolicy.banks`):
@@ -42,13 +43,13 @@ from distmarl.algorithms.common.capture import EagerStep, GraphStep, StepRunner
 from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.slots import Slots
 from distmarl.algorithms.common.stacked_adam import StackedAdam
+from distmarl.algorithms.common.stacking import stack_problem
 from distmarl.algorithms.offpolicy.banks import (
     Bank,
     plan_banks,
     repeat_rows,
     rows,
     stack_agents,
-    stackable,
 )
 from distmarl.algorithms.offpolicy.batch import masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.prepare import (
@@ -74,11 +75,11 @@ Mode = Literal["eager", "static", "graph"]
 
 
 class OffPolicyStack:
-    """The update of ``members`` (MADDPG or MATD3, see :func:`stackable`); their own objects
+    """The update of ``members`` (MADDPG or MATD3, see :func:`stack_problem`); their own objects
     hold the result after each :meth:`learn_batches` call."""
 
     def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode = "eager") -> None:
-        problem = stackable(members)
+        problem = stack_problem(members)
         if problem is not None:
             raise ValueError(f"these members cannot be stacked: {problem}")
         if mode not in ("eager", "static", "graph"):

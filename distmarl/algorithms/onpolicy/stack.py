@@ -1,8 +1,8 @@
 """The IPPO / MAPPO update: members stacked, networks run in banks.
 
 A stack holds ``K`` members of one algorithm, agent groups and network shapes
-(:func:`stackable`); a single member is a stack of one, and this is the only update there is.
-Each member's parameters (with its log-stds) and Adam state live in the stack's storage
+(:func:`~distmarl.algorithms.common.stacking.stack_problem`); a single member is a stack of
+one, and this is the only update there is. Each member's parameters (with its log-stds) and Adam state live in the stack's storage
 (:class:`~distmarl.algorithms.common.slots.Slots`: the member's own tensors alias their rows),
 and every member's policy (or value network) of one agent group runs as one batched network
 (:func:`~distmarl.networks.banked.bank_forward`).
@@ -35,6 +35,7 @@ from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.row_adam import RowAdam
 from distmarl.algorithms.common.slots import Slots
 from distmarl.algorithms.common.stacked_adam import Params, StackedAdam, clip_per_member
+from distmarl.algorithms.common.stacking import stack_problem
 from distmarl.algorithms.onpolicy.ppo_loss import PPOTerms, ppo_terms
 from distmarl.algorithms.onpolicy.rows import GroupRows
 from distmarl.networks.banked import bank_forward
@@ -52,39 +53,12 @@ TERMS = ("policy", "value", "entropy", "approx_kl", "clip_fraction")
 Tree = dict[str, Any]
 
 
-def stackable(members: Sequence[OnPolicyMultiAgent]) -> str | None:
-    """Why ``members`` cannot be updated as one stack (None: they can): one algorithm and
-    device, the same agent groups, networks of the same shapes, plain Adam optimisers with
-    the same betas and eps, and one ``update_epochs`` and ``batch_size``."""
-    if not members:
-        return "no members"
-    first = members[0]
-    settings = _adam_settings(first)
-    if settings is None:
-        return "member 0's optimisers differ in their Adam betas or eps"
-    for i, m in enumerate(members):
-        if type(m) is not type(first) or m.device != first.device:
-            return f"member {i} is {m.name} on {m.device}, member 0 {first.name} on {first.device}"
-        if m.groups != first.groups or m.nets.arch() != first.nets.arch():
-            return f"member {i}'s agent groups or networks differ in shape from member 0's"
-        for h in SHARED_HP:
-            if m.hp[h] != first.hp[h]:
-                return f"member {i}'s {h} is {m.hp[h]}, member 0's {first.hp[h]}"
-        for opt in _optimisers(m):
-            group = opt.param_groups[0]
-            if len(opt.param_groups) != 1 or group["weight_decay"] or group["amsgrad"]:
-                return f"member {i} has an optimiser that is not a plain Adam"
-        if _adam_settings(m) != settings:
-            return f"member {i}'s Adam betas or eps differ from member 0's"
-    return None
-
-
 class OnPolicyStack:
-    """The update of ``members`` (IPPO or MAPPO, see :func:`stackable`); their own objects
+    """The update of ``members`` (IPPO or MAPPO, see :func:`stack_problem`); their own objects
     hold the result after each :meth:`learn` call."""
 
     def __init__(self, members: Sequence[OnPolicyMultiAgent]) -> None:
-        problem = stackable(members)
+        problem = stack_problem(members)
         if problem is not None:
             raise ValueError(f"these members cannot be stacked: {problem}")
         self.members = list(members)
@@ -219,9 +193,8 @@ class OnPolicyStack:
         by: dict[tuple[str, int], Params] = {}
         for (kind, i, pname), x in self.slots.stacked.items():
             by.setdefault((kind, i), {})[pname] = x
-        settings = _adam_settings(self.ref)
-        assert settings is not None  # stackable() checked it
-        betas, eps = settings
+        group = _optim(self.ref, *self.sets[0]).param_groups[0]
+        betas, eps = (float(group["betas"][0]), float(group["betas"][1])), float(group["eps"])
         adams = [StackedAdam(by["m", i], by["v", i], by["step", i], betas, eps)
                  for i in range(len(self.sets))]
         return [by["p", i] for i in range(len(self.sets))], adams
@@ -299,20 +272,6 @@ def _params(m: OnPolicyMultiAgent, g: str, name: str) -> dict[str, torch.Tensor]
 
 def _optim(m: OnPolicyMultiAgent, g: str, name: str) -> Adam:
     return m.log_std_optim[g] if name == "log_std" else m.nets.optim[f"{name}/{g}"]
-
-
-def _optimisers(m: OnPolicyMultiAgent) -> list[Adam]:
-    return [*m.nets.optim.values(), *m.log_std_optim.values()]
-
-
-def _adam_settings(m: OnPolicyMultiAgent) -> tuple[tuple[float, float], float] | None:
-    """The member's Adam betas and eps, where all its optimisers share them (else None)."""
-    found = {(tuple(float(b) for b in o.param_groups[0]["betas"]),
-              float(o.param_groups[0]["eps"])) for o in _optimisers(m)}
-    if len(found) != 1:
-        return None
-    (betas, eps), = found
-    return (betas[0], betas[1]), eps
 
 
 def _stacked_rows(group_rows: Sequence[GroupRows]) -> Tree:
