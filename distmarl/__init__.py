@@ -61,7 +61,10 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
       ``wall_seconds``,
       ``setup_seconds`` (start-up: actors started, weights published; ``setup_phases``
       splits it) and ``env_steps_per_s``;
-    * ``learner_devices``: each learner's torch device.
+    * ``learner_devices``: each learner's torch device, ``learner_steps`` how it runs its
+      update step (``resources.learner_step``), ``compile_seconds`` the time spent compiling
+      or capturing steps (counted in the train calls' time) and ``step_fallbacks`` the
+      compilations or captures that failed (those steps ran eagerly).
 
     A config that does not load, or that its env and algorithm cannot run, raises
     :class:`~distmarl.config.ConfigError` (a ``ValueError`` naming the field) before Ray

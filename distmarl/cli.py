@@ -84,6 +84,8 @@ def _train(args: argparse.Namespace) -> int:
     except RayStartError as err:
         print(f"distmarl: {err}", file=sys.stderr)
         return EXIT_RAY_START
+    for line in step_lines(summary):
+        print(line)
     print(result_line(summary))
     signum = summary.get("stop_signal")
     return 0 if signum is None else exit_code(signum)
@@ -107,6 +109,17 @@ def result_line(summary: dict[str, Any]) -> str:
         best = summary["best_fitness"]
         result = f"best fitness {'n/a' if best is None else f'{best:.2f}'}"
     return f"{head}, {result}; run in {summary['run_dir']}"
+
+
+def step_lines(summary: dict[str, Any]) -> list[str]:
+    """What compiling or capturing the learners' update steps cost, and each that failed (a
+    line each; none for eager steps)."""
+    lines = [f"distmarl: {msg}" for msg in summary.get("step_fallbacks", [])]
+    if summary.get("compile_seconds"):
+        steps = ", ".join(sorted(set(summary.get("learner_steps", []))))
+        lines.append(f"distmarl: learners ({steps} steps) spent "
+                     f"{summary['compile_seconds']:.1f} s compiling or capturing them")
+    return lines
 
 
 def _per_member(summary: dict[str, Any]) -> str:

@@ -244,6 +244,12 @@ ROWS: list[Row] = [
     Row("unknown key in a config file",
         lambda c: load_config(config_file(c, "buffer: {capacty: 5}\n")),
         ConfigError, r"bad\.yaml(.|\n)*buffer\.capacty: unknown key 'capacty'; did you mean 'capacity'"),
+    Row("a CUDA graph step for learners without a GPU, distmarl train --local",
+        lambda c: cli("train", str(TINY), "--local", "--quiet", "--no-mlflow", "--set",
+                      f"tracking.directory={c.runs}", "--set", "resources.learner_step=graph"),
+        CliExit, r"exit 2: (.|\n)*resources\.learner_step=graph captures the update step as a "
+                 r"CUDA graph, which needs GPU learners, but there is no GPU for them",
+        runs_dir),
     Row("unknown key in --set",
         lambda c: load_config(TINY, ["training.max_step=5"]),
         ConfigError, r"tiny\.yaml(.|\n)*training\.max_step: unknown key 'max_step'; did you mean 'max_steps_per_member'"),

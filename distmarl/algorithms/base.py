@@ -46,6 +46,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from distmarl.algorithms.common.capture import StepSettings
 from distmarl.config.hparams import check_hp
 from distmarl.types import RolloutSpec
 
@@ -123,6 +124,10 @@ class Algorithm(ABC):
         self.device = torch.device(device)
         #: whether this one learns (False: a policy, see the constructor)
         self.learner = learner
+        #: how its stacks run their update step (a learner sets it from
+        #: ``resources.learner_step``; off-policy stacks read it, on-policy ones run eagerly:
+        #: their epochs read masks on the host every minibatch)
+        self.step = StepSettings()
         self.hp = check_hp(self.name, hp)
         self._rng = np.random.default_rng(seed)
         self._torch_gen = torch.Generator(device=self.device)

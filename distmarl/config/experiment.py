@@ -200,6 +200,7 @@ class ResourceConfig(Section):
     num_cpus_per_learner: float = Field(1.0, ge=0, description="CPUs reserved per learner")
     num_cpus_per_worker: float = Field(1.0, ge=0, description="CPUs reserved per rollout worker")
     num_cpus_buffer: float = Field(0.0, ge=0, description="CPUs reserved for the buffer actor")
+    learner_step: Literal["auto", "eager", "compiled", "graph"] = Field("auto", description="how an off-policy learner runs its update step: eager (operation by operation), compiled (torch.compile, once per network shape and padded batch size: batches are padded to 8, 12, 16, 24, 32, 48, ... rows), graph (captured once per shape as a CUDA graph and replayed: GPU learners only). A compilation or capture that fails warns once and runs eagerly. auto: eager on CPU, graph on a GPU (the faster on each, as measured). On-policy learners run eagerly")
     colocate: bool | Literal["auto"] = Field("auto", description="run each member's first rollout worker in its learner's process (one process per member fewer: each process imports torch and builds the networks). auto: where the cluster has fewer CPUs than a learner and a worker per member, whose processes could not all run at once anyway")
 
 

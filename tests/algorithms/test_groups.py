@@ -165,12 +165,11 @@ def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
 
 def test_a_graph_needs_cuda_and_modes_are_named() -> None:
     pair = [make("MADDPG", "box", seed=k) for k in range(2)]
-    with pytest.raises(ValueError, match="mode 'fast': one of eager, static, graph"):
+    with pytest.raises(ValueError, match="mode 'fast': one of eager, static, compiled, graph"):
         OffPolicyStack(pair, mode="fast")  # type: ignore[arg-type]
     if not torch.cuda.is_available():
-        batches = [[batch(ACTION_SETS["box"], size=8, seed=k)] for k in range(2)]
         with pytest.raises(ValueError, match="CUDA graph needs a CUDA device, not cpu"):
-            OffPolicyStack(pair, mode="graph").learn_batches(batches)
+            OffPolicyStack(pair, mode="graph")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA graph needs a GPU")

@@ -177,3 +177,22 @@ def test_members_sharing_a_learner_learn_stacked_as_they_would_apart(
         assert (a["updates"], a["env_steps"]) == (b["updates"], b["env_steps"])
         assert b["fitness"] == pytest.approx(a["fitness"], rel=1e-4, abs=1e-4)
     assert together["final_score"] == pytest.approx(apart["final_score"], rel=1e-4)
+
+
+@pytest.mark.slow
+def test_a_run_with_compiled_steps_says_what_compiling_cost(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """``resources.learner_step: compiled``: the learners' steps run through torch.compile
+    (here its tracing alone, which runs the traced graphs eagerly: the same path, no code
+    generation), and the summary gives the steps and the time spent compiling them."""
+    from distmarl.algorithms.common import capture
+
+    monkeypatch.setattr(capture, "COMPILE_BACKEND", "eager")
+    cfg = shortened(ROOT / "examples" / "configs" / "tiny.yaml", tmp_path,
+                    "resources.learner_step=compiled", "population.members_per_learner=1")
+    summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
+    assert_trained(cfg, summary)
+    assert summary["learner_steps"] == ["compiled"] * cfg.num_members
+    assert summary["compile_seconds"] > 0 and summary["step_fallbacks"] == []
+    assert sum(m["compile_seconds"] for m in summary["members"]) == summary["compile_seconds"]

@@ -2,7 +2,8 @@
 batch, each member's random draws) and its results, read back per member.
 
 Members' batches may differ in size (``batch_size`` evolves): each is padded to the largest
-with inactive rows, which the masked losses never count. Draws come from each member's own
+(or, for a compiled or captured step, to the :func:`bucket` above it) with inactive rows, which
+the masked losses never count. Draws come from each member's own
 generator in a fixed order, so a member's result does not depend on the other members of its
 stack.
 
@@ -36,34 +37,52 @@ FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "active", "n_step
           "next_mask")
 
 
+#: the smallest padded batch of a compiled or captured step
+SMALLEST_BUCKET = 8
+
+
+def bucket(rows: int) -> int:
+    """The padded size of a batch of ``rows`` for a compiled or captured step, whose every new
+    shape is a new compilation or capture: the smallest of 8, 12, 16, 24, 32, 48, ... (powers
+    of two and one and a half times them) that holds ``rows``, so a batch is padded by under
+    half its rows and ``batch_size`` from 8 to 1024 takes 15 sizes."""
+    size = SMALLEST_BUCKET
+    while True:
+        for candidate in (size, size * 3 // 2):
+            if candidate >= rows:
+                return candidate
+        size *= 2
+
+
 def stacked_batch(batches: Sequence[Batch], agents: Sequence[str],
                   readers: Mapping[str, ObsReader], codecs: Mapping[str, ActionCodec],
-                  device: torch.device) -> tuple[Tree, list[int]]:
+                  device: torch.device, bucketed: bool = False
+                  ) -> tuple[Tree, list[int], int]:
     """The members' batches joined row-wise and cleaned at once (:func:`clean_batch`'s rules
-    act row by row), then as ``(K, B, ...)`` per field: a reshape where every batch has the
-    same rows, else each padded to the largest (:func:`pad`). Each member's own number of
-    rows."""
+    act row by row), then as ``(K, rows, ...)`` per field: a reshape where every batch has
+    ``rows`` rows, else each padded (:func:`pad`). ``rows`` is the largest batch's, or with
+    ``bucketed`` its :func:`bucket`. Also each member's own number of rows, and ``rows``."""
     for x in batches:
         require_batch_keys(x, OFF_POLICY_FIELDS, agents)
     sizes = [len(x["active"][agents[0]]) for x in batches]
+    rows_ = bucket(max(sizes)) if bucketed else max(sizes)
     joined = batches[0] if len(batches) == 1 else tree.concat(batches)
     clean = clean_batch(joined, readers, codecs, device)
-    return {f: {a: tree.map(lambda t: split(t, sizes), x)
+    return {f: {a: tree.map(lambda t: split(t, sizes, rows_), x)
                 for a, x in getattr(clean, f).items() if x is not None}
-            for f in FIELDS}, sizes
+            for f in FIELDS}, sizes, rows_
 
 
 def member_draws(members: Sequence[OffPolicyMultiAgent], agents: Sequence[str],
-                 sizes: Sequence[int], smoothed: bool = False,
+                 sizes: Sequence[int], rows_: int, smoothed: bool = False,
                  due: Sequence[bool] | None = None) -> Tree:
     """Each member's draws for every agent (in agent order, from its own generator, for its
-    own rows, padded), stacked per agent ``(K, B, dim)``: the codec's (Gumbel samples of a
+    own rows, padded to ``rows_``), stacked per agent ``(K, rows_, dim)``: the codec's (Gumbel samples of a
     discrete action), and with ``smoothed`` MATD3's target smoothing noise on Box actions (a
     target action's draws; an actor loss's are the codec's alone). Members not ``due`` draw
     nothing (zeros in their place; None: every member draws)."""
     ref = members[0]
     device = ref.device
-    rows_ = max(sizes)
     out: Tree = {}
     for a in agents:
         codec = ref.codecs[a]
@@ -97,14 +116,15 @@ def pad(x: torch.Tensor, rows_: int) -> torch.Tensor:
                               device=x.device)])
 
 
-def split(x: torch.Tensor | None, sizes: Sequence[int]) -> torch.Tensor | None:
-    """``(sum(sizes), ...)`` rows as ``(K, max(sizes), ...)``: member ``k``'s rows padded
-    (:func:`pad`) and stacked, or only reshaped where all sizes are one."""
+def split(x: torch.Tensor | None, sizes: Sequence[int], rows_: int) -> torch.Tensor | None:
+    """``(sum(sizes), ...)`` rows as ``(K, rows_, ...)``: member ``k``'s rows padded
+    (:func:`pad`) and stacked, or only reshaped where every size is ``rows_``."""
     if x is None:
         return None
-    if len(set(sizes)) == 1:
-        return x.reshape(len(sizes), sizes[0], *x.shape[1:])
-    rows_ = max(sizes)
+    if all(s == rows_ for s in sizes):
+        return x.reshape(len(sizes), rows_, *x.shape[1:])
+    if len(sizes) == 1:
+        return pad(x, rows_).unsqueeze(0)
     return torch.stack([pad(part, rows_) for part in torch.split(x, list(sizes))])
 
 

@@ -21,10 +21,15 @@ critics: the bootstrap is their minimum), ``SMOOTHED_TARGETS`` (clipped Gaussian
 target actions) and ``actor_update_due()`` (delayed actor and target updates).
 
 Each update is prepared on the host (:meth:`OffPolicyStack._inputs`) and then run as one step
-over tensors (:meth:`OffPolicyStack._step_all`), which ``mode`` runs: ``eager`` as it is,
-skipping the actors' part when no member's actor update is due; ``static`` the computation a
-CUDA graph would capture (the actors' part always, masked per member), run eagerly; ``graph``
-(CUDA) captured once per call and replayed (:mod:`~distmarl.algorithms.common.capture`).
+over tensors (:meth:`OffPolicyStack._step_all`), which ``mode`` runs
+(:mod:`~distmarl.algorithms.common.capture`; by default the members' ``step`` setting):
+``eager`` as it is, skipping the actors' part when no member's actor update is due;
+``static`` the computation a CUDA graph would capture (the actors' part always, masked per
+member), run eagerly; ``compiled`` that computation through ``torch.compile``; ``graph``
+(CUDA) captured once per input shape and replayed. The runner is kept with the stack, so a
+compilation or capture is made once per stack and shape; compiled and captured steps pad
+their batches to a few sizes (:func:`~distmarl.algorithms.offpolicy.prepare.bucket`), so that
+an evolved ``batch_size`` seldom makes a new shape.
 
 Shapes: ``K`` members, ``B`` rows per batch (the largest of the call's); per agent
 observations ``(K, B, obs_dim)``, actions ``(K, B, act_dim)``, scalars ``(K, B, 1)``; a
@@ -34,12 +39,12 @@ bank's inputs and outputs ``(K * R * n, B, ...)`` (:class:`Bank`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from distmarl.algorithms.base import Batch
-from distmarl.algorithms.common.capture import EagerStep, GraphStep, StepRunner
+from distmarl.algorithms.common.capture import MODES, Mode, StepRunner, runner
 from distmarl.algorithms.common.observations import joint_tensor
 from distmarl.algorithms.common.slots import Slots
 from distmarl.algorithms.common.stacked_adam import StackedAdam
@@ -71,22 +76,23 @@ UPDATE_HP = ("gamma", "tau", "lr_actor", "lr_critic", "max_grad_norm", "actor_re
 SMOOTHING_HP = ("policy_noise", "noise_clip")
 
 Tree = dict[str, Any]
-Mode = Literal["eager", "static", "graph"]
 
 
 class OffPolicyStack:
     """The update of ``members`` (MADDPG or MATD3, see :func:`stack_problem`); their own objects
     hold the result after each :meth:`learn_batches` call."""
 
-    def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode = "eager") -> None:
+    def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode | None = None
+                 ) -> None:
         problem = stack_problem(members)
         if problem is not None:
             raise ValueError(f"these members cannot be stacked: {problem}")
-        if mode not in ("eager", "static", "graph"):
-            raise ValueError(f"mode {mode!r}: one of eager, static, graph")
-        self.mode = mode
         self.members = list(members)
         self.ref = self.members[0]
+        mode = self.ref.step.mode if mode is None else mode
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+        self.mode: Mode = mode
         self.agents = list(self.ref.agents)
         self.smoothed = type(self.ref).SMOOTHED_TARGETS
         self.banks = plan_banks(self.ref.nets.online, self.agents, self.ref.CRITIC_ROLES)
@@ -97,6 +103,7 @@ class OffPolicyStack:
         group = self.ref.nets.optim[self.banks[0].nets[0]].param_groups[0]
         self.steps = BankSteps(self.banks, self.state, len(self.members), mode,
                                bool(group["fused"]))
+        self._run = self._runner()
         #: what :meth:`intact` compares (the objects themselves are kept, so their ids stay
         #: theirs)
         self._built_from = [self._holders(m) for m in self.members]
@@ -117,13 +124,12 @@ class OffPolicyStack:
         if len(batches) != len(self.members) or len(counts) != 1:
             raise ValueError(f"one list of batches per member ({len(self.members)}), all of one "
                              f"length; got lengths {[len(b) for b in batches]}")
-        runner = self._runner()
         hp = self._hp()
         outs, dues, sizes = [], [], []
         for u in range(counts.pop()):
             inputs, size, due = self._inputs([b[u] for b in batches], hp,
                                              None if weights is None else [w[u] for w in weights])
-            outs.append(runner(self.state, inputs))
+            outs.append(self._run(self.state, inputs))
             dues.append(due)
             sizes = size
         return read_results(outs, dues, sizes, self.banks, self.agents, len(self.members))
@@ -155,11 +161,16 @@ class OffPolicyStack:
         return out
 
     def _runner(self) -> StepRunner:
-        if self.mode == "graph":
-            return GraphStep(lambda state, x: self._step_all(state, x, skip_idle=False),
-                             self.device)
-        skip = self.mode == "eager"
-        return EagerStep(lambda state, x: self._step_all(state, x, skip_idle=skip))
+        """The runner of :attr:`mode`, counting its builds in the members' log."""
+        return runner(self.mode, lambda state, x: self._step_all(state, x, skip_idle=True),
+                      lambda state, x: self._step_all(state, x, skip_idle=False), self.device,
+                      self.name, self.ref.step.log)
+
+    @property
+    def name(self) -> str:
+        """The stack in messages: its algorithm, members and device."""
+        k = len(self.members)
+        return f"the {self.ref.name} stack of {k} member{'s' if k > 1 else ''} on {self.device}"
 
     @property
     def device(self) -> torch.device:
@@ -220,18 +231,19 @@ class OffPolicyStack:
         member's random draws and the mask of members whose actor update is due; each
         member's own rows and its due flag. Counts the update in each member's
         ``learn_steps``."""
-        b, sizes = stacked_batch(batches, self.agents, self.ref.readers, self.ref.codecs,
-                                 self.device)
-        rows_ = max(sizes)
+        b, sizes, rows_ = stacked_batch(batches, self.agents, self.ref.readers,
+                                        self.ref.codecs, self.device,
+                                        bucketed=self.mode in ("compiled", "graph"))
         if weights is not None:
             b["weights"] = torch.stack([pad(x.reshape(-1, 1).to(self.device), rows_)
                                         for x in weights])
         due = [m.actor_update_due() for m in self.members]
         self.steps.set_due(due)
         inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device),
-                  "target_noise": member_draws(self.members, self.agents, sizes,
+                  "target_noise": member_draws(self.members, self.agents, sizes, rows_,
                                                smoothed=self.smoothed),
-                  "policy_noise": member_draws(self.members, self.agents, sizes, due=due)}
+                  "policy_noise": member_draws(self.members, self.agents, sizes, rows_,
+                                               due=due)}
         for m in self.members:
             m.learn_steps += 1
         return inputs, sizes, due

@@ -32,6 +32,8 @@ class LearnerGroup:
         self.on_policy = families.pop()
         #: the members' stacks, kept from call to call
         self.stacks = Stacks()
+        for shell in shells[1:]:  # a stack's builds count once, in the first member's log
+            shell.share_step(shells[0].step)
 
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         """``requests[member]`` updates of each requested member, as its own ``train`` would

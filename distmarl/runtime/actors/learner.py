@@ -30,6 +30,7 @@ import ray
 
 from distmarl import tree
 from distmarl.algorithms import FragmentLearner, ReplayLearner
+from distmarl.algorithms.common.capture import StepSettings, resolve_step
 from distmarl.buffers.tensors import to_torch_batches
 from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
@@ -63,6 +64,8 @@ class TrainResult(NamedTuple):
     seconds: float
     weights: tuple[int, Any] | None  # (version, [ObjectRef]) when new weights were published
     incarnation: str = ""  # changes when Ray restarts the learner (its state is then fresh)
+    compile_seconds: float = 0.0  # spent compiling or capturing update steps in this call
+    step_fallbacks: tuple[str, ...] = ()  # compilations or captures that failed in this call
 
 
 class Published(NamedTuple):
@@ -90,7 +93,8 @@ class LearnerShell:
     def __init__(self, member: int, algo_cfg: AlgorithmConfig, spaces: tuple[Any, ...],
                  buffer: BufferClient, seed: int, weight_sync_updates: int = 8,
                  num_envs: int = 1, fields: tuple[str, ...] = OFF_POLICY_FIELDS,
-                 convert: bool = False, store: Store | None = None) -> None:
+                 convert: bool = False, store: Store | None = None,
+                 learner_step: str = "auto") -> None:
         import torch
 
         torch.set_num_threads(1)  # many actors share the cores; one thread each avoids thrash
@@ -106,7 +110,13 @@ class LearnerShell:
             log.warning(self.device_note)
         self.member = member
         self.algo_cfg, self.spaces, self.seed = algo_cfg, spaces, seed
+        #: how its stacks run their step (``resources.learner_step`` on this device: a graph
+        #: needs CUDA, so a learner whose GPU torch does not see runs eagerly, as said above)
+        self.step = StepSettings(resolve_step("auto" if learner_step == "graph"
+                                              and self.device == "cpu" else learner_step,
+                                              self.device))
         self.algo = make_algorithm(algo_cfg, spaces, device=self.device, seed=seed)
+        self.algo.step = self.step
         #: a mixed population that converts: a state of another algorithm rebuilds the learner
         self.convert = convert
         self.buffer = buffer
@@ -126,6 +136,11 @@ class LearnerShell:
 
     def incarnation(self) -> str:
         return self._incarnation
+
+    def share_step(self, step: StepSettings) -> None:
+        """Run and count this learner's steps with ``step`` (a learner group's, whose stacks
+        are built from its first member's)."""
+        self.step = self.algo.step = step
 
     # ------------------------------------------------------------------ learning
     def train(self, num_updates: int) -> TrainResult:
@@ -202,7 +217,9 @@ class LearnerShell:
         if n and (self.on_policy or self._since_publish >= self.weight_sync_updates):
             version, box, _ = self.publish()
             weights = (version, box)
-        return TrainResult(n, _means(metrics), seconds, weights, self._incarnation)
+        built, fallbacks = self.step.log.take()
+        return TrainResult(n, _means(metrics), seconds, weights, self._incarnation, built,
+                           fallbacks)
 
     def discard_pending(self) -> int:
         """Drop this member's fragments not learned yet (on-policy; off-policy: nothing, 0)."""
@@ -232,6 +249,7 @@ class LearnerShell:
         if name != self.algo.name and self.convert:
             cfg = converted(self.algo_cfg, name, state["algo"]["hp"])
             self.algo = make_algorithm(cfg, self.spaces, device=self.device, seed=self.seed)
+            self.algo.step = self.step
             self._priorities = None  # TD errors of the old critic
         self.algo.load_state_dict(state["algo"])
         self.updates = int(state.get("updates", self.updates))
@@ -257,6 +275,7 @@ class LearnerShell:
     def info(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
         return {"member": self.member, "pid": os.getpid(), "device": self.device,
+                "step": self.step.mode,
                 "device_note": self.device_note,
                 "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "updates": self.updates,

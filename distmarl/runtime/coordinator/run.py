@@ -230,7 +230,8 @@ class TrainingRun:
             m.record_episodes(result.episode_scores)
             self.game.record_training(result.match_results, result.capped_episodes)
         else:
-            m.record_train(result.seconds, result.metrics)
+            m.record_train(result.seconds, result.metrics, result.compile_seconds,
+                           result.step_fallbacks)
 
     def _evolve(self) -> None:
         """Members that reached their boundary wait; the strategy's due groups evolve; the
@@ -262,6 +263,9 @@ class TrainingRun:
             "generation_marks": state.generation_marks,
             "members": [m.summary() for m in state.members],
             "learner_devices": self.fleet.learner_devices,
+            "learner_steps": self.fleet.learner_steps,
+            "compile_seconds": sum(m.compile_seconds for m in state.members),
+            "step_fallbacks": [x for m in state.members for x in m.step_fallbacks],
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),

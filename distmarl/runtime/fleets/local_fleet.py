@@ -36,6 +36,7 @@ from distmarl.runtime.fleets.protocol import (
     Play,
     check_state_count,
 )
+from distmarl.runtime.fleets.resources import check_learner_step
 from distmarl.runtime.logic.datapath import DataPath
 from distmarl.runtime.logic.grouping import HeldTrains
 from distmarl.runtime.logic.run_state import RunState
@@ -54,6 +55,7 @@ class LocalFleet:
 
     def __init__(self, spec: FleetSpec, *, path: DataPath, state: RunState,
                  scheduler: Scheduler, stop: Cancel = NEVER) -> None:
+        check_learner_step(spec.resources, gpu_learners=False)  # learners here run on CPU
         self.path, self.state, self.scheduler = path, state, scheduler
         self.store: Store = LocalStore()
         self.buffer = BufferShell(spec.buffer_kwargs)
@@ -69,6 +71,7 @@ class LocalFleet:
                         for member in range(spec.members)]
         self.faults = FaultLog()
         self.learner_devices = [lr.device for lr in self.learners]
+        self.learner_steps = [str(lr.step.mode) for lr in self.learners]
         self.done: list[tuple[Call, Any]] = []
 
     def hyperparameters(self) -> list[dict[str, Any]]:

@@ -87,7 +87,7 @@ class FleetSpec:
                     buffer=buffer, seed=self.seed * 1009 + member,
                     weight_sync_updates=self.weight_sync_updates, num_envs=self.env.num_envs,
                     fields=tuple(self.buffer_kwargs["field_names"]), convert=self.convert,
-                    store=store)
+                    store=store, learner_step=self.resources.learner_step)
 
     def worker_kwargs(self, member: int, worker: int, buffer: BufferClient, store: Store,
                       cancel: Cancel) -> dict[str, Any]:
@@ -143,6 +143,7 @@ class Fleet(Protocol):
     store: Store
     #: each learner's torch device (``cuda`` / ``cpu``)
     learner_devices: list[str]
+    learner_steps: list[str]  # how each learner runs its update step (resources.learner_step)
 
     def hyperparameters(self) -> list[dict[str, Any]]:
         """Every member's hyperparameters, in member order."""

@@ -89,6 +89,7 @@ class RayFleet(FaultKeeping):
         self.trains = HeldTrains(groups)
         #: each learner's torch device (``cuda`` / ``cpu``), as it reported at start
         self.learner_devices: list[str] = []
+        self.learner_steps: list[str] = []
         #: each call in flight; a host's train calls travel together, as one ``train_many``
         self.inflight: dict[Any, Call | list[Call]] = {}
 
@@ -103,6 +104,7 @@ class RayFleet(FaultKeeping):
         self.check_buffer()
         learner_infos = ray.get([lr.info.remote() for lr in self.learners])
         self.learner_devices = [i["device"] for i in learner_infos]
+        self.learner_steps = [i["step"] for i in learner_infos]
         notes = [i["device_note"] for i in learner_infos if i["device_note"]]
         if notes:  # once per run, where the user sees it (each learner's own goes to its log)
             log.warning("%d of %d learners run on CPU though Ray gave them GPUs: %s",

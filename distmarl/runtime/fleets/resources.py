@@ -58,6 +58,7 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
                 f"{hosts} learners needs {res.num_gpus_per_learner * hosts} GPUs; "
                 f"the cluster has {gpus:g}")
         learner["num_gpus"] = res.num_gpus_per_learner
+    check_learner_step(res, gpu_learners="num_gpus" in learner, gpus=gpus)
     return ActorResources(
         learner=learner,
         worker={"num_cpus": res.num_cpus_per_worker * scale},
@@ -66,6 +67,19 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
         scale=scale,
         colocate=colocates(res.colocate, size, cluster),
     )
+
+
+def check_learner_step(resources: ResourceConfig, gpu_learners: bool, gpus: float = 0.0
+                       ) -> None:
+    """Refuse ``resources.learner_step: graph`` (a CUDA graph) for learners that get no GPU
+    (``gpu_learners``; the cluster has ``gpus``), before any actor starts."""
+    if resources.learner_step == "graph" and not gpu_learners:
+        where = (f"the cluster has {gpus:g} GPUs and resources.num_gpus_per_learner is "
+                 f"{resources.num_gpus_per_learner:g}" if gpus or resources.num_gpus_per_learner
+                 else "there is no GPU for them")
+        raise ValueError("resources.learner_step=graph captures the update step as a CUDA "
+                         f"graph, which needs GPU learners, but {where}: use auto, eager or "
+                         "compiled")
 
 
 def colocates(setting: bool | str, members: int, cluster: Mapping[str, float]) -> bool:

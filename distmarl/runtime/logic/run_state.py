@@ -49,6 +49,8 @@ class MemberState:
     episodes: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     train_seconds: float = 0.0
+    compile_seconds: float = 0.0  # of its train calls', compiling or capturing update steps
+    step_fallbacks: list[str] = field(default_factory=list)  # failed compilations, captures
     max_lag_seen: int = 0  # most weight versions a finished chunk lagged behind the learner
     evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
     algorithm: str = ""  # the member's algorithm (a mixed population's differ)
@@ -62,9 +64,13 @@ class MemberState:
         self.scores.extend(scores)
         self.episodes += len(scores)
 
-    def record_train(self, seconds: float, metrics: dict[str, float]) -> None:
-        """A train call's time and its metrics (the latest call's with any are kept)."""
+    def record_train(self, seconds: float, metrics: dict[str, float],
+                     compile_seconds: float = 0.0, step_fallbacks: Sequence[str] = ()) -> None:
+        """A train call's time and its metrics (the latest call's with any are kept); the
+        part of it spent compiling or capturing update steps, and those that failed."""
         self.train_seconds += seconds
+        self.compile_seconds += compile_seconds
+        self.step_fallbacks.extend(step_fallbacks)
         if metrics:
             self.metrics = metrics
 
@@ -91,6 +97,7 @@ class MemberState:
                 "hp": self.hp,
                 "env_steps": self.env_steps, "updates": self.updates,
                 "max_policy_lag_seen": self.max_lag_seen, "mean_score": self.mean_score(),
+                "compile_seconds": self.compile_seconds,
                 "episodes": self.episodes}
 
     def to_json(self) -> dict[str, Any]:
