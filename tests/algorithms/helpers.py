@@ -9,7 +9,8 @@ from gymnasium import spaces
 from distmarl.algorithms import MADDPG, MATD3
 from distmarl.algorithms.common.space_tensors import BoxCodec
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
-from distmarl.algorithms.offpolicy.stack import smoothed
+from distmarl.algorithms.offpolicy.draws import DrawPlan, StackDraws
+from distmarl.algorithms.offpolicy.stack import OffPolicyStack, smoothed
 
 AGENTS = ["speaker_0", "listener_0"]
 OBS = {"speaker_0": spaces.Box(-np.inf, np.inf, (3,), np.float32),
@@ -61,16 +62,68 @@ def params(algo: OffPolicyMultiAgent, which: str = "online") -> dict[str, torch.
             for k, v in net.named_parameters()}
 
 
+class Recorded(StackDraws):
+    """A stack's own draws, each kept (``drawn``: per update ``(K, B, width)``)."""
+
+    def __init__(self, device: torch.device | str = "cpu") -> None:
+        super().__init__(torch.device(device))
+        self.drawn: list[torch.Tensor] = []
+
+    def uniform(self, shape: tuple[int, int, int], device: torch.device) -> torch.Tensor:
+        u = super().uniform(shape, device)
+        self.drawn.append(u)
+        return u
+
+
+class Given:
+    """Draws handed in: each update takes the next of ``draws`` (a list that may still grow),
+    member ``member``'s rows of it where given (a stack of one replaying a stack's draws), cut
+    to the update's rows."""
+
+    def __init__(self, draws: list[torch.Tensor], member: int | None = None) -> None:
+        self.draws, self.member, self.taken = draws, member, 0
+
+    def start_call(self, members: object) -> None:
+        pass
+
+    def uniform(self, shape: tuple[int, int, int], device: torch.device) -> torch.Tensor:
+        u = self.draws[self.taken]
+        self.taken += 1
+        if self.member is not None:
+            u = u[self.member:self.member + 1]
+        return u[:, :shape[1]].to(device)
+
+
+def learns_with(agent: OffPolicyMultiAgent, draws: Recorded | Given) -> OffPolicyMultiAgent:
+    """``agent``, its own updates (its kept stack of one) drawing from ``draws``."""
+    agent._stack = OffPolicyStack([agent], draws=draws)
+    return agent
+
+
+def target_noise(agent: OffPolicyMultiAgent, u: torch.Tensor) -> dict:
+    """A lone member's update's target samples from its uniform draws ``u`` ``(1, B, width)``:
+    per agent ``codec`` and ``smooth`` ``(B, dim)`` where it draws them."""
+    target, _ = DrawPlan(agent.agents, agent.codecs, agent.SMOOTHED_TARGETS).split(u)
+    return {a: {k: x[0] for k, x in kinds.items()} for a, kinds in target.items()}
+
+
+def draws_for(agent: OffPolicyMultiAgent, rows: int, seed: int = 0) -> torch.Tensor:
+    """Uniform draws for one update of a lone ``agent`` on ``rows`` rows ``(1, rows, width)``."""
+    width = DrawPlan(agent.agents, agent.codecs, agent.SMOOTHED_TARGETS).width
+    return torch.rand((1, rows, width), generator=torch.Generator().manual_seed(seed))
+
+
 def target_action(agent: OffPolicyMultiAgent, a: str, next_obs: torch.Tensor,
-                  next_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """By hand, agent ``a``'s target action in critic form ``(B, dim)`` on ``next_obs``, drawn
-    from the member's generator as its update draws (the codec's draw, then MATD3's
-    smoothing noise on a Box action)."""
+                  noise: dict, next_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """By hand, agent ``a``'s target action in critic form ``(B, dim)`` on ``next_obs`` with
+    the update's target samples ``noise`` (:func:`target_noise`): the codec's, then MATD3's
+    smoothing of a Box action."""
     codec = agent.codecs[a]
-    u = codec.target(agent.nets.target[f"actor/{a}"](next_obs), agent._torch_gen, next_mask)
-    if agent.SMOOTHED_TARGETS and isinstance(codec, BoxCodec) and agent.hp["policy_noise"] != 0:
-        noise = torch.randn(u.shape, generator=agent._torch_gen)
-        u = smoothed(u, noise, agent.hp["policy_noise"], agent.hp["noise_clip"])
+    draws = noise.get(a, {})
+    u = codec.target_with(agent.nets.target[f"actor/{a}"](next_obs), draws.get("codec"),
+                          next_mask)
+    if agent.SMOOTHED_TARGETS and isinstance(codec, BoxCodec):
+        u = smoothed(u, draws["smooth"], agent.hp["policy_noise"], agent.hp["noise_clip"])
     return u
 
 

@@ -17,7 +17,17 @@ from distmarl.algorithms.groups import (
     stack_problem,
 )
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
-from tests.algorithms.helpers import ACTION_SETS, AGENTS, NET, batch, make, params
+from tests.algorithms.helpers import (
+    ACTION_SETS,
+    AGENTS,
+    NET,
+    Given,
+    Recorded,
+    batch,
+    learns_with,
+    make,
+    params,
+)
 
 #: three members' hyperparameters, each different (a clip of 0: none; an actor_reg of 0: none)
 HP = [dict(lr_actor=1e-3, lr_critic=2e-3, gamma=0.95, tau=0.01, max_grad_norm=0.5,
@@ -72,10 +82,11 @@ def worst(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
 def assert_stacked_as_alone(stacked_members: list[OffPolicyMultiAgent],
                             own: list[OffPolicyMultiAgent], batches: list[list[Any]]) -> None:
     """``stacked_members`` learning ``batches`` in one stack end as ``own`` (their clones)
-    do, each alone: the same metrics and parameters."""
-    results = OffPolicyStack(stacked_members).learn_batches(batches)
+    do, each alone on its rows of the stack's draws: the same metrics and parameters."""
+    drawn = Recorded()
+    results = OffPolicyStack(stacked_members, draws=drawn).learn_batches(batches)
     for k, m in enumerate(own):
-        metrics, _ = m.learn_batches(batches[k])
+        metrics, _ = learns_with(m, Given(drawn.drawn, member=k)).learn_batches(batches[k])
         for x, y in zip(results[k][0], metrics, strict=True):
             assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
         assert worst(params(stacked_members[k]), params(m)) < 1e-5
@@ -89,12 +100,14 @@ def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted:
                                               mode: str) -> None:
     """Three members with their own hyperparameters, batches (inactive rows, terminations,
     3-step rows), importance weights and random draws: after 24 stacked updates each one's
-    parameters, targets, Adam state, counters and random stream are what its own 24 updates
-    give, and so were each update's metrics and priorities. ``static`` runs the step a CUDA
-    graph captures (no decision on the host) eagerly."""
+    parameters, targets, Adam state and counters are what its own 24 updates give (on its rows
+    of the stack's draws), and so were each update's metrics and priorities. ``static`` runs
+    the step a CUDA graph captures (no decision on the host) eagerly."""
     stacked_members = members(algo, actions)
-    own = [m.clone() for m in stacked_members]
-    group = OffPolicyStack(stacked_members, mode=mode)  # type: ignore[arg-type]
+    drawn = Recorded()
+    own = [learns_with(m.clone(), Given(drawn.drawn, member=k))
+           for k, m in enumerate(stacked_members)]
+    group = OffPolicyStack(stacked_members, mode=mode, draws=drawn)  # type: ignore[arg-type]
     seed = 0
     for _ in range(CALLS):
         batches = [[rows(actions, seed := seed + 1) for _ in range(UPDATES)] for _ in own]
@@ -118,9 +131,6 @@ def test_a_stacked_update_is_each_members_own(algo: str, actions: str, weighted:
         assert worst(params(s, "target"), params(m, "target")) < 1e-5
         assert worst(adam_state(s), adam_state(m)) < 1e-5
         assert s.learn_steps == m.learn_steps == CALLS * UPDATES
-        # the same random streams consumed: the next draws agree
-        assert torch.equal(torch.rand(4, generator=s._torch_gen),
-                           torch.rand(4, generator=m._torch_gen))
 
 
 @pytest.mark.parametrize("algo,actions", [("MADDPG", "discrete"), ("MATD3", "mixed")])
@@ -148,9 +158,11 @@ def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
     where the draws would be) and changes nothing of it; each member ends as its own."""
     stacked_members = [make("MATD3", "mixed", seed=k, **HP[k], policy_freq=2,
                             policy_noise=0.1) for k in range(3)]
-    own = [m.clone() for m in stacked_members]
+    drawn = Recorded()
+    own = [learns_with(m.clone(), Given(drawn.drawn, member=k))
+           for k, m in enumerate(stacked_members)]
     batches = [[rows("mixed", 100 * k + u) for u in range(6)] for k in range(3)]
-    results = OffPolicyStack(stacked_members, mode="static").learn_batches(batches)
+    results = OffPolicyStack(stacked_members, mode="static", draws=drawn).learn_batches(batches)
     for k, m in enumerate(own):
         metrics, _ = m.learn_batches(batches[k])
         assert [sorted(x) for x in results[k][0]] == [sorted(x) for x in metrics]
@@ -159,8 +171,6 @@ def test_the_static_step_masks_actor_updates_when_no_member_is_due() -> None:
         assert worst(params(stacked_members[k]), params(m)) < 1e-5
         assert worst(params(stacked_members[k], "target"), params(m, "target")) < 1e-5
         assert worst(adam_state(stacked_members[k]), adam_state(m)) < 1e-5
-        assert torch.equal(torch.rand(4, generator=stacked_members[k]._torch_gen),
-                           torch.rand(4, generator=m._torch_gen))
 
 
 def test_a_graph_needs_cuda_and_modes_are_named() -> None:
@@ -178,11 +188,14 @@ def test_a_captured_stacked_update_is_each_members_own(algo: str, actions: str) 
     extra = MATD3_HP if algo == "MATD3" else [{}] * 3
     stacked_members = [make(algo, actions, seed=k, device="cuda", **HP[k], **extra[k])
                        for k in range(3)]
-    own = [m.clone() for m in stacked_members]
+    drawn = Recorded("cuda")
+    own = [learns_with(m.clone(), Given(drawn.drawn, member=k))
+           for k, m in enumerate(stacked_members)]
     batches = [[rows(actions, 100 * k + u) for u in range(8)] for k in range(3)]
     weights = [[torch.rand(ROWS, generator=torch.Generator().manual_seed(u)) for u in range(8)]
                for _ in range(3)]
-    results = OffPolicyStack(stacked_members, mode="graph").learn_batches(batches, weights)
+    results = OffPolicyStack(stacked_members, mode="graph",
+                             draws=drawn).learn_batches(batches, weights)
     for k, m in enumerate(own):
         metrics, priorities = m.learn_batches(batches[k], weights[k])
         for x, y in zip(results[k][0], metrics, strict=True):
@@ -218,10 +231,12 @@ def test_members_whose_adam_settings_differ_are_refused_naming_the_optimiser() -
 
 def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -> None:
     """Batch sizes evolve: a member's smaller batch is padded with inactive rows; each
-    member's update, priorities and random draws are still its own."""
+    member's update and priorities are still its own (on its rows of the stack's draws)."""
     stacked_members = [make("MADDPG", "mixed", seed=k, **HP[k]) for k in range(3)]
-    own = [m.clone() for m in stacked_members]
-    group = OffPolicyStack(stacked_members)
+    drawn = Recorded()
+    own = [learns_with(m.clone(), Given(drawn.drawn, member=k))
+           for k, m in enumerate(stacked_members)]
+    group = OffPolicyStack(stacked_members, draws=drawn)
     sizes = [24, 16, 9]
     batches = [[batch(ACTION_SETS["mixed"], size=n, seed=10 * k + u) for u in range(5)]
                for k, n in enumerate(sizes)]
@@ -235,8 +250,6 @@ def test_members_whose_batch_sizes_differ_are_padded_and_update_as_their_own() -
         for x, y in zip(results[k][0], metrics, strict=True):
             assert x == pytest.approx(y, rel=1e-4, abs=1e-5)
         assert worst(params(stacked_members[k]), params(m)) < 1e-5
-        assert torch.equal(torch.rand(4, generator=stacked_members[k]._torch_gen),
-                           torch.rand(4, generator=m._torch_gen))
 
 
 def test_masked_members_of_different_batch_sizes_update_as_their_own() -> None:

@@ -7,17 +7,31 @@ import torch
 
 from distmarl.algorithms.offpolicy.batch import clean_batch, masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.stack import smoothed
-from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, next_q, params, target_action
+from tests.algorithms.helpers import (
+    ACTION_SETS,
+    AGENTS,
+    Given,
+    batch,
+    draws_for,
+    learns_with,
+    make,
+    next_q,
+    params,
+    target_action,
+    target_noise,
+)
 
 
-def critic_loss(agent, b: dict, name: str, gen_state: torch.Tensor) -> float:
+def critic_loss(agent, b: dict, name: str, u: torch.Tensor) -> float:
     """The loss ``learn`` would report for critic ``name`` on ``b``, without updating anything,
-    with the agent's sampling generator at ``gen_state`` (Gumbel samples for discrete targets)."""
+    with the update's uniform draws ``u`` (Gumbel samples for discrete targets, MATD3's
+    smoothing)."""
     _, a = name.split("/")
-    agent._torch_gen.set_state(gen_state)
+    noise = target_noise(agent, u)
     c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     with torch.no_grad():
-        next_act = torch.cat([target_action(agent, x, c.next_obs[x]) for x in AGENTS], -1)
+        next_act = torch.cat([target_action(agent, x, c.next_obs[x], noise) for x in AGENTS],
+                             -1)
         y = td_target(c.reward[a], c.terminated[a], next_q(agent, a, c.joint_next_obs(), next_act),
                       agent.hp["gamma"])
         q = agent.nets.online[name](c.joint_obs(), torch.cat(list(c.action.values()), -1))
@@ -30,14 +44,14 @@ def test_a_learn_step_lowers_the_critic_loss_on_a_fixed_batch(algo: str, actions
     agent = make(algo, actions)
     b = batch(ACTION_SETS[actions], seed=1)
     names = [n for n in agent.nets.online if not n.startswith("actor")]
-    state = agent._torch_gen.get_state()
-    before = {n: critic_loss(agent, b, n, state) for n in names}
-    agent._torch_gen.set_state(state)
+    u = draws_for(agent, len(b["active"][AGENTS[0]]))
+    learns_with(agent, Given([u] * 31))
+    before = {n: critic_loss(agent, b, n, u) for n in names}
     metrics = agent.learn(b)
     for n in names:
         role, a = n.split("/")
         assert metrics[f"loss/{role}/{a}"] == pytest.approx(before[n], rel=1e-6)
-        after = critic_loss(agent, b, n, state)
+        after = critic_loss(agent, b, n, u)
         assert after < before[n] - 1e-3, (n, before[n], after)
     first = {k: v for k, v in metrics.items() if "critic" in k}
     for _ in range(30):
@@ -223,16 +237,18 @@ def test_the_actor_loss_gives_the_critic_no_gradient() -> None:
     through that critic would add."""
     agent = make("MADDPG", max_grad_norm=0.0)
     b = batch(ACTION_SETS["box"], size=32, seed=4)
-    gen = agent._torch_gen.get_state()
+    u = draws_for(agent, 32)
+    learns_with(agent, Given([u]))
+    noise = target_noise(agent, u)
     critic = agent.nets.online["critic/speaker_0"]
     c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     with torch.no_grad():
-        next_act = torch.cat([target_action(agent, x, c.next_obs[x]) for x in AGENTS], -1)
+        next_act = torch.cat([target_action(agent, x, c.next_obs[x], noise) for x in AGENTS],
+                             -1)
         y = td_target(c.reward["speaker_0"], c.terminated["speaker_0"],
                       next_q(agent, "speaker_0", c.joint_next_obs(), next_act), agent.hp["gamma"])
     q = critic(c.joint_obs(), torch.cat(list(c.action.values()), -1))
     own = torch.autograd.grad(masked_mse(q, y, c.active["speaker_0"]), list(critic.parameters()))
-    agent._torch_gen.set_state(gen)
     agent.learn(b)
     opt = agent.nets.optim["critic/speaker_0"]
     for p, g in zip(critic.parameters(), own, strict=True):

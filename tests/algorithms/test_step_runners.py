@@ -14,7 +14,15 @@ from distmarl.algorithms.common import capture
 from distmarl.algorithms.common.capture import StepSettings, resolve_step
 from distmarl.algorithms.groups import OffPolicyStack
 from distmarl.algorithms.offpolicy.prepare import bucket
-from tests.algorithms.helpers import ACTION_SETS, batch, make, params
+from tests.algorithms.helpers import (
+    ACTION_SETS,
+    Given,
+    Recorded,
+    batch,
+    learns_with,
+    make,
+    params,
+)
 from tests.algorithms.test_groups import worst
 
 
@@ -27,11 +35,12 @@ def _learn_alike(mode: str, sizes: list[list[int]]) -> tuple[OffPolicyStack, flo
     rows in a stack run in ``mode``, and their clones each alone (eager): the stack and the
     largest difference of any metric or parameter."""
     members = [make("MADDPG", "discrete", seed=k, lr_actor=1e-3 * (k + 1)) for k in range(2)]
-    own = [m.clone() for m in members]
+    drawn = Recorded()
+    own = [learns_with(m.clone(), Given(drawn.drawn, member=k)) for k, m in enumerate(members)]
     settings = StepSettings()
     for m in members:
         m.step = settings
-    stack = OffPolicyStack(members, mode=mode)  # type: ignore[arg-type]
+    stack = OffPolicyStack(members, mode=mode, draws=drawn)  # type: ignore[arg-type]
     gap = 0.0
     for call, call_sizes in enumerate(sizes):
         batches = [[batch(ACTION_SETS["discrete"], size=n, seed=100 * call + 10 * k + u)

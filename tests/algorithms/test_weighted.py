@@ -7,7 +7,19 @@ import pytest
 import torch
 
 from distmarl.algorithms.offpolicy.batch import masked_mse
-from tests.algorithms.helpers import ACTION_SETS, AGENTS, batch, make, next_q, params, target_action
+from tests.algorithms.helpers import (
+    ACTION_SETS,
+    AGENTS,
+    Given,
+    batch,
+    draws_for,
+    learns_with,
+    make,
+    next_q,
+    params,
+    target_action,
+    target_noise,
+)
 from tests.algorithms.test_learning import _poison, critic_loss
 
 
@@ -44,28 +56,28 @@ def test_zero_weights_leave_the_critics_alone() -> None:
 def test_priorities_are_mean_abs_td_errors_of_the_active_agents() -> None:
     b = _poison(batch(ACTION_SETS["box"], size=16, seed=3), slice(0, 8), ["listener_0"])
     agent = make("MADDPG", "box")
-    gen = agent._torch_gen.get_state()
+    u = draws_for(agent, 16)
+    learns_with(agent, Given([u]))
     errs = {}
     for a in AGENTS:  # per-row |q - y| by hand, before learning changes the critics
-        errs[a] = critic_loss_rows(agent, b, f"critic/{a}", gen)
-    agent._torch_gen.set_state(gen)
+        errs[a] = critic_loss_rows(agent, b, f"critic/{a}", u)
     _, priorities = agent.learn_batches([b], [torch.ones(16)])  # unit weights: plain loss
     assert priorities is not None
     expected = torch.cat([errs["speaker_0"][:8],  # listener inactive: the speaker's alone
                           (errs["speaker_0"][8:] + errs["listener_0"][8:]) / 2])
     assert torch.allclose(torch.as_tensor(priorities), expected, rtol=1e-5, atol=1e-6)
-    assert critic_loss(agent, b, "critic/speaker_0", gen) >= 0
+    assert critic_loss(agent, b, "critic/speaker_0", u) >= 0
 
 
-def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torch.Tensor:
+def critic_loss_rows(agent, b: dict, name: str, u: torch.Tensor) -> torch.Tensor:
     """Per-row ``|Q(s, a) - y|`` of critic ``name`` ``(B,)``, as a weighted update sees it."""
     from distmarl.algorithms.offpolicy.batch import clean_batch, td_target
 
     _, a = name.split("/")
-    agent._torch_gen.set_state(gen_state)
+    noise = target_noise(agent, u)
     c = clean_batch(b, agent.readers, agent.codecs, agent.device)
     with torch.no_grad():
-        next_act = torch.cat([target_action(agent, x, c.next_obs[x]) * c.active[x]
+        next_act = torch.cat([target_action(agent, x, c.next_obs[x], noise) * c.active[x]
                               for x in AGENTS], -1)
         y = td_target(c.reward[a], c.terminated[a], next_q(agent, a, c.joint_next_obs(), next_act),
                       agent.hp["gamma"])
@@ -78,12 +90,16 @@ def critic_loss_rows(agent, b: dict, name: str, gen_state: torch.Tensor) -> torc
 @pytest.mark.parametrize("weighted", [False, True])
 def test_learn_batches_is_learn_one_batch_after_another(algo: str, weighted: bool) -> None:
     """A train call's updates run back to back, read from the device once at the end: the
-    same updates, metrics and priorities as one call per batch."""
+    same updates, metrics and priorities as one call per batch (on the same draws: a stack's
+    stream starts anew at each call)."""
     from distmarl.buffers.tensors import to_torch_batches
 
     raw = [batch(ACTION_SETS["box"], size=16, seed=s) for s in range(3)]
     one = make(algo, "box")
     two = one.clone()
+    drawn = [draws_for(one, 16, seed=s) for s in range(3)]
+    learns_with(one, Given(drawn))
+    learns_with(two, Given(drawn))
     weights = [torch.rand(16, generator=torch.Generator().manual_seed(s)) for s in range(3)]
     if weighted:
         done = [one.learn_batches([b], [w]) for b, w in zip(raw, weights)]

@@ -70,7 +70,12 @@ def masked_logits(out: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 
 def gumbel(shape: torch.Size, generator: torch.Generator, device: torch.device) -> torch.Tensor:
     """Standard Gumbel noise drawn from ``generator``."""
-    u = torch.rand(shape, generator=generator, device=device)
+    return gumbel_from(torch.rand(shape, generator=generator, device=device))
+
+
+def gumbel_from(u: torch.Tensor) -> torch.Tensor:
+    """Standard Gumbel samples from uniform draws ``u`` in [0, 1) (its inverse distribution
+    function)."""
     exponential = -torch.log(u.clamp_min(1e-20))  # Exp(1), > 0
     return -torch.log(exponential.clamp_min(1e-20))
 
@@ -118,7 +123,7 @@ class ActionCodec(ABC):
     dim: int
     #: whether exploration adds a noise process (Box) or samples the policy (Discrete)
     uses_noise: bool
-    #: whether :meth:`noise` draws (Discrete's Gumbel samples) or returns None (Box)
+    #: whether :meth:`noise_from` makes samples (Discrete's Gumbel) or returns None (Box)
     draws: bool
 
     @abstractmethod
@@ -130,19 +135,24 @@ class ActionCodec(ABC):
     def policy(self, out: torch.Tensor, generator: torch.Generator,
                mask: torch.Tensor | None = None) -> torch.Tensor:
         """Differentiable critic-form action for the actor loss."""
-        return self.policy_with(out, self.noise(out.shape, generator, out.device), mask)
+        return self.policy_with(out, self._drawn(out, generator), mask)
 
     def target(self, out: torch.Tensor, generator: torch.Generator,
                mask: torch.Tensor | None = None) -> torch.Tensor:
         """Critic-form action of a target actor (no gradient needed)."""
-        return self.target_with(out, self.noise(out.shape, generator, out.device), mask)
+        return self.target_with(out, self._drawn(out, generator), mask)
+
+    def _drawn(self, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+        """:meth:`noise_from` of uniform draws of ``out``'s shape from ``generator``."""
+        if not self.draws:
+            return None
+        return self.noise_from(torch.rand(out.shape, generator=generator, device=out.device))
 
     @abstractmethod
-    def noise(self, shape: torch.Size, generator: torch.Generator, device: torch.device
-              ) -> torch.Tensor | None:
-        """What :meth:`policy` and :meth:`target` draw from ``generator`` for an output of
-        ``shape`` (None: nothing). Drawn apart, so that a stacked update of many members can
-        draw each member's from its own generator, in the order one member's update would."""
+    def noise_from(self, u: torch.Tensor) -> torch.Tensor | None:
+        """What :meth:`policy` and :meth:`target` add to an output, made from uniform draws
+        ``u`` of its shape (None: nothing). Made apart, so that a stack draws every member's
+        at once (:mod:`~distmarl.algorithms.offpolicy.draws`)."""
 
     @abstractmethod
     def policy_with(self, out: torch.Tensor, noise: torch.Tensor | None,
@@ -180,8 +190,7 @@ class BoxCodec(ActionCodec):
             a = np.clip(a + noise, self.low_np, self.high_np)
         return a.astype(np.float32, copy=False).reshape(a.shape[0], *self.shape)
 
-    def noise(self, shape: torch.Size, generator: torch.Generator, device: torch.device
-              ) -> torch.Tensor | None:
+    def noise_from(self, u: torch.Tensor) -> torch.Tensor | None:
         return None  # deterministic
 
     def policy_with(self, out: torch.Tensor, noise: torch.Tensor | None,
@@ -225,9 +234,8 @@ class DiscreteCodec(ActionCodec):
         logits = out + gumbel(out.shape, generator, out.device) if explore else out
         return (logits.argmax(dim=-1) + self.start).cpu().numpy().astype(np.int64)
 
-    def noise(self, shape: torch.Size, generator: torch.Generator, device: torch.device
-              ) -> torch.Tensor | None:
-        return gumbel(shape, generator, device)
+    def noise_from(self, u: torch.Tensor) -> torch.Tensor | None:
+        return gumbel_from(u)
 
     def policy_with(self, out: torch.Tensor, noise: torch.Tensor | None,
                     mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,11 +1,9 @@
 """An off-policy stack's host side: its update inputs (the members' batches as one stacked
-batch, each member's random draws) and its results, read back per member.
+batch) and its results, read back per member.
 
 Members' batches may differ in size (``batch_size`` evolves): each is padded to the largest
 (or, for a compiled or captured step, to the :func:`bucket` above it) with inactive rows, which
-the masked losses never count. Draws come from each member's own
-generator in a fixed order, so a member's result does not depend on the other members of its
-stack.
+the masked losses never count.
 
 Shapes: ``K`` members, ``B`` rows (the largest batch); per agent ``(K, B, ...)``.
 """
@@ -13,7 +11,7 @@ Shapes: ``K`` members, ``B`` rows (the largest batch); per agent ``(K, B, ...)``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,13 +19,10 @@ import torch
 from distmarl import tree
 from distmarl.algorithms.base import Batch
 from distmarl.algorithms.common.observations import ObsReader
-from distmarl.algorithms.common.space_tensors import ActionCodec, BoxCodec, require_batch_keys
+from distmarl.algorithms.common.space_tensors import ActionCodec, require_batch_keys
 from distmarl.algorithms.offpolicy.banks import Bank
 from distmarl.algorithms.offpolicy.batch import clean_batch
 from distmarl.types import OFF_POLICY_FIELDS
-
-if TYPE_CHECKING:
-    from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 
 Tree = dict[str, Any]
 #: per member: its updates' metrics and (prioritised replay) its rows' new priorities
@@ -71,39 +66,6 @@ def stacked_batch(batches: Sequence[Batch], agents: Sequence[str],
     return {f: {a: tree.map(lambda t: split(t, sizes, rows_), x)
                 for a, x in getattr(clean, f).items() if x is not None}
             for f in FIELDS}, sizes, rows_
-
-
-def member_draws(members: Sequence[OffPolicyMultiAgent], agents: Sequence[str],
-                 sizes: Sequence[int], rows_: int, smoothed: bool = False,
-                 due: Sequence[bool] | None = None) -> Tree:
-    """Each member's draws for every agent (in agent order, from its own generator, for its
-    own rows, padded to ``rows_``), stacked per agent ``(K, rows_, dim)``: the codec's (Gumbel samples of a
-    discrete action), and with ``smoothed`` MATD3's target smoothing noise on Box actions (a
-    target action's draws; an actor loss's are the codec's alone). Members not ``due`` draw
-    nothing (zeros in their place; None: every member draws)."""
-    ref = members[0]
-    device = ref.device
-    out: Tree = {}
-    for a in agents:
-        codec = ref.codecs[a]
-        smooth = smoothed and isinstance(codec, BoxCodec)
-        if not codec.draws and not smooth:
-            continue
-        parts: dict[str, list[torch.Tensor]] = {"codec": [], "smooth": []}
-        for k, m in enumerate(members):
-            shape = torch.Size((sizes[k], codec.dim))
-            skip = due is not None and not due[k]
-            if codec.draws:
-                x = None if skip else codec.noise(shape, m._torch_gen, device)
-                parts["codec"].append(torch.zeros(rows_, codec.dim, device=device)
-                                      if x is None else pad(x, rows_))
-            if smooth and m.hp["policy_noise"] != 0:
-                parts["smooth"].append(pad(torch.randn(shape, generator=m._torch_gen,
-                                                       device=device), rows_))
-            elif smooth:
-                parts["smooth"].append(torch.zeros(rows_, codec.dim, device=device))
-        out[a] = {k: torch.stack(v) for k, v in parts.items() if v}
-    return out
 
 
 def pad(x: torch.Tensor, rows_: int) -> torch.Tensor:

@@ -12,9 +12,10 @@ member's learning rate, the same for the actors of the members whose actor updat
 the targets' Polyak averaging with each member's ``tau`` (those steps:
 :mod:`~distmarl.algorithms.offpolicy.steps`).
 
-Each member's batch, hyperparameters and random draws (Gumbel samples, MATD3's target
-smoothing) are its own (:mod:`~distmarl.algorithms.offpolicy.prepare`), so a member's result
-does not depend on the other members of its stack.
+Each member's batch and hyperparameters are its own
+(:mod:`~distmarl.algorithms.offpolicy.prepare`); the random draws (Gumbel samples, MATD3's
+target smoothing) of every member come from one call per update
+(:mod:`~distmarl.algorithms.offpolicy.draws`).
 
 MADDPG and MATD3 differ by declared settings of the algorithm class: ``CRITIC_ROLES`` (twin
 critics: the bootstrap is their minimum), ``SMOOTHED_TARGETS`` (clipped Gaussian noise on Box
@@ -57,13 +58,8 @@ from distmarl.algorithms.offpolicy.banks import (
     stack_agents,
 )
 from distmarl.algorithms.offpolicy.batch import masked_mean, masked_mse, td_target
-from distmarl.algorithms.offpolicy.prepare import (
-    Result,
-    member_draws,
-    pad,
-    read_results,
-    stacked_batch,
-)
+from distmarl.algorithms.offpolicy.draws import DrawPlan, Draws, StackDraws
+from distmarl.algorithms.offpolicy.prepare import Result, pad, read_results, stacked_batch
 from distmarl.algorithms.offpolicy.steps import BankSteps
 from distmarl.networks.banked import bank_forward
 
@@ -82,8 +78,8 @@ class OffPolicyStack:
     """The update of ``members`` (MADDPG or MATD3, see :func:`stack_problem`); their own objects
     hold the result after each :meth:`learn_batches` call."""
 
-    def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode | None = None
-                 ) -> None:
+    def __init__(self, members: Sequence[OffPolicyMultiAgent], mode: Mode | None = None,
+                 draws: Draws | None = None) -> None:
         problem = stack_problem(members)
         if problem is not None:
             raise ValueError(f"these members cannot be stacked: {problem}")
@@ -95,6 +91,9 @@ class OffPolicyStack:
         self.mode: Mode = mode
         self.agents = list(self.ref.agents)
         self.smoothed = type(self.ref).SMOOTHED_TARGETS
+        self.plan = DrawPlan(self.agents, self.ref.codecs, self.smoothed)
+        #: where the updates' uniform draws come from (default: the stack's generator)
+        self.draws: Draws = StackDraws(self.device) if draws is None else draws
         self.banks = plan_banks(self.ref.nets.online, self.agents, self.ref.CRITIC_ROLES)
         self.actor_banks = [b for b in self.banks if b.kind == "actor"]
         self.critic_banks = [b for b in self.banks if b.kind == "critic"]
@@ -125,6 +124,8 @@ class OffPolicyStack:
             raise ValueError(f"one list of batches per member ({len(self.members)}), all of one "
                              f"length; got lengths {[len(b) for b in batches]}")
         hp = self._hp()
+        if self.plan.width:
+            self.draws.start_call(self.members)
         outs, dues, sizes = [], [], []
         for u in range(counts.pop()):
             inputs, size, due = self._inputs([b[u] for b in batches], hp,
@@ -227,9 +228,9 @@ class OffPolicyStack:
 
     def _inputs(self, batches: Sequence[Batch], hp: dict[str, torch.Tensor],
                 weights: Sequence[torch.Tensor] | None) -> tuple[Tree, list[int], list[bool]]:
-        """One update's inputs: the stacked batch (with the importance weights), ``hp``, each
-        member's random draws and the mask of members whose actor update is due; each
-        member's own rows and its due flag. Counts the update in each member's
+        """One update's inputs: the stacked batch (with the importance weights), ``hp``, the
+        uniform draws of every member ``(K, B, width)`` (none where nothing draws) and the
+        mask of members whose actor update is due; each member's own rows and its due flag. Counts the update in each member's
         ``learn_steps``."""
         b, sizes, rows_ = stacked_batch(batches, self.agents, self.ref.readers,
                                         self.ref.codecs, self.device,
@@ -239,11 +240,10 @@ class OffPolicyStack:
                                         for x in weights])
         due = [m.actor_update_due() for m in self.members]
         self.steps.set_due(due)
-        inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device),
-                  "target_noise": member_draws(self.members, self.agents, sizes, rows_,
-                                               smoothed=self.smoothed),
-                  "policy_noise": member_draws(self.members, self.agents, sizes, rows_,
-                                               due=due)}
+        inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device)}
+        if self.plan.width:
+            inputs["uniform"] = self.draws.uniform((len(self.members), rows_, self.plan.width),
+                                                   self.device)
         for m in self.members:
             m.learn_steps += 1
         return inputs, sizes, due
@@ -257,12 +257,13 @@ class OffPolicyStack:
         each row's priority ``(K, B, 1)``. ``skip_idle``: leave out the actors' part when no
         member is due (a decision on the host)."""
         b, hp, due = x["batch"], x["hp"], x["due"]
+        target_noise, policy_noise = self.plan.split(x["uniform"]) if "uniform" in x else ({}, {})
         out: Tree = {"critic": (), "actor": ()}
         joint_obs = joint_tensor(b["obs"], self.agents, self.ref.joint)
         acted = {a: b["action"][a] * b["active"][a] for a in self.agents}  # joint parts
-        td_sum = self._critic_phase(state, b, hp, x["target_noise"], joint_obs, acted, out)
+        td_sum = self._critic_phase(state, b, hp, target_noise, joint_obs, acted, out)
         if not skip_idle or bool(due.any()):
-            self._actor_phase(state, b, hp, x["policy_noise"], due, joint_obs, acted, out)
+            self._actor_phase(state, b, hp, policy_noise, due, joint_obs, acted, out)
             self.steps.soft_update(state, hp["rows"], due)
         if "weights" in b:
             critics = torch.cat([b["active"][a] for a in self.agents],
