@@ -27,6 +27,7 @@ from distmarl.algorithms.common.observations import (
     mask_tensor,
     obs_readers,
 )
+from distmarl.algorithms.common.slab import host_arrays
 from distmarl.algorithms.common.space_tensors import make_codec
 from distmarl.algorithms.offpolicy.noise import NOISE_HP, ActionNoise, make_noise
 from distmarl.algorithms.offpolicy.stack import OffPolicyStack
@@ -158,12 +159,11 @@ class OffPolicyMultiAgent(ReplayLearner):
     # -- weights and state -----------------------------------------------------------------
 
     def get_weights(self) -> dict[str, Any]:
-        """Actors' architectures and weights (numpy copies), the exploration hyperparameters
-        and the ``algorithm``'s name (a worker whose member changed algorithm rebuilds)."""
-        params: dict[str, np.ndarray] = {}
-        for a in self.agents:
-            for k, v in self.actor(a).state_dict().items():
-                params[f"actor/{a}/{k}"] = v.detach().cpu().numpy().copy()
+        """Actors' architectures and weights (numpy copies, in one copy from the device:
+        :func:`host_arrays`), the exploration hyperparameters and the ``algorithm``'s name (a
+        worker whose member changed algorithm rebuilds)."""
+        params = host_arrays({f"actor/{a}/{k}": v for a in self.agents
+                              for k, v in self.actor(a).state_dict().items()})
         return {"arch": {"actors": {a: self.actor(a).arch.to_dict() for a in self.agents}},
                 "params": params, "hp": {k: self.hp[k] for k in NOISE_HP},
                 "algorithm": self.name}

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from distmarl.algorithms.common.netset import NetworkSet
+from distmarl.algorithms.common.slab import host_arrays
 from distmarl.algorithms.onpolicy.value_norm import RunningMoments
 from distmarl.networks import EvolvableNetwork, NetworkArch
 
@@ -32,13 +33,11 @@ __all__ = ["load_weights", "log_std_of", "moments_of", "network_from", "network_
 def pack_weights(nets: NetworkSet, log_std: Mapping[str, torch.Tensor],
                  moments: Mapping[str, RunningMoments]) -> dict[str, Any]:
     """Every online network's architecture and parameters, each group's log-std and value
-    normalisation moments, in the layout of the module docstring."""
-    params: dict[str, np.ndarray] = {}
-    for name, net in nets.online.items():
-        for k, v in net.state_dict().items():
-            params[f"{name}/{k}"] = v.detach().cpu().numpy().copy()
-    for g, p in log_std.items():
-        params[f"log_std/{g}"] = p.detach().cpu().numpy().copy()
+    normalisation moments, in the layout of the module docstring (the tensors in one copy
+    from the device: :func:`host_arrays`)."""
+    params = host_arrays({**{f"{name}/{k}": v for name, net in nets.online.items()
+                             for k, v in net.state_dict().items()},
+                          **{f"log_std/{g}": p for g, p in log_std.items()}})
     for g, m in moments.items():
         params[f"value_norm/{g}"] = np.array([m.mean, m.var, m.count], dtype=np.float64)
     return {"arch": nets.arch(), "params": params, "hp": {}}
