@@ -5,7 +5,8 @@
   bytes per row against a plain ring), ``env_bench`` (the vector env's steps/s per core against
   a plain loop), ``learner_speed`` (MADDPG / MATD3 updates/s on CPU or a GPU), ``member_vmap``
   and ``member_groups`` (members updated as one stacked computation against their own
-  updates), ``step_ops`` (operations a stack's step dispatches against its members), and
+  updates), ``step_ops`` (operations a stack's step dispatches against its members),
+  ``learner_step`` (a stack's step eager, compiled or captured: what ``auto`` picks), and
   against another commit's worktree (``against`` runs them): ``stack_speed`` (the update)
   and ``worker_memory`` (what a rollout worker holds); ``timing`` holds the timing rule they
   share. ``pytest benchmarks/micro`` runs the same measures as pytest-benchmark tests.
