@@ -50,6 +50,36 @@ class SampleBatch(NamedTuple):
     weights: np.ndarray | None = None
 
 
+class JoinedSample(NamedTuple):
+    """Several consumers' batches in one set of arrays (what a learner hosting several members
+    reads in one call), laid out update by update: every consumer's first batch, in request
+    order, then every second batch, and so on; so one update's batches of all consumers are
+    adjacent rows.
+
+    ``data`` is a tuple in the buffer's ``field_names`` order, each item ``agent -> array``
+    ``(rows, *field_shape)`` over all batches (scalar fields ``(rows, 1)``). ``rows[u][r]``
+    is the size of request ``r``'s batch ``u`` (0: it has no such batch; a consumer's batches
+    stop at the first that comes back empty), ``num_new[u][r]`` how many of its rows are new
+    to the consumer. ``indices[r]`` are request ``r``'s rows' global insertion indices, its
+    batches in order. ``weights``: prioritised replay's importance weights ``(rows,)``, or
+    None."""
+
+    data: tuple[dict[AgentID, Any], ...]
+    rows: list[list[int]]
+    num_new: list[list[int]]
+    indices: list[np.ndarray]
+    weights: np.ndarray | None = None
+
+    def batches(self, request: int) -> list[tuple[int, int]]:
+        """Request ``request``'s batches as ``(first row, rows)`` spans of ``data``."""
+        spans, start = [], 0
+        for per_update in self.rows:
+            if per_update[request]:
+                spans.append((start + sum(per_update[:request]), per_update[request]))
+            start += sum(per_update)
+        return spans
+
+
 class PriorityUpdate(NamedTuple):
     """A learner's new priorities: the absolute TD errors ``(n,)`` of the rows at global
     ``indices`` ``(n,)`` it sampled (prioritised replay)."""

@@ -50,7 +50,7 @@ from distmarl.buffers.priorities import PriorityParams
 from distmarl.buffers.sampling import ConsumerState, Sampler, SampleToInsertRatio, check_ratio
 from distmarl.buffers.schema import BufferSchema, stack_values
 from distmarl.buffers.storage import PRIORITY_COLUMN, RingStorage
-from distmarl.types import ReadSpec, SampleBatch
+from distmarl.types import JoinedSample, ReadSpec, SampleBatch
 
 #: Version of the :meth:`MultiAgentReplayBuffer.state_dict` layout; a load refuses others.
 STATE_VERSION = 1
@@ -216,18 +216,57 @@ class MultiAgentReplayBuffer:
         as numpy arrays in the stored dtypes (see :class:`~distmarl.types.SampleBatch`), new
         rows first; None before ``learning_starts``, while rate-limited, or when there is
         nothing to return. With prioritised replay the batch carries importance ``weights``."""
+        drawn = self._draw(batch_size, consumer)
+        if drawn is None:
+            return None
+        indices, num_new, weights = drawn
+        assert self.storage is not None and self._layout is not None
+        data = self._layout.assemble(self.storage.gather(indices))
+        return SampleBatch(data, num_new, indices, weights)
+
+    def read_many(self, reads: Sequence[tuple[str, int, int]]) -> JoinedSample:
+        """Each ``(consumer, batch_size, num_batches)``'s batches drawn as :meth:`read` draws
+        them, in the same order (a consumer's batches one after another, stopping at the first
+        that comes back empty), and gathered in one go, update by update (see
+        :class:`~distmarl.types.JoinedSample`): one gather per column for all of them, and one
+        update's batches of every consumer adjacent."""
+        drawn: list[list[tuple[np.ndarray, int, np.ndarray | None]]] = []
+        for consumer, batch_size, num_batches in reads:
+            mine: list[tuple[np.ndarray, int, np.ndarray | None]] = []
+            for _ in range(num_batches):
+                d = self._draw(batch_size, consumer)
+                if d is None:
+                    break
+                mine.append(d)
+            drawn.append(mine)
+        updates = max((len(d) for d in drawn), default=0)
+        order = [d[u] for u in range(updates) for d in drawn if u < len(d)]
+        rows = [[len(d[u][0]) if u < len(d) else 0 for d in drawn] for u in range(updates)]
+        num_new = [[d[u][1] if u < len(d) else 0 for d in drawn] for u in range(updates)]
+        indices = [np.concatenate([b[0] for b in d]) if d else np.zeros(0, np.int64)
+                   for d in drawn]
+        weighted = [b[2] for b in order if b[2] is not None]
+        if not order or self.storage is None or self._layout is None:
+            return JoinedSample(tuple({} for _ in self.field_names), rows, num_new, indices)
+        data = self._layout.assemble(self.storage.gather(np.concatenate([b[0] for b in order])))
+        return JoinedSample(data, rows, num_new, indices,
+                            np.concatenate(weighted) if weighted else None)
+
+    def _draw(self, batch_size: int, consumer: str
+              ) -> tuple[np.ndarray, int, np.ndarray | None] | None:
+        """One batch's rows as ``consumer`` reads them (see :meth:`read`): global indices, how
+        many are new, importance weights; None when there is nothing to read."""
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         if not self.can_sample(batch_size):
             return None
-        assert self.storage is not None and self._layout is not None
+        assert self.storage is not None
         indices, num_new, weights = self._sampler.draw(self.storage, consumer, int(batch_size))
         if len(indices) == 0:
             return None
         if self.rate_limiter is not None:
             self.rate_limiter.record_sample(len(indices))
-        data = self._layout.assemble(self.storage.gather(indices))
-        return SampleBatch(data, num_new, indices, weights)
+        return indices, num_new, weights
 
     def update_priorities(self, consumer: str, indices: np.ndarray, td_errors: np.ndarray) -> int:
         """Set ``consumer``'s priorities of the rows at global ``indices`` (a batch's

@@ -92,7 +92,7 @@ def test_learn_batches_is_learn_one_batch_after_another(algo: str, weighted: boo
     """A train call's updates run back to back, read from the device once at the end: the
     same updates, metrics and priorities as one call per batch (on the same draws: a stack's
     stream starts anew at each call)."""
-    from distmarl.buffers.tensors import to_torch_batches
+    from distmarl import tree
 
     raw = [batch(ACTION_SETS["box"], size=16, seed=s) for s in range(3)]
     one = make(algo, "box")
@@ -107,8 +107,9 @@ def test_learn_batches_is_learn_one_batch_after_another(algo: str, weighted: boo
             [torch.as_tensor(p) for _, p in done])
     else:
         expected, expected_p = [one.learn(b) for b in raw], None
-    # the stacked path a GPU learner takes, forced on the CPU
-    stacked = to_torch_batches(raw, "cpu", stack=True)
+    # as a learner reads them: views of one joined tensor per field and agent
+    whole = tree.concat(raw)
+    stacked = [tree.map(lambda t, s=s: t[16 * s:16 * (s + 1)], whole) for s in range(3)]
     got, priorities = two.learn_batches(stacked, weights if weighted else None)
     assert len(got) == 3 and all(g.keys() == e.keys() for g, e in zip(got, expected))
     assert all(g == pytest.approx(e, rel=1e-6) for g, e in zip(got, expected))

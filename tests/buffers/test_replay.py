@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from distmarl.buffers import MultiAgentReplayBuffer
-from distmarl.buffers.wire import pack_batches, unpack_batches
+from distmarl.buffers.wire import pack_joined, unpack_joined
 from distmarl.types import ReadSpec
 from tests.fakes import AGENTS, FIELDS, check_aligned, ids_of, rows, step_args
 
@@ -339,24 +339,30 @@ def test_a_buffer_ratio_of_one_points_to_replay_only() -> None:
         assert "stream" not in message
 
 
-def test_packed_batches_round_trip_exactly() -> None:
-    buf = make(1000, replay_ratio=0.5)
-    buf.add(rows(np.arange(300)), member=2)
-    batches = [buf.read(64, "c") for _ in range(3)]
-    back = unpack_batches(pack_batches(batches))
-    assert len(back) == 3 and unpack_batches(pack_batches([])) == []
-    for a, b in zip(batches, back, strict=True):
-        assert a.num_new == b.num_new
-        np.testing.assert_array_equal(a.indices, b.indices)
-        for fa, fb in zip(a.data, b.data, strict=True):
-            for agent in AGENTS:
-                np.testing.assert_array_equal(fa[agent], fb[agent])
-                assert fa[agent].dtype == fb[agent].dtype and fb[agent].flags.writeable
-        check_aligned(b.data)
+def test_a_joined_sample_is_the_reads_one_after_another_and_packs_exactly() -> None:
+    """``read_many`` draws as ``read`` calls in request order would (a twin buffer's reads),
+    and gathers the rows update by update; packed and unpacked it is the same."""
+    bufs = [make(1000, replay_ratio=0.5) for _ in range(2)]
+    for buf in bufs:
+        buf.add(rows(np.arange(300)), member=2)
+    joined = bufs[0].read_many([("c", 64, 3), ("d", 32, 2)])
+    apart = [[bufs[1].read(64, "c") for _ in range(3)], [bufs[1].read(32, "d") for _ in range(2)]]
+    back = unpack_joined(pack_joined(joined))
+    assert back.rows == joined.rows == [[64, 32], [64, 32], [64, 0]]
+    ids = check_aligned(back.data)
+    for r, batches in enumerate(apart):
+        for (start, n), b in zip(back.batches(r), batches, strict=True):
+            np.testing.assert_array_equal(ids[start:start + n], b.indices)
+    for fa, fb in zip(joined.data, back.data, strict=True):
+        for agent in AGENTS:
+            np.testing.assert_array_equal(fa[agent], fb[agent])
+            assert fa[agent].dtype == fb[agent].dtype and fb[agent].flags.writeable
+    empty = make(1000).read_many([("c", 8, 2)])  # nothing stored: no batch, no rows
+    assert empty.rows == [] and len(empty.indices[0]) == 0
 
 
-def test_packed_batches_of_another_wire_version_are_refused() -> None:
+def test_packed_samples_of_another_wire_version_are_refused() -> None:
     import pickle
 
     with pytest.raises(ValueError, match="wire version 99"):
-        unpack_batches(pickle.dumps((99, [])))
+        unpack_joined(pickle.dumps((99, ())))

@@ -61,11 +61,43 @@ def stacked_batch(batches: Sequence[Batch], agents: Sequence[str],
         require_batch_keys(x, OFF_POLICY_FIELDS, agents)
     sizes = [len(x["active"][agents[0]]) for x in batches]
     rows_ = bucket(max(sizes)) if bucketed else max(sizes)
-    joined = batches[0] if len(batches) == 1 else tree.concat(batches)
-    clean = clean_batch(joined, readers, codecs, device)
+    clean = clean_batch(joined(batches), readers, codecs, device)
     return {f: {a: tree.map(lambda t: split(t, sizes, rows_), x)
                 for a, x in getattr(clean, f).items() if x is not None}
             for f in FIELDS}, sizes, rows_
+
+
+def joined(parts: Sequence[Any]) -> Any:
+    """Like trees (batches, or tensors) joined row-wise: leaf by leaf a view where the parts
+    are adjacent rows of one tensor (one update's batches of a buffer call's joined sample,
+    :func:`~distmarl.runtime.actors.learner.replay_readouts`), else a copy."""
+    if len(parts) == 1:
+        return parts[0]
+    return tree.map(lambda *xs: _join(xs), *parts)
+
+
+def _join(parts: Sequence[Any]) -> Any:
+    view = _adjacent(parts)
+    return tree.concat(list(parts)) if view is None else view
+
+
+def _adjacent(parts: Sequence[Any]) -> torch.Tensor | None:
+    """One view of ``parts`` where they are contiguous tensors of one storage, each starting
+    where the one before ends (else None)."""
+    first = parts[0]
+    if not all(isinstance(p, torch.Tensor) and p.is_contiguous() for p in parts):
+        return None
+    storage, offset = first.untyped_storage().data_ptr(), first.storage_offset()
+    for p in parts:
+        if (p.untyped_storage().data_ptr() != storage or p.storage_offset() != offset
+                or p.dtype != first.dtype or p.shape[1:] != first.shape[1:]):
+            return None
+        offset += p.numel()
+    shape = (sum(int(p.shape[0]) for p in parts), *first.shape[1:])
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * int(shape[i + 1])
+    return first.as_strided(shape, strides, first.storage_offset())
 
 
 def pad(x: torch.Tensor, rows_: int) -> torch.Tensor:

@@ -59,7 +59,13 @@ from distmarl.algorithms.offpolicy.banks import (
 )
 from distmarl.algorithms.offpolicy.batch import masked_mean, masked_mse, td_target
 from distmarl.algorithms.offpolicy.draws import DrawPlan, Draws, StackDraws
-from distmarl.algorithms.offpolicy.prepare import Result, pad, read_results, stacked_batch
+from distmarl.algorithms.offpolicy.prepare import (
+    Result,
+    joined,
+    read_results,
+    split,
+    stacked_batch,
+)
 from distmarl.algorithms.offpolicy.steps import BankSteps
 from distmarl.networks.banked import bank_forward
 
@@ -236,8 +242,7 @@ class OffPolicyStack:
                                         self.ref.codecs, self.device,
                                         bucketed=self.mode in ("compiled", "graph"))
         if weights is not None:
-            b["weights"] = torch.stack([pad(x.reshape(-1, 1).to(self.device), rows_)
-                                        for x in weights])
+            b["weights"] = split(joined(weights).reshape(-1, 1).to(self.device), sizes, rows_)
         due = [m.actor_update_due() for m in self.members]
         self.steps.set_due(due)
         inputs = {"batch": b, "hp": hp, "due": torch.tensor(due, device=self.device)}

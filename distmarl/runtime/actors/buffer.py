@@ -11,13 +11,15 @@ needs no locks.
     ray.get(buffer.add.remote(TransitionChunk(data, member=3)))
     request = SampleRequest("learner-3", 1024, 4, ReadSpec.mixin(0.5))
     [batches] = ray.get(buffer.sample.remote([request]))  # up to 4 SampleBatch
-    [packed] = ray.get(buffer.sample_packed.remote([request]))  # unpack_batches(packed)
+    packed = ray.get(buffer.sample_joined.remote([request]))  # unpack_joined(packed)
 
 Each request carries its consumer's :class:`~distmarl.types.ReadSpec`, registered when it
 differs from the one the consumer has (a mutation changed it, or a restarted buffer forgot
-it). ``sample_packed`` returns each request's batches as one ``bytes`` object
-(:mod:`distmarl.buffers.wire`): Ray sends it at a fraction of the cost of a dozen arrays, so
-replaying learners use it.
+it). Replaying learners read with ``sample_joined``: every request's batches gathered in one
+set of arrays, update by update (:class:`~distmarl.types.JoinedSample`), sent as one ``bytes``
+object (:mod:`distmarl.buffers.wire`), which Ray sends at a fraction of the cost of many
+arrays; a learner's stack then takes one update's batches of all its members as adjacent rows,
+without copying them together.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ import ray
 
 from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
-from distmarl.buffers.wire import pack_batches
-from distmarl.types import SampleBatch, SampleRequest, TransitionChunk
+from distmarl.buffers.wire import pack_joined
+from distmarl.types import JoinedSample, SampleBatch, SampleRequest, TransitionChunk
 
 
 class AddResult(NamedTuple):
@@ -68,16 +70,28 @@ class BufferShell:
         first that comes back empty)."""
         return [self._read(r) for r in requests]
 
-    def sample_packed(self, requests: Sequence[SampleRequest]) -> list[bytes]:
-        """:meth:`sample`, each request's batches as one bytes object (``unpack_batches``)."""
-        return [pack_batches(batches) for batches in self.sample(requests)]
+    def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
+        """Each request's batches as :meth:`sample` reads them, gathered in one set of arrays
+        update by update (:meth:`MultiAgentReplayBuffer.read_many`)."""
+        for r in requests:
+            self._registered(r)
+        return self.buffer.read_many([(r.consumer, r.batch_size, r.num_batches)
+                                      for r in requests])
+
+    def sample_joined_packed(self, requests: Sequence[SampleRequest]) -> bytes:
+        """:meth:`sample_joined` as one bytes object (``unpack_joined``)."""
+        return pack_joined(self.sample_joined(requests))
+
+    def _registered(self, request: SampleRequest) -> None:
+        """The request's spec registered and its priorities applied (before it reads)."""
+        self.buffer.register(request.consumer, request.spec)
+        if request.priorities is not None:
+            self.buffer.update_priorities(request.consumer, request.priorities.indices,
+                                          request.priorities.td_errors)
 
     def _read(self, request: SampleRequest) -> list[SampleBatch]:
         buffer, consumer = self.buffer, request.consumer
-        buffer.register(consumer, request.spec)
-        if request.priorities is not None:
-            buffer.update_priorities(consumer, request.priorities.indices,
-                                     request.priorities.td_errors)
+        self._registered(request)
         out = []
         for _ in range(request.num_batches):
             batch = buffer.read(request.batch_size, consumer)

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 import ray
 
-from distmarl.buffers.wire import unpack_batches
-from distmarl.types import SampleBatch, SampleRequest, TransitionChunk
+from distmarl.buffers.wire import unpack_joined
+from distmarl.types import JoinedSample, SampleBatch, SampleRequest, TransitionChunk
 
 __all__ = ["BufferClient", "LocalBuffer", "LocalStore", "RayStore", "RemoteBuffer", "Store"]
 
@@ -66,6 +66,10 @@ class BufferClient(Protocol):
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         """Each request's batches (up to its ``num_batches``), in one buffer call."""
 
+    def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
+        """Each request's batches in one set of arrays, update by update, in one buffer
+        call."""
+
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
         """:meth:`sample`, and the buffer's sizes and consumers' counters right after it (what
@@ -97,29 +101,22 @@ class RemoteBuffer:
         return ray.get(self.handle.add.remote(chunk))
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        return _received(*self._sent(requests))
+        """A stream's fragments cross unpacked: Ray hands their arrays over out of band (one
+        copy, in the object store), where packing them into one bytes object would copy them
+        twice."""
+        return list(ray.get(self.handle.sample.remote(list(requests))))
+
+    def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
+        """Replayed batches cross packed: Ray sends one byte string far cheaper than many
+        arrays."""
+        return unpack_joined(ray.get(self.handle.sample_joined_packed.remote(list(requests))))
 
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
         # both calls sent before either is awaited: an actor runs one caller's calls in order
-        sent, stats = self._sent(requests), self.handle.stats.remote()
-        return _received(*sent), dict(ray.get(stats))
-
-    def _sent(self, requests: Sequence[SampleRequest]) -> tuple[Any, bool]:
-        """The sample call's reference, and whether its batches come back packed. A stream's
-        fragments cross unpacked: Ray hands their arrays over out of band (one copy, in the
-        object store), where packing them into one bytes object would copy them twice.
-        Replayed batches cross packed: Ray sends one byte string far cheaper than a dozen
-        arrays."""
-        packed = not all(r.spec.kind == "stream" for r in requests)
-        verb = self.handle.sample_packed if packed else self.handle.sample
-        return verb.remote(list(requests)), packed
-
-
-def _received(ref: Any, packed: bool) -> list[list[SampleBatch]]:
-    """Each request's batches, once the sample call of :meth:`RemoteBuffer._sent` answered."""
-    answer = ray.get(ref)
-    return [unpack_batches(b) for b in answer] if packed else list(answer)
+        sent = self.handle.sample.remote(list(requests))
+        stats = self.handle.stats.remote()
+        return list(ray.get(sent)), dict(ray.get(stats))
 
 
 class LocalBuffer:
@@ -135,6 +132,9 @@ class LocalBuffer:
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         return self.shell.sample(requests)
+
+    def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
+        return self.shell.sample_joined(requests)
 
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:

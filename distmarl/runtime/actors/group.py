@@ -18,7 +18,7 @@ from typing import cast
 from distmarl.algorithms.groups import Stacks
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
-from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult
+from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult, replay_readouts
 
 
 class LearnerGroup:
@@ -50,12 +50,13 @@ class LearnerGroup:
 
     def _read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
         """Each member's read; off-policy, every member's batches drawn in one buffer call
-        (the members share the buffer)."""
+        (the members share the buffer) and gathered in one set of arrays, one update's
+        batches of every member adjacent (:func:`replay_readouts`)."""
         if self.on_policy or not shells:
             return [s.read(n) for s, n in zip(shells, updates, strict=True)]
         requests = [s.sample_request(n) for s, n in zip(shells, updates, strict=True)]
-        sampled = shells[0].buffer.sample(requests)
-        return [s.readout(b) for s, b in zip(shells, sampled, strict=True)]
+        return replay_readouts(shells[0].buffer.sample_joined(requests), shells[0].fields,
+                               shells[0].device)
 
     def _replay(self, shells: Sequence[LearnerShell], reads: Sequence[Readout]
                 ) -> list[list[dict[str, float]]]:

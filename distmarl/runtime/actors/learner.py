@@ -31,7 +31,7 @@ import ray
 from distmarl import tree
 from distmarl.algorithms import FragmentLearner, ReplayLearner
 from distmarl.algorithms.common.capture import StepSettings, resolve_step
-from distmarl.buffers.tensors import to_torch_batches
+from distmarl.buffers.tensors import to_torch
 from distmarl.collect import fragment_to_batch
 from distmarl.config import AlgorithmConfig
 from distmarl.factory import converted, make_algorithm
@@ -40,9 +40,9 @@ from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.types import (
     OFF_POLICY_FIELDS,
+    JoinedSample,
     PriorityUpdate,
     ReadSpec,
-    SampleBatch,
     SampleRequest,
 )
 
@@ -78,13 +78,33 @@ class Published(NamedTuple):
 
 
 class Readout(NamedTuple):
-    """What a learner read for its next updates: the buffer's batches (off-policy: sampled,
-    on-policy: whole fragments), their tensors, one per update, and prioritised replay's
-    importance weights (None without)."""
+    """What a learner read for its next updates: their batches' tensors, one per update
+    (off-policy: sampled, on-policy: whole fragments), prioritised replay's importance weights
+    (None without) and the sampled rows' global indices, batch after batch (off-policy)."""
 
-    batches: list[SampleBatch]
     data: list[Any]
     weights: list[Any] | None
+    indices: np.ndarray | None = None
+
+
+def replay_readouts(joined: JoinedSample, fields: tuple[str, ...], device: str
+                    ) -> list[Readout]:
+    """Each request's :class:`Readout` of ``joined`` (one buffer call's batches): the arrays
+    made tensors on ``device`` once (one copy each to an accelerator), each batch a view of
+    its rows; one update's batches of all requests stay adjacent rows, which a stack takes
+    as they are (:func:`~distmarl.algorithms.offpolicy.prepare.joined`)."""
+    requests = range(len(joined.indices))
+    if not joined.rows:
+        return [Readout([], None) for _ in requests]
+    data = to_torch(dict(zip(fields, joined.data, strict=True)), device)
+    weights = None if joined.weights is None else to_torch(joined.weights, device)
+    out = []
+    for r in requests:
+        spans = joined.batches(r)
+        out.append(Readout([tree.map(lambda t, s=s, n=n: t[s:s + n], data) for s, n in spans],
+                           None if weights is None else [weights[s:s + n] for s, n in spans],
+                           joined.indices[r]))
+    return out
 
 
 class LearnerShell:
@@ -154,15 +174,17 @@ class LearnerShell:
     def read(self, num_updates: int) -> Readout:
         """What the next (up to ``num_updates``) updates learn from.
 
-        Off-policy: batches in one sample call (:meth:`sample_request`, :meth:`readout`).
+        Off-policy: batches in one sample call (:meth:`sample_request`,
+        :func:`replay_readouts`).
         On-policy: this member's next whole fragments, rows ``(T * E, ...)`` as tensors
         ``(T, E, ...)``."""
         if self.fragments is not None:  # on-policy
             frags = self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)
-            return Readout(frags, [fragment_to_batch(dict(zip(self.fields, b.data, strict=True)),
-                                                     self.num_envs, self.device)
-                                   for b in frags], None)
-        return self.readout(self.buffer.sample([self.sample_request(num_updates)])[0])
+            return Readout([fragment_to_batch(dict(zip(self.fields, b.data, strict=True)),
+                                              self.num_envs, self.device) for b in frags], None)
+        [read] = replay_readouts(self.buffer.sample_joined([self.sample_request(num_updates)]),
+                                 self.fields, self.device)
+        return read
 
     def sample_request(self, num_updates: int) -> SampleRequest:
         """Off-policy: the sample call for the next (up to ``num_updates``) updates, with this
@@ -176,18 +198,6 @@ class LearnerShell:
                                 self._priorities)
         self._priorities = None
         return request
-
-    def readout(self, batches: list[SampleBatch]) -> Readout:
-        """Off-policy: the sampled ``batches`` and their tensors on this learner's device
-        (all in one transfer: :func:`~distmarl.buffers.tensors.to_torch_batches`)."""
-        if not batches:
-            return Readout([], [], None)
-        data = to_torch_batches([dict(zip(self.fields, b.data, strict=True)) for b in batches],
-                                self.device)
-        weighted = batches[0].weights is not None  # prioritised replay: priorities go back
-        weights = (to_torch_batches([b.weights for b in batches], self.device) if weighted
-                   else None)
-        return Readout(batches, data, weights)
 
     def learn(self, read: Readout) -> list[dict[str, float]]:
         """This member's own updates on ``read``; each update's metrics."""
@@ -203,9 +213,8 @@ class LearnerShell:
     def learned(self, read: Readout, errors: np.ndarray | None) -> None:
         """Off-policy updates on ``read`` gave these rows' TD errors (prioritised replay; None
         without): they go back to the buffer with the next sample call."""
-        if errors is not None:
-            self._priorities = PriorityUpdate(np.concatenate([b.indices for b in read.batches]),
-                                              errors)
+        if errors is not None and read.indices is not None:
+            self._priorities = PriorityUpdate(read.indices, errors)
 
     def finish(self, metrics: list[dict[str, float]], seconds: float) -> TrainResult:
         """Count the updates whose metrics are ``metrics`` (done in ``seconds``) and publish

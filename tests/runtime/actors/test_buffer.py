@@ -163,30 +163,25 @@ def test_shell_counts_rows_of_structured_chunks() -> None:
     assert result == (True, 3, 3)
 
 
-def test_packed_sampling_through_the_actor_streams_one_members_rows(ray_local) -> None:
-    from distmarl.buffers.wire import unpack_batches
+def test_joined_sampling_through_the_actor_mixes_new_rows_in(ray_local) -> None:
+    from distmarl.runtime.actors.clients import RemoteBuffer
 
     ray = ray_local
     buffer = make_buffer_actor(buffer_kwargs(replay_ratio=0.5), num_cpus=0)
     ray.get([buffer.add.remote(TransitionChunk(rows(np.arange(s, s + 20)), member=(s // 20) % 2))
              for s in range(0, 200, 20)])
-    mine: list[int] = []
-    while batches := unpack_batches(ray.get(buffer.sample_packed.remote(
-            request("onpolicy-0", 16, 3, ReadSpec.stream(member=0))))[0]):
-        for batch in batches:
-            assert batch.num_new == len(batch.indices)
-            mine.extend(check_aligned(batch.data).tolist())
-    assert mine == [i for i in range(200) if (i // 20) % 2 == 0]
-    one = unpack_batches(ray.get(buffer.sample_packed.remote(
-        request("off", 32, spec=ReadSpec.mixin(0.5))))[0])
-    assert len(one) == 1 and one[0].num_new == 16 and len(one[0].indices) == 32
+    one = RemoteBuffer(buffer).sample_joined(request("off", 32, 2, spec=ReadSpec.mixin(0.5)))
+    assert one.rows == [[32], [32]] and one.num_new[0] == [16]  # the newest rows, then replay
+    assert len(one.indices[0]) == 64 and one.data[0]["speaker_0"].flags.writeable
+    np.testing.assert_array_equal(check_aligned(one.data), one.indices[0])
     ray.kill(buffer)
 
 
 def test_one_call_samples_each_consumers_own_batches_as_separate_calls_would() -> None:
     """A learner hosting several members draws their batches in one call: each request gets
-    what its own call would have (the same rows, the same new / replay split), in order."""
-    from distmarl.buffers.wire import unpack_batches
+    what its own call would have (the same rows, the same new / replay split), in order, and
+    the rows come back update by update (every request's first batch, then every second)."""
+    from distmarl.buffers.wire import pack_joined, unpack_joined
 
     shells = [BufferShell(buffer_kwargs()) for _ in range(2)]
     for shell in shells:
@@ -195,11 +190,15 @@ def test_one_call_samples_each_consumers_own_batches_as_separate_calls_would() -
     half, quarter = ReadSpec.mixin(0.5), ReadSpec.mixin(0.25)
     requests = [SampleRequest("learner-0", 16, 3, half), SampleRequest("learner-1", 8, 2, quarter),
                 SampleRequest("learner-0", 16, 2, half)]
-    together = [unpack_batches(packed) for packed in shells[0].sample_packed(requests)]
+    together = unpack_joined(pack_joined(shells[0].sample_joined(requests)))
     apart = [shells[1].sample([r])[0] for r in requests]
-    assert [len(b) for b in together] == [3, 2, 2]
-    for mine, theirs in zip(together, apart, strict=True):
-        for a, b in zip(mine, theirs, strict=True):
-            np.testing.assert_array_equal(a.indices, b.indices)
-            assert a.num_new == b.num_new
-            np.testing.assert_array_equal(check_aligned(a.data), check_aligned(b.data))
+    assert together.rows == [[16, 8, 16], [16, 8, 16], [16, 0, 0]]
+    row_ids = check_aligned(together.data)
+    for r, theirs in enumerate(apart):
+        spans = together.batches(r)
+        assert len(spans) == len(theirs)
+        np.testing.assert_array_equal(together.indices[r],
+                                      np.concatenate([b.indices for b in theirs]))
+        for u, ((start, n), b) in enumerate(zip(spans, theirs, strict=True)):
+            assert together.num_new[u][r] == b.num_new
+            np.testing.assert_array_equal(row_ids[start:start + n], check_aligned(b.data))
