@@ -13,7 +13,7 @@ never change under a worker that holds them (as an object-store copy would not).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import ray
@@ -21,7 +21,8 @@ import ray
 from distmarl.buffers.wire import unpack_joined
 from distmarl.types import JoinedSample, SampleBatch, SampleRequest, TransitionChunk
 
-__all__ = ["BufferClient", "LocalBuffer", "LocalStore", "RayStore", "RemoteBuffer", "Store"]
+__all__ = ["BufferClient", "Later", "LocalBuffer", "LocalStore", "RayStore", "RemoteBuffer",
+           "Store"]
 
 
 class Store(Protocol):
@@ -56,6 +57,13 @@ class LocalStore:
         return ref
 
 
+class Later(Protocol):
+    """A buffer read whose answer is taken later (or never)."""
+
+    def result(self) -> JoinedSample:
+        """The answer (waiting for it where it is still on its way)."""
+
+
 class BufferClient(Protocol):
     """The calls a learner and a rollout worker make on the replay buffer
     (:class:`~distmarl.runtime.actors.buffer.BufferShell`'s)."""
@@ -69,6 +77,11 @@ class BufferClient(Protocol):
     def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         """Each request's batches in one set of arrays, update by update, in one buffer
         call."""
+
+    def sample_joined_later(self, requests: Sequence[SampleRequest]) -> Later:
+        """:meth:`sample_joined` whose answer is taken later: under Ray the call is sent now
+        and answered while the caller works; in one process it runs when the answer is
+        taken (where a read at that moment would run)."""
 
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
@@ -109,7 +122,10 @@ class RemoteBuffer:
     def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         """Replayed batches cross packed: Ray sends one byte string far cheaper than many
         arrays."""
-        return unpack_joined(ray.get(self.handle.sample_joined_packed.remote(list(requests))))
+        return self.sample_joined_later(requests).result()
+
+    def sample_joined_later(self, requests: Sequence[SampleRequest]) -> Later:
+        return _Sent(self.handle.sample_joined_packed.remote(list(requests)))
 
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
@@ -136,6 +152,29 @@ class LocalBuffer:
     def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         return self.shell.sample_joined(requests)
 
+    def sample_joined_later(self, requests: Sequence[SampleRequest]) -> Later:
+        return _Deferred(lambda: self.sample_joined(requests))
+
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
         return self.shell.sample(requests), dict(self.shell.stats())
+
+
+class _Sent:
+    """A Ray call's answer, unpacked when taken."""
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+
+    def result(self) -> JoinedSample:
+        return unpack_joined(ray.get(self.ref))
+
+
+class _Deferred:
+    """A call made when its answer is taken."""
+
+    def __init__(self, call: Callable[[], JoinedSample]) -> None:
+        self.call = call
+
+    def result(self) -> JoinedSample:
+        return self.call()

@@ -6,7 +6,8 @@ several of them reads each member's batches (all members' in one buffer call) or
 its own call would, then updates them together (:mod:`distmarl.algorithms.groups`: the
 members that share their shapes as one stacked computation, kept from call to call, any other
 alone), and finishes each member's call as its own would (counters, priorities for the next
-sample call, publishing).
+sample call, publishing). Off-policy, the members' next batches are then read ahead
+(:mod:`~distmarl.runtime.actors.readahead`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from typing import cast
 from distmarl.algorithms.groups import Stacks
 from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
-from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult, replay_readouts
+from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult
+from distmarl.runtime.actors.readahead import ReadAhead, Reads
 
 
 class LearnerGroup:
-    """The learners of ``shells``' members (one family), addressed by member."""
+    """The learners of ``shells``' members (one family), addressed by member; off-policy,
+    they read as ``reads`` says (default: one call ahead)."""
 
-    def __init__(self, shells: Sequence[LearnerShell]) -> None:
+    def __init__(self, shells: Sequence[LearnerShell], reads: Reads | None = None) -> None:
         self.shells = {s.member: s for s in shells}
         families = {s.on_policy for s in shells}
         if len(families) != 1:
@@ -32,6 +35,8 @@ class LearnerGroup:
         self.on_policy = families.pop()
         #: the members' stacks, kept from call to call
         self.stacks = Stacks()
+        #: off-policy: when the members' batches are read
+        self.reads: Reads = ReadAhead() if reads is None else reads
         for shell in shells[1:]:  # a stack's builds count once, in the first member's log
             shell.share_step(shells[0].step)
 
@@ -45,18 +50,19 @@ class LearnerGroup:
         metrics = (self._fragments(shells, reads) if self.on_policy
                    else self._replay(shells, reads))
         seconds = (time.perf_counter() - start) / max(len(members), 1)
-        return {m: s.finish(ms, seconds)
-                for m, s, ms in zip(members, shells, metrics, strict=True)}
+        results = {m: s.finish(ms, seconds)
+                   for m, s, ms in zip(members, shells, metrics, strict=True)}
+        if not self.on_policy:  # with this call's TD errors
+            self.reads.send(shells, [requests[m] for m in members])
+        return results
 
     def _read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
         """Each member's read; off-policy, every member's batches drawn in one buffer call
-        (the members share the buffer) and gathered in one set of arrays, one update's
-        batches of every member adjacent (:func:`replay_readouts`)."""
+        (the members share the buffer), when :attr:`reads` says, and gathered in one set of arrays, one update's batches of every member adjacent
+        (:func:`~distmarl.runtime.actors.learner.replay_readouts`)."""
         if self.on_policy or not shells:
             return [s.read(n) for s, n in zip(shells, updates, strict=True)]
-        requests = [s.sample_request(n) for s, n in zip(shells, updates, strict=True)]
-        return replay_readouts(shells[0].buffer.sample_joined(requests), shells[0].fields,
-                               shells[0].device)
+        return self.reads.read(shells, updates)
 
     def _replay(self, shells: Sequence[LearnerShell], reads: Sequence[Readout]
                 ) -> list[list[dict[str, float]]]:

@@ -153,6 +153,9 @@ class LearnerShell:
         self._incarnation = uuid.uuid4().hex
         #: TD errors of the last train call's prioritised batches, sent with the next sample
         self._priorities: PriorityUpdate | None = None
+        #: moves on whenever what the learner reads changes (a copy, a mutation, new
+        #: hyperparameters): batches read before then are not learned
+        self.read_epoch = 0
 
     def incarnation(self) -> str:
         return self._incarnation
@@ -231,8 +234,16 @@ class LearnerShell:
                            fallbacks)
 
     def discard_pending(self) -> int:
-        """Drop this member's fragments not learned yet (on-policy; off-policy: nothing, 0)."""
+        """Drop this member's fragments not learned yet (on-policy; off-policy: 0, and its
+        batches read ahead and not learned yet are dropped when next read, for its read
+        epoch moves on: they were read with its old hyperparameters)."""
+        self.read_epoch += 1
         return self.fragments.discard_pending() if self.fragments is not None else 0
+
+    def keep_priorities(self, priorities: PriorityUpdate | None) -> None:
+        """TD errors that went with a read that was dropped: they go with the next."""
+        if priorities is not None and self._priorities is None:
+            self._priorities = priorities
 
     def used_fragments(self) -> list[tuple[int, int]]:
         """``(first, stop)`` global buffer rows of every fragment learned, in order (on-policy;

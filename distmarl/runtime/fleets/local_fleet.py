@@ -27,6 +27,7 @@ from distmarl.runtime.actors.buffer import BufferShell
 from distmarl.runtime.actors.clients import LocalBuffer, LocalStore, Store
 from distmarl.runtime.actors.group import LearnerGroup
 from distmarl.runtime.actors.learner import LearnerShell
+from distmarl.runtime.actors.readahead import ReadNow
 from distmarl.runtime.actors.rollout import RolloutShell
 from distmarl.runtime.fleets.protocol import (
     Copied,
@@ -64,7 +65,7 @@ class LocalFleet:
                          for member in range(spec.members)]
         groups = spec.learner_groups(None)
         #: each learner group, and where a turn's train calls wait to run as one call each
-        self.groups = [LearnerGroup([self.learners[m] for m in ms]) for ms in groups]
+        self.groups = [LearnerGroup([self.learners[m] for m in ms], ReadNow()) for ms in groups]
         self.trains = HeldTrains(groups)
         self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store, stop))
                          for w in range(spec.population.workers_per_member)]
