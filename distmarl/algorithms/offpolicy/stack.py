@@ -236,8 +236,8 @@ class OffPolicyStack:
                 weights: Sequence[torch.Tensor] | None) -> tuple[Tree, list[int], list[bool]]:
         """One update's inputs: the stacked batch (with the importance weights), ``hp``, the
         uniform draws of every member ``(K, B, width)`` (none where nothing draws) and the
-        mask of members whose actor update is due; each member's own rows and its due flag. Counts the update in each member's
-        ``learn_steps``."""
+        mask of members whose actor update is due; each member's own rows and its due flag.
+        Counts the update in each member's ``learn_steps``."""
         b, sizes, rows_ = stacked_batch(batches, self.agents, self.ref.readers,
                                         self.ref.codecs, self.device,
                                         bucketed=self.mode in ("compiled", "graph"))
