@@ -240,11 +240,6 @@ class LearnerShell:
         self.read_epoch += 1
         return self.fragments.discard_pending() if self.fragments is not None else 0
 
-    def keep_priorities(self, priorities: PriorityUpdate | None) -> None:
-        """TD errors that went with a read that was dropped: they go with the next."""
-        if priorities is not None and self._priorities is None:
-            self._priorities = priorities
-
     def used_fragments(self) -> list[tuple[int, int]]:
         """``(first, stop)`` global buffer rows of every fragment learned, in order (on-policy;
         for tests and debugging)."""

@@ -9,11 +9,11 @@ In one process nothing runs meanwhile, so the in-process fleet reads when each c
 runs then draw in the same order whichever members share a learner.
 
 The read carries each member's TD errors of the call just learned (prioritised replay), so
-priorities go back as promptly as before. A member whose reads changed since (a copy, a
-mutation or new hyperparameters move its :attr:`LearnerShell.read_epoch`) does not learn what
-was read for it before: a read made for a member that changed is dropped when it arrives (in
-one process it is never made), its TD errors going with the member's next read instead; and
-batches a member holds from before are dropped when it next reads.
+priorities go back as promptly as when reading at the call. A member whose reads changed since
+(a copy, a mutation or new hyperparameters move its :attr:`LearnerShell.read_epoch`) does not
+learn what was read for it before: its part of the read on its way is dropped when it arrives,
+and batches it holds from before are dropped when it next reads; the other members keep
+theirs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import numpy as np
 from distmarl import tree
 from distmarl.runtime.actors.clients import Later
 from distmarl.runtime.actors.learner import LearnerShell, Readout, replay_readouts
-from distmarl.types import SampleRequest
 
 
 class Reads(Protocol):
@@ -55,8 +54,8 @@ class ReadAhead:
     def __init__(self) -> None:
         #: member -> (its read epoch when they were read, the batches)
         self._held: dict[int, tuple[int, Readout]] = {}
-        self._pending: tuple[Later, list[SampleRequest], list[tuple[LearnerShell, int]]] | None \
-            = None
+        #: the read on its way, and whom it is for (with their read epochs when it was sent)
+        self._pending: tuple[Later, list[tuple[LearnerShell, int]]] | None = None
 
     def read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
         """Up to ``updates[k]`` batches of each member ``shells[k]``: those it holds first,
@@ -79,21 +78,19 @@ class ReadAhead:
         if not wanted:
             return
         requests = [s.sample_request(n) for s, n in wanted]
-        self._pending = (shells[0].buffer.sample_joined_later(requests), requests,
+        self._pending = (shells[0].buffer.sample_joined_later(requests),
                          [(s, s.read_epoch) for s, _ in wanted])
 
     def _arrive(self) -> None:
-        """The read on its way, held by its members (dropped where a member changed)."""
+        """The read on its way, held by its members (a member that changed since gets none)."""
         if self._pending is None:
             return
-        later, requests, sent = self._pending
+        later, sent = self._pending
         self._pending = None
-        if any(s.read_epoch != epoch for s, epoch in sent):
-            for (s, _), request in zip(sent, requests, strict=True):
-                s.keep_priorities(request.priorities)
-            return
         reads = replay_readouts(later.result(), sent[0][0].fields, sent[0][0].device)
         for (s, epoch), read in zip(sent, reads, strict=True):
+            if s.read_epoch != epoch:
+                continue
             held = self._held.get(s.member)
             before = held[1] if held is not None and held[0] == epoch else Readout([], None)
             self._held[s.member] = (epoch, _joined(before, read))
