@@ -2,9 +2,9 @@
 (:class:`ReadNow`), or one call ahead (:class:`ReadAhead`).
 
 Reading ahead, after each train call the group asks the buffer, in one call, for every
-member's batches of its next call (as many as this call's, less those it still holds), and the
-answer travels while the coordinator plans and the learner waits for its next call: under Ray
-the buffer samples while the learner works, so the next call starts with its batches at hand.
+member's batches of its next call (as many as this call's, less those it still holds): under
+Ray the buffer samples and the answer travels while the coordinator plans the learner's next
+call, which then starts with its batches at hand.
 In one process nothing runs meanwhile, so the in-process fleet reads when each call comes: its
 runs then draw in the same order whichever members share a learner.
 
