@@ -22,8 +22,8 @@ A compilation or capture that fails does not stop the run: the runner says so on
 every later one, eagerly. What compiling and capturing cost is counted in the log
 (:class:`StepSettings` carries it from the learner to every stack it builds).
 
-Which runner ``auto`` picks (:func:`resolve_step`) is measured (``benchmarks.micro.stack_speed
---step``): on CPU eager, where compiling the step took longer than it saved; on CUDA a graph,
+Which runner ``auto`` picks (:func:`resolve_step`) is measured (``benchmarks.micro.learner_step``):
+on CPU eager, where the compiled step ran slower and took long to compile; on CUDA a graph,
 whose one launch per step replaces hundreds.
 """
 
