@@ -178,11 +178,10 @@ class GraphStep(_Building):
 
     KIND = "CUDA graph capture"
 
-    def __init__(self, step: Step, device: torch.device, name: str = "a stack",
-                 log: BuildLog | None = None) -> None:
+    def __init__(self, step: Step, device: torch.device, name: str, log: BuildLog) -> None:
         if device.type != "cuda":
             raise ValueError(f"a CUDA graph needs a CUDA device, not {device}")
-        super().__init__(step, name, BuildLog() if log is None else log)
+        super().__init__(step, name, log)
         #: per input shape: the graph, its input buffers and its outputs
         self.graphs: dict[str, tuple[torch.cuda.CUDAGraph, Tree, Tree]] = {}
 

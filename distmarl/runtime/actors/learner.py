@@ -23,6 +23,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -107,6 +108,14 @@ def replay_readouts(joined: JoinedSample, fields: tuple[str, ...], device: str
     return out
 
 
+def read_replay(shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
+    """Up to ``updates[k]`` batches of each off-policy member ``shells[k]``, read in one buffer
+    call (the members share the buffer) as :func:`replay_readouts`."""
+    requests = [s.sample_request(n) for s, n in zip(shells, updates, strict=True)]
+    return replay_readouts(shells[0].buffer.sample_joined(requests), shells[0].fields,
+                           shells[0].device)
+
+
 class LearnerShell:
     """One member's learner (see the module's docstring)."""
 
@@ -185,9 +194,7 @@ class LearnerShell:
             frags = self.fragments.read(int(self.algo.hp["learn_step"]), num_updates)
             return Readout([fragment_to_batch(dict(zip(self.fields, b.data, strict=True)),
                                               self.num_envs, self.device) for b in frags], None)
-        [read] = replay_readouts(self.buffer.sample_joined([self.sample_request(num_updates)]),
-                                 self.fields, self.device)
-        return read
+        return read_replay([self], [num_updates])[0]
 
     def sample_request(self, num_updates: int) -> SampleRequest:
         """Off-policy: the sample call for the next (up to ``num_updates``) updates, with this

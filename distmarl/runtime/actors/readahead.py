@@ -25,7 +25,7 @@ import numpy as np
 
 from distmarl import tree
 from distmarl.runtime.actors.clients import Later
-from distmarl.runtime.actors.learner import LearnerShell, Readout, replay_readouts
+from distmarl.runtime.actors.learner import LearnerShell, Readout, read_replay, replay_readouts
 
 
 class Reads(Protocol):
@@ -40,9 +40,7 @@ class ReadNow:
     """Every member's batches read in one buffer call when a call comes."""
 
     def read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
-        requests = [s.sample_request(n) for s, n in zip(shells, updates, strict=True)]
-        return replay_readouts(shells[0].buffer.sample_joined(requests), shells[0].fields,
-                               shells[0].device)
+        return read_replay(shells, updates)
 
     def send(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> None:
         pass
@@ -66,7 +64,7 @@ class ReadAhead:
                                                                         strict=True))
                  if n > len(t.data)]
         if short:
-            fresh = ReadNow().read([shells[k] for k, _ in short], [n for _, n in short])
+            fresh = read_replay([shells[k] for k, _ in short], [n for _, n in short])
             for (k, _), read in zip(short, fresh, strict=True):
                 taken[k] = _joined(taken[k], read)
         return taken
