@@ -84,7 +84,7 @@ def _train(args: argparse.Namespace) -> int:
     except RayStartError as err:
         print(f"distmarl: {err}", file=sys.stderr)
         return EXIT_RAY_START
-    for line in step_lines(summary):
+    for line in [*step_lines(summary), *time_lines(summary)]:
         print(line)
     print(result_line(summary))
     signum = summary.get("stop_signal")
@@ -120,6 +120,16 @@ def step_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"distmarl: learners ({steps} steps) spent "
                      f"{summary['compile_seconds']:.1f} s compiling or capturing them")
     return lines
+
+
+def time_lines(summary: dict[str, Any]) -> list[str]:
+    """Where the run's time went, each kind of actor's shares, and what held it back most."""
+    from distmarl.runtime.logic.time_spent import bottleneck, time_line
+
+    shares = summary.get("time")
+    if not shares:
+        return []
+    return [f"distmarl: time: {time_line(shares)}", f"distmarl: {bottleneck(shares)}"]
 
 
 def _per_member(summary: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "examples" / "configs").glob("*.yaml"))
 #: summary keys that differ between two runs of one seed: clocks, paths and tracking ids
 UNREPEATABLE = {"wall_seconds", "setup_seconds", "setup_phases", "env_steps_per_s", "run_dir",
-                "checkpoint", "mlflow", "elite_model_uri", "generation_marks", "tracking"}
+                "checkpoint", "mlflow", "elite_model_uri", "generation_marks", "tracking", "time"}
 
 
 def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:
@@ -70,6 +70,20 @@ def assert_trained(cfg: ExperimentConfig, summary: dict[str, Any]) -> None:
     assert summary["updates"] > 0
     assert summary["final_score"] is not None or summary.get("final_games")
     assert Path(summary["checkpoint"]).exists()
+    assert_time_counted(summary["time"])
+
+
+def assert_time_counted(shares: dict[str, dict[str, float]]) -> None:
+    """Every kind of actor counted its time: shares of it, the learners' and workers' adding
+    up to all of it, the learners' updating within their busy time."""
+    assert set(shares) == {"learner", "rollout", "buffer", "coordinator"}
+    for kind in ("learner", "rollout"):
+        parts = shares[kind]
+        assert sum(parts[k] for k in ("busy", "waiting_data", "waiting_coordinator")) \
+            == pytest.approx(1.0)
+        assert all(0.0 <= v <= 1.0 for v in parts.values()), parts
+    assert 0 < shares["learner"]["updating"] <= shares["learner"]["busy"]
+    assert shares["rollout"]["busy"] > 0 and 0 < shares["coordinator"]["busy"] < 1
 
 
 @pytest.mark.slow
@@ -115,6 +129,8 @@ def test_distmarl_train_with_the_local_flag_starts_no_ray(tmp_path: Path) -> Non
     assert len(each) == 1 and 200 <= min(each) < 216
     assert (f"distmarl: max_steps after {result['env_steps']:,} env steps (2 members, "
             f"{min(each)} each) in ") in text
+    assert "distmarl: time: learners busy " in text  # where the time went, and what held it
+    assert any(line.startswith("distmarl: ") and " waited " in line for line in text.splitlines())
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from distmarl.config import ExperimentConfig, load_config
+from tests.runtime.test_local_fleet import assert_time_counted
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
@@ -120,6 +121,7 @@ def test_summary_json_holds_the_final_figures(run: RayRun) -> None:
     assert summary["generations"] == cfg.training.max_steps_per_member // cfg.evolution.evo_steps
     assert summary["env_steps_per_s"] > 0 and summary["wall_seconds"] > 0
     assert 0 < summary["setup_seconds"] < summary["wall_seconds"]
+    assert_time_counted(summary["time"])  # every actor answered with its ledger
 
 
 @pytest.mark.ray

@@ -134,6 +134,8 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2, buffer: bool
     assert final.value == pytest.approx(summary["final_score"]) and final.step == steps[-1]
     [random] = client.get_metric_history(ids["parent"], "population/random_score")
     assert random.value == pytest.approx(summary["random_score"])
+    [learning] = client.get_metric_history(ids["parent"], "time/learner/updating")  # at the end
+    assert learning.value == pytest.approx(summary["time"]["learner"]["updating"])
     for member, run_id in enumerate(ids["members"]):
         child = client.get_run(run_id)
         assert child.data.tags["mlflow.parentRunId"] == ids["parent"]

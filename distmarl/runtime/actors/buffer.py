@@ -33,6 +33,7 @@ import ray
 from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.wire import pack_joined
+from distmarl.runtime.logic.time_spent import CALL, Ledger, TimeSpent
 from distmarl.types import JoinedSample, SampleBatch, SampleRequest, TransitionChunk
 
 
@@ -53,34 +54,43 @@ class BufferShell:
         self.buffer = MultiAgentReplayBuffer(**buffer_kwargs)
         self.refused_chunks = 0
         self._incarnation = uuid.uuid4().hex  # changes when Ray restarts the actor
+        #: seconds spent answering calls (where the run's time goes)
+        self.ledger = Ledger("buffer")
 
     def add(self, chunk: TransitionChunk) -> AddResult:
         """Store a chunk of rows unless the rate limiter asks writers to wait."""
-        n = _chunk_rows(chunk)
-        if not self.buffer.can_insert(n):
-            self.refused_chunks += 1
-            return AddResult(False, 0, self.buffer.counter)
-        rows = self.buffer.add(chunk.data, member=chunk.member)
-        return AddResult(True, rows, self.buffer.counter)
+        with self.ledger.spend(CALL):
+            n = _chunk_rows(chunk)
+            if not self.buffer.can_insert(n):
+                self.refused_chunks += 1
+                return AddResult(False, 0, self.buffer.counter)
+            rows = self.buffer.add(chunk.data, member=chunk.member)
+            return AddResult(True, rows, self.buffer.counter)
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         """Each request's batches, in order (a learner hosting several members reads every
         member's in one call): its spec registered, its ``priorities`` (the TD errors of the
         consumer's last batches) applied, then up to ``num_batches`` batches (stopping at the
         first that comes back empty)."""
-        return [self._read(r) for r in requests]
+        with self.ledger.spend(CALL):
+            return [self._read(r) for r in requests]
 
     def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         """Each request's batches as :meth:`sample` reads them, gathered in one set of arrays
         update by update (:meth:`MultiAgentReplayBuffer.read_many`)."""
+        with self.ledger.spend(CALL):
+            return self._joined(requests)
+
+    def sample_joined_packed(self, requests: Sequence[SampleRequest]) -> bytes:
+        """:meth:`sample_joined` as one bytes object (``unpack_joined``)."""
+        with self.ledger.spend(CALL):
+            return pack_joined(self._joined(requests))
+
+    def _joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         for r in requests:
             self._registered(r)
         return self.buffer.read_many([(r.consumer, r.batch_size, r.num_batches)
                                       for r in requests])
-
-    def sample_joined_packed(self, requests: Sequence[SampleRequest]) -> bytes:
-        """:meth:`sample_joined` as one bytes object (``unpack_joined``)."""
-        return pack_joined(self.sample_joined(requests))
 
     def _registered(self, request: SampleRequest) -> None:
         """The request's spec registered and its priorities applied (before it reads)."""
@@ -111,6 +121,13 @@ class BufferShell:
 
     def incarnation(self) -> str:
         return self._incarnation
+
+    def start_clock(self) -> None:
+        """Training starts: count the buffer's time from now."""
+        self.ledger.start()
+
+    def time_spent(self) -> list[TimeSpent]:
+        return [self.ledger.read()]
 
 
 def _chunk_rows(chunk: TransitionChunk) -> int:

@@ -21,6 +21,7 @@ from distmarl.algorithms.offpolicy.ddpg import OffPolicyMultiAgent
 from distmarl.algorithms.onpolicy.ppo import OnPolicyMultiAgent
 from distmarl.runtime.actors.learner import LearnerShell, Readout, TrainResult
 from distmarl.runtime.actors.readahead import ReadAhead, Reads
+from distmarl.runtime.logic.time_spent import CALL, UPDATING, WAITING_DATA, Ledger, TimeSpent
 
 
 class LearnerGroup:
@@ -39,16 +40,31 @@ class LearnerGroup:
         self.reads: Reads = ReadAhead() if reads is None else reads
         for shell in shells[1:]:  # a stack's builds count once, in the first member's log
             shell.share_step(shells[0].step)
+        #: the group's seconds in calls, reading and updating (where the run's time goes)
+        self.ledger = Ledger("learner")
 
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         """``requests[member]`` updates of each requested member, as its own ``train`` would
         do them; each member's result reports an equal share of the call's time."""
+        with self.ledger.spend(CALL):
+            return self._train_many(requests)
+
+    def start_clock(self) -> None:
+        """Training starts: count the group's time from now."""
+        self.ledger.start()
+
+    def time_spent(self) -> list[TimeSpent]:
+        return [self.ledger.read()]
+
+    def _train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         start = time.perf_counter()
         members = list(requests)
         shells = [self.shells[m] for m in members]
-        reads = self._read(shells, [requests[m] for m in members])
-        metrics = (self._fragments(shells, reads) if self.on_policy
-                   else self._replay(shells, reads))
+        with self.ledger.spend(WAITING_DATA):
+            reads = self._read(shells, [requests[m] for m in members])
+        with self.ledger.spend(UPDATING):
+            metrics = (self._fragments(shells, reads) if self.on_policy
+                       else self._replay(shells, reads))
         seconds = (time.perf_counter() - start) / max(len(members), 1)
         results = {m: s.finish(ms, seconds)
                    for m, s, ms in zip(members, shells, metrics, strict=True)}

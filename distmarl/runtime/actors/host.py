@@ -26,6 +26,7 @@ import ray
 from distmarl.runtime.actors.group import LearnerGroup
 from distmarl.runtime.actors.learner import LearnerShell, TrainResult
 from distmarl.runtime.actors.rollout import RolloutShell
+from distmarl.runtime.logic.time_spent import CALL, TimeSpent
 
 #: what may be called on each hosted member's learner and worker: the fleet's verbs (a
 #: learner's train calls go through :meth:`HostShell.train_many`), and what tests read through
@@ -54,12 +55,26 @@ class HostShell:
         """``member``'s learner's ``method`` (one of :data:`LEARNER_METHODS`)."""
         if method not in LEARNER_METHODS:
             raise AttributeError(f"a learner has no method {method!r}")
-        return getattr(self.learners[member], method)(*args, **kwargs)
+        with self.group.ledger.spend(CALL):
+            return getattr(self.learners[member], method)(*args, **kwargs)
 
     @ray.method(concurrency_group="learner")
     def train_many(self, requests: Mapping[int, int]) -> dict[int, TrainResult]:
         """``requests[member]`` updates of each requested hosted member, together."""
         return self.group.train_many(requests)
+
+    @ray.method(concurrency_group="learner")
+    def start_clock(self) -> None:
+        """Training starts: count the learners' and workers' time from now."""
+        self.group.start_clock()
+        for worker in self.workers.values():
+            worker.start_clock()
+
+    @ray.method(concurrency_group="learner")
+    def time_spent(self) -> list[TimeSpent]:
+        """The learners' ledger (one for the group) and each colocated worker's."""
+        return [*self.group.time_spent(), *(t for w in self.workers.values()
+                                            for t in w.time_spent())]
 
     @ray.method(concurrency_group="worker")
     def worker(self, member: int, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -31,6 +31,7 @@ from distmarl.league.seating import GameResults, LeaguePlan, MatchResult, Seatin
 from distmarl.league.state import member_id
 from distmarl.league.worker import worker_league
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
+from distmarl.runtime.logic.time_spent import CALL, WAITING_DATA, Ledger, TimeSpent
 from distmarl.types import RolloutSpec, TransitionChunk
 
 RETRY_SLEEP_S = 0.01
@@ -79,6 +80,8 @@ class RolloutShell:
         self.version = -1
         self.env_steps = 0
         self._dropped_reported = 0  # the venv's dropped_nonfinite already sent to the coordinator
+        #: seconds in calls, and waiting for the buffer to take a chunk (where time goes)
+        self.ledger = Ledger("rollout")
 
     def _sync(self, version: int, weights_box: list[Any] | None) -> None:
         if weights_box is not None and version != self.version:
@@ -99,15 +102,21 @@ class RolloutShell:
         """Step ``num_steps`` vectorised steps with the newest weights; store the chunk (for
         an on-policy member: one whole fragment). In a league, ``plan`` gives the next
         matches and their opponents (running games go on)."""
+        with self.ledger.spend(CALL):
+            return self._collect(num_steps, version, weights_box, plan)
+
+    def _collect(self, num_steps: int, version: int, weights_box: list[Any] | None,
+                 plan: LeaguePlan | None) -> CollectResult:
         start = time.perf_counter()
         self._sync(version, weights_box)
         self.league.seat(plan, self.collector)
         rollout = self.collector.collect(num_steps)
         chunk = TransitionChunk(rollout.data, self.member)
         refused = 0
-        while not self.buffer.add(chunk).accepted:
-            refused += 1
-            time.sleep(RETRY_SLEEP_S)
+        with self.ledger.spend(WAITING_DATA):
+            while not self.buffer.add(chunk).accepted:
+                refused += 1
+                time.sleep(RETRY_SLEEP_S)
         self.env_steps += rollout.env_steps
         dropped = self.venv.dropped_nonfinite - self._dropped_reported
         self._dropped_reported += dropped
@@ -125,37 +134,41 @@ class RolloutShell:
         the count of games the step limit cut (draws).
         ``learner`` (``ref/<name>``) plays instead of the member (a final evaluation's
         baseline)."""
-        if learner is None:
-            self._sync(version, weights_box)
-            self._seed_sampling(explore, seed)
-            me: tuple[str, Any] = (member_id(self.member), self.algo)
-        else:
-            me = self.league.reference_player(learner, side, seed + 1)
-        return self.league.play(self._eval_venv(seed), me, opponent, games, seed, side, explore,
-                                self.cancel)
+        with self.ledger.spend(CALL):
+            if learner is None:
+                self._sync(version, weights_box)
+                self._seed_sampling(explore, seed)
+                me: tuple[str, Any] = (member_id(self.member), self.algo)
+            else:
+                me = self.league.reference_player(learner, side, seed + 1)
+            return self.league.play(self._eval_venv(seed), me, opponent, games, seed, side,
+                                    explore, self.cancel)
 
     def evaluate(self, version: int, weights_box: list[Any] | None, episodes: int,
                  max_steps: int | None, seed: int, explore: bool = False) -> Scores:
         """Scores on a separate copy of the envs (the collection's episodes go on undisturbed),
         without exploration, or (``explore``) sampling the policy from a stream seeded by
         ``seed``; with the count of unfinished episodes (:class:`Scores`)."""
-        self._sync(version, weights_box)
-        self._seed_sampling(explore, seed)
-        return evaluate(self._eval_venv(seed), self.algo, episodes=episodes, max_steps=max_steps,
-                        seed=seed, explore=explore, cancel=self.cancel)
+        with self.ledger.spend(CALL):
+            self._sync(version, weights_box)
+            self._seed_sampling(explore, seed)
+            return evaluate(self._eval_venv(seed), self.algo, episodes=episodes,
+                            max_steps=max_steps, seed=seed, explore=explore, cancel=self.cancel)
 
     def score_fixed(self, version: int, weights_box: list[Any] | None, episodes: int,
                     seed: int, random: bool = False, explore: bool = False) -> Scores:
         """Scores of the fixed set of ``episodes`` episodes seeded by ``seed``: of the member's
         policy (sampled with ``explore``, as :meth:`evaluate`), or (``random``) of uniform
         random actions on the same episodes."""
-        if random:
-            return fixed_scores(self._eval_venv(seed), RandomPolicy(self.action_spaces, seed),
-                                episodes, seed, cancel=self.cancel)
-        self._sync(version, weights_box)
-        self._seed_sampling(explore, seed)
-        return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed, explore,
-                            self.cancel)
+        with self.ledger.spend(CALL):
+            if random:
+                return fixed_scores(self._eval_venv(seed),
+                                    RandomPolicy(self.action_spaces, seed), episodes, seed,
+                                    cancel=self.cancel)
+            self._sync(version, weights_box)
+            self._seed_sampling(explore, seed)
+            return fixed_scores(self._eval_venv(seed), self.algo, episodes, seed, explore,
+                                self.cancel)
 
     def _seed_sampling(self, explore: bool, seed: int) -> None:
         """A sampled evaluation's actions come from a stream seeded by its episodes' seed, so
@@ -173,6 +186,13 @@ class RolloutShell:
         ctx = ray.get_runtime_context()
         return {"member": self.member, "worker": self.worker, "pid": os.getpid(),
                 "node_id": ctx.get_node_id(), "env_steps": self.env_steps, "version": self.version}
+
+    def start_clock(self) -> None:
+        """Training starts: count the worker's time from now."""
+        self.ledger.start()
+
+    def time_spent(self) -> list[TimeSpent]:
+        return [self.ledger.read()]
 
     def close(self) -> None:
         for venv in (self.venv, self.eval_venv):

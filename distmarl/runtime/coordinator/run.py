@@ -47,6 +47,7 @@ from distmarl.runtime.logic.datapath import DataPath, make_datapath
 from distmarl.runtime.logic.run_state import DONE, MemberState, RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
 from distmarl.runtime.logic.stop_request import StopRequest, interruption, stop_details
+from distmarl.runtime.logic.time_spent import CALL, Ledger, time_shares
 from distmarl.runtime.records.recorder import Recorder
 from distmarl.version import __version__
 
@@ -178,6 +179,12 @@ class TrainingRun:
         mark("tracking")
         self.interrupted = False  # a signal stopped the run
         self.setup_seconds = time.perf_counter() - started
+        #: the coordinator's own work: planning, generations (their evaluations), records
+        self.ledger = Ledger("coordinator")
+        #: each kind of actor's shares of time (:mod:`~distmarl.runtime.logic.time_spent`),
+        #: once the run ended
+        self.time: dict[str, dict[str, float]] = {}
+        self.fleet.start_clocks()
         self.state.start_clock()
 
     def run(self) -> dict[str, Any]:
@@ -191,21 +198,13 @@ class TrainingRun:
                     reason, self.interrupted = stop_details(self.stop_requested)
                     self.state.stop(reason)
                     break
-                self.fleet.submit([(call, self.game.plan_collect(call.member)
-                                        if call.kind == "collect" else None)
-                                       for call in self.scheduler.next_calls()])
-                for call, result in self.fleet.finished(timeout_s=0.5):
-                    self._handle(call, result)
-                try:
-                    self._evolve()
-                except Cancelled:
-                    continue  # the stop is set: the next turn ends the loop
-                self.recorder.maybe_write()
-                self.fleet.tick()
+                self._turn()
             for call, result in self.fleet.drain(timeout_s=60):  # their rows and updates count
                 self._handle(call, result)
-            if self.final_episodes > 0 and not self.interrupted:
-                self._final_evaluation()
+            with self.ledger.spend(CALL):
+                if self.final_episodes > 0 and not self.interrupted:
+                    self._final_evaluation()
+            self._count_time()
             self.recorder.finish("KILLED" if self.interrupted else "FINISHED")
         except BaseException:
             self.recorder.finish("FAILED")
@@ -213,6 +212,30 @@ class TrainingRun:
         finally:
             self.fleet.close()
         return self.summary()
+
+    def _turn(self) -> None:
+        """One turn of the loop: submit the calls that may start, take those that ended,
+        evolve the members at their boundaries, record. Its own work counts as the
+        coordinator's; the fleet's calls are the actors' (in one process they run in them)."""
+        with self.ledger.spend(CALL):
+            calls = [(call, self.game.plan_collect(call.member) if call.kind == "collect"
+                      else None) for call in self.scheduler.next_calls()]
+        self.fleet.submit(calls)
+        finished = self.fleet.finished(timeout_s=0.5)
+        with self.ledger.spend(CALL):
+            for call, result in finished:
+                self._handle(call, result)
+            try:
+                self._evolve()
+            except Cancelled:
+                return  # the stop is set: the next turn ends the loop
+            self.recorder.maybe_write()
+            self.fleet.tick()
+
+    def _count_time(self) -> None:
+        """Where the run's time went, for the summary and the last metrics."""
+        self.time = time_shares([*self.fleet.time_spent(), self.ledger.read()])
+        self.recorder.note_time(self.time)
 
     def _final_evaluation(self) -> None:
         """The final evaluation; a stop meanwhile ends the run as stopped, without one."""
@@ -266,6 +289,7 @@ class TrainingRun:
             "learner_steps": self.fleet.learner_steps,
             "compile_seconds": sum(m.compile_seconds for m in state.members),
             "step_fallbacks": [x for m in state.members for x in m.step_fallbacks],
+            "time": self.time,
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),

@@ -42,6 +42,7 @@ from distmarl.runtime.logic.datapath import DataPath
 from distmarl.runtime.logic.grouping import HeldTrains
 from distmarl.runtime.logic.run_state import RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
+from distmarl.runtime.logic.time_spent import TimeSpent
 
 __all__ = ["LocalFleet"]
 
@@ -185,6 +186,16 @@ class LocalFleet:
         for i in members:
             self.learners[i].discard_pending()
         self.scheduler.forget_owed(members)
+
+    def start_clocks(self) -> None:
+        for part in self._clocked():
+            part.start_clock()
+
+    def time_spent(self) -> list[TimeSpent]:
+        return [t for part in self._clocked() for t in part.time_spent()]
+
+    def _clocked(self) -> list[BufferShell | LearnerGroup | RolloutShell]:
+        return [self.buffer, *self.groups, *(w for ws in self.workers for w in ws)]
 
     def close(self) -> None:
         for workers in self.workers:

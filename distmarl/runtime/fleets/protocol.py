@@ -28,6 +28,7 @@ from distmarl.league.seating import GameResults, LeaguePlan, SeatingRules
 from distmarl.runtime.actors.clients import BufferClient, Store
 from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 from distmarl.runtime.logic.scheduler import Call
+from distmarl.runtime.logic.time_spent import TimeSpent
 from distmarl.types import RolloutSpec
 
 __all__ = ["Copied", "FaultLog", "Fleet", "FleetSpec", "Mutated", "Play"]
@@ -203,6 +204,13 @@ class Fleet(Protocol):
     def resync(self, members: Sequence[int]) -> None:
         """Where fragments resynchronise (on-policy): each member's learner drops the fragments
         waiting for it and the member owes no update (after a resume or a fault)."""
+
+    def start_clocks(self) -> None:
+        """Training starts: every actor counts where its time goes from now."""
+
+    def time_spent(self) -> list[TimeSpent]:
+        """Every actor's ledger (one per learner group); actors lost and not back yet are
+        left out."""
 
     def close(self) -> None:
         """Release what the fleet holds (envs, actors)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from distmarl.collect.cancel import NEVER, Cancel
 from distmarl.collect.evaluation import Scores
@@ -35,6 +35,7 @@ from distmarl.runtime.logic.datapath import DataPath
 from distmarl.runtime.logic.grouping import HeldTrains
 from distmarl.runtime.logic.run_state import RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
+from distmarl.runtime.logic.time_spent import TimeSpent
 
 log = logging.getLogger(__name__)
 
@@ -316,6 +317,20 @@ class RayFleet(FaultKeeping):
         ray.get([lr.load_state.remote(s) for lr, s in zip(self.learners, learner_states)])
         if buffer_state is not None:
             ray.get(self.buffer.load_state_dict.remote(buffer_state))
+
+    def start_clocks(self) -> None:
+        ray.get([actor.start_clock.remote() for actor in self.actors()])
+
+    def time_spent(self) -> list[TimeSpent]:
+        """Every actor's ledger, asked together (a host answers for its learners and
+        colocated workers); an actor that does not answer is left out."""
+        out: list[TimeSpent] = []
+        for ref in [actor.time_spent.remote() for actor in self.actors()]:
+            try:
+                out.extend(ray.get(ref, timeout=30))
+            except RayError as err:
+                log.warning("an actor's time was not counted: %s", err)
+        return out
 
     def close(self) -> None:
         """Nothing to do: the actors end with the driver's Ray (or the job)."""

@@ -17,7 +17,7 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,6 +30,7 @@ from distmarl.hpo import Lineage
 from distmarl.runtime.fleets.protocol import Fleet
 from distmarl.runtime.hooks.base import GameHooks
 from distmarl.runtime.logic.run_state import RunState
+from distmarl.runtime.logic.time_spent import time_metrics
 from distmarl.runtime.records.policies import PublishedPolicies
 from distmarl.runtime.records.videos import VideoRecorder
 from distmarl.tracking.base import NullTracker, Tracker
@@ -125,6 +126,8 @@ class Recorder:
         self.resumed_from: str | None = None
         self.last_checkpoint: str | None = None
         self.elite_model_uri: str | None = None
+        #: ``time/<kind>/<share>`` metrics, once the run counted where its time went
+        self.time_metrics: dict[str, float] = {}
         self.write_every = interval(tracking.write_interval, max_steps, 100)
         self.ckpt_every = interval(tracking.checkpoint_interval, max_steps, 10)
         self.next_write: int | None = None
@@ -214,6 +217,7 @@ class Recorder:
             out["population/random_score"] = final.random_score
             out |= final_game_metrics(final.games or [])
         out |= self.generations.game.metrics()
+        out |= self.time_metrics
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
             if final is not None:
@@ -246,6 +250,11 @@ class Recorder:
         return path
 
     # ------------------------------------------------------------------ end
+    def note_time(self, shares: Mapping[str, Mapping[str, float]]) -> None:
+        """Where the run's time went (:func:`~distmarl.runtime.logic.time_spent.time_shares`):
+        the parent run's last metrics carry it."""
+        self.time_metrics = time_metrics(shares)
+
     def finish(self, status: str = "FINISHED") -> None:
         """End the run's records, then close the tracking runs with ``status`` (metrics never
         sent go to ``mlflow-unsent.jsonl``). ``FINISHED``: final metrics, checkpoint and
