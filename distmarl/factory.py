@@ -137,16 +137,18 @@ def check_buffer_memory(cfg: ExperimentConfig, spaces: EnvSpaces,
 
 def buffer_kwargs(cfg: ExperimentConfig, agents: list[str], spec: RolloutSpec
                   ) -> dict[str, Any]:
-    """The buffer actor's arguments, for rows as ``spec`` says (:func:`rollout_spec`).
-    On-policy runs get no ``learning_starts`` (a fragment is learned as soon as it arrives)
-    and are checked by :func:`check_on_policy_buffer`."""
+    """The buffer actor's arguments, for rows as ``spec`` says (:func:`rollout_spec`),
+    without ``learning_starts``: a run's learners are granted updates only once the buffer
+    holds that many rows (:mod:`distmarl.buffers.grants`), and an on-policy fragment is
+    learned as soon as it arrives. On-policy runs are checked by
+    :func:`check_on_policy_buffer`."""
     check_on_policy_buffer(cfg)
     out: dict[str, Any] = {"memory_size": cfg.buffer.capacity,
                            "field_names": list(spec.buffer_fields), "agent_ids": agents,
                            "seed": cfg.seed, "learning_starts": 0}
     r = cfg.replay
     if r is not None:
-        out |= {"replay_ratio": r.replay_ratio, "learning_starts": r.learning_starts,
+        out |= {"replay_ratio": r.replay_ratio,
                 "samples_per_insert": r.samples_per_insert, "error_buffer": r.error_buffer,
                 "prioritized": r.prioritized}
     return out

@@ -25,11 +25,13 @@ class TransitionChunk(NamedTuple):
 
     ``data[field][agent]`` has shape ``(n, *field_shape)``: ``n`` rows, the same ``n`` for every
     field and agent. ``member`` is the population member whose policy produced the rows (or
-    None when rows belong to no member).
+    None when rows belong to no member); ``env_steps`` the member's env steps they recorded
+    (what earns its learner updates: :class:`~distmarl.buffers.grants.UpdateGrants`).
     """
 
     data: FieldBatch
     member: MemberID | None = None
+    env_steps: int = 0
 
 
 class SampleBatch(NamedTuple):
@@ -146,17 +148,28 @@ class ReadSpec:
         return asdict(self)
 
 
+class Pace(NamedTuple):
+    """A learner that reads at the pace its member's data earns updates: member ``member``'s
+    learner, one update per ``learn_step`` of the member's env steps (its current value)."""
+
+    member: int
+    learn_step: float
+
+
 class SampleRequest(NamedTuple):
     """One consumer's read: up to ``num_batches`` batches of ``batch_size`` rows as ``spec``
     says (the buffer registers it when it differs from the consumer's registered one), and
     the TD errors of its last read's batches (``priorities``, prioritised replay: applied
-    first)."""
+    first). A ``pace`` caps the batches at the updates the member's data has earned and not
+    yet been granted (:class:`~distmarl.buffers.grants.UpdateGrants`); None reads as many as
+    asked."""
 
     consumer: str
     batch_size: int
     num_batches: int
     spec: ReadSpec
     priorities: PriorityUpdate | None = None
+    pace: Pace | None = None
 
 
 #: The transition fields every off-policy member stores, in buffer order. ``next_obs`` is the

@@ -139,7 +139,7 @@ class MemberGroupConfig(Section):
 class PopulationConfig(Section):
     size: int = Field(4, ge=1, description="number of population members")
     workers_per_member: int = Field(1, ge=1, description="rollout workers per member")
-    members_per_learner: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description="members whose learners share one process, their train calls answered together (members of one network shape updated as one stacked computation); the population is split into groups of at most this many, in member order. auto: on a cluster with GPUs for learners, as many learners as the GPUs take at resources.num_gpus_per_learner each, the members spread over them; on CPU, one learner per core, the members spread over them; in one process (--local), all members in one stack")
+    members_per_learner: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description="members whose learners share one process, learning together (members of one network shape updated as one stacked computation); the population is split into groups of at most this many, in member order. auto: on a cluster with GPUs for learners, as many learners as the GPUs take at resources.num_gpus_per_learner each, the members spread over them; on CPU, one learner per core, the members spread over them; in one process (--local), all members in one stack")
     members: list[MemberGroupConfig] | None = Field(None, description="a population of mixed algorithms of one family: groups of members, in member order ({algorithm: MATD3, count: 2}); their counts add up to size. None: every member runs the algorithm section")
     cross_algorithm: Literal["refuse", "convert"] = Field("refuse", description="a mixed population's copies: refuse (tournaments within each algorithm, a member copies only its own algorithm's) or convert (tournaments over all members; a member whose winner runs another algorithm is rebuilt for it and takes its state)")
 
@@ -156,7 +156,7 @@ class ReplayConfig(Section):
     replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: replay only (uniform, or by priority with prioritized_replay); r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio)")
     learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample")
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
-    max_policy_lag: int = Field(4, ge=0, description="weight versions a chunk may lag behind its learner's newest when it reaches the buffer (a learner waits for slow workers; 0: no update while a chunk is collected)")
+    max_policy_lag: int = Field(4, ge=0, description="how far a learner may fall behind its member's data, in weight versions (times training.weight_sync_updates updates): past that the member's workers wait for it, so a chunk's policy lags its learner's newest by about this many versions (0: a chunk is stored once its learner learned all before it)")
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     n_step: int = Field(DEFAULT_N_STEP, ge=1, description="each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n")

@@ -40,15 +40,13 @@ STORED_STREAM_RATIO = 1e-6
 class UpdateRule(NamedTuple):
     """When an off-policy member's collected env steps earn updates (the update-to-data rule):
     one update per ``learn_step`` of its own env steps past ``learning_delay``, counted for a
-    collection that leaves ``learning_starts`` rows or more in the buffer; steps of a
-    collection before that are never counted. Fractions carry over: the caller sums what
-    :meth:`earned` returns and runs the whole updates of the sum.
+    store that leaves ``learning_starts`` rows or more in the buffer; steps of a store before
+    that never count. The buffer's grants (:class:`~distmarl.buffers.grants.UpdateGrants`)
+    count with it, for a run's learners and for the reference trainer alike, each passing
+    its own buffer's rows (a run's buffer is shared: it counts every member's transitions).
 
-    A population run and the reference trainer both count with it, each passing its own
-    buffer's rows (a run's buffer is shared: it counts every member's transitions).
-
-    Example, ``learn_step`` 4, ``learning_delay`` 100, collections of 8 env steps: the one
-    from 96 to 104 earns 4 / 4 = 1 update, the 4 steps before 100 earn none."""
+    Example, ``learn_step`` 4, ``learning_delay`` 100, stores of 8 env steps: the one from 96
+    to 104 counts 4 steps, one update; the 4 steps before 100 count none."""
 
     learning_starts: int
     learning_delay: int
@@ -57,15 +55,14 @@ class UpdateRule(NamedTuple):
         """Whether learners may sample from a buffer holding ``buffer_rows`` rows."""
         return buffer_rows >= self.learning_starts
 
-    def earned(self, env_steps: int, new_steps: int, buffer_rows: int,
-               learn_step: float) -> float:
-        """Updates earned by the last ``new_steps`` of a member's ``env_steps`` (already
-        counted in it) now that the buffer holds ``buffer_rows`` rows: the part of them past
-        ``learning_delay`` over ``learn_step``; 0 before ``learning_starts`` rows."""
+    def counted(self, env_steps: int, new_steps: int, buffer_rows: int) -> int:
+        """Steps that count of the last ``new_steps`` of a member's ``env_steps`` (already
+        counted in it), stored leaving ``buffer_rows`` rows ever added: those past
+        ``learning_delay``; none before ``learning_starts`` rows."""
         counted = env_steps - max(env_steps - new_steps, self.learning_delay)
         if counted <= 0 or not self.may_learn(buffer_rows):
-            return 0.0
-        return counted / learn_step
+            return 0
+        return counted
 
 
 def stored_ratio(value: Any) -> Any:

@@ -1,9 +1,10 @@
 """The reference off-policy trainer (MADDPG, MATD3): one member in one process, top to bottom.
 
 It uses the parts a population run uses (vectorised env, :class:`Collector`, replay buffer,
-algorithm) without Ray, and counts updates by the run's rule (:class:`UpdateRule`): one
-update per ``learn_step`` new transitions past ``replay.learning_delay`` env steps, once
-``learning_starts`` rows are stored. It is the reference a run is checked against, and the
+algorithm) without Ray, and counts updates as a run's buffer grants them
+(:class:`~distmarl.buffers.grants.UpdateGrants`): one update per ``learn_step`` new
+transitions past ``replay.learning_delay`` env steps, once ``learning_starts`` rows are
+stored. It is the reference a run is checked against, and the
 loop to read first to see what one member does.
 """
 
@@ -16,6 +17,7 @@ import torch
 
 from distmarl.algorithms import ReplayLearner
 from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.buffers.grants import UpdateGrants
 from distmarl.buffers.tensors import to_torch
 from distmarl.collect import Collector
 from distmarl.config import ExperimentConfig, ReplayConfig
@@ -23,7 +25,7 @@ from distmarl.config.hparams import on_policy
 from distmarl.config.replay import UpdateRule
 from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
 from distmarl.reference.result import Progress, ReferenceResult
-from distmarl.types import SampleBatch
+from distmarl.types import Pace, SampleBatch
 
 
 def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
@@ -49,22 +51,22 @@ def train_off_policy(cfg: ExperimentConfig, steps: int, seed: int | None = None,
     buffer = MultiAgentReplayBuffer(**{**buffer_kwargs(cfg, list(spaces[0]), spec),
                                        "seed": seed})
     collector = Collector(venv, algo, seed=seed, spec=spec)
-    rule = UpdateRule(replay.learning_starts, replay.learning_delay)
-    owed, done = 0.0, 0
+    grants = UpdateGrants(UpdateRule(replay.learning_starts, replay.learning_delay))
+    done = 0
     progress = Progress(eval_every)
     while done < steps:
         rollout = collector.collect(1)  # one vectorised step: num_envs transitions
         buffer.add(rollout.data)
         done += rollout.env_steps
         progress.collected(done, rollout.episode_scores)
-        owed += rule.earned(done, rollout.env_steps, len(buffer), algo.hp["learn_step"])
+        grants.inserted(0, rollout.env_steps, buffer.counter)
         t = time.perf_counter()
-        while owed >= 1:  # the updates these transitions are owed
+        for _ in range(grants.owed(Pace(0, algo.hp["learn_step"]))):  # what they earned
             batch = buffer.read(int(algo.hp["batch_size"]))
             if batch is None:  # rate-limited (replay.samples_per_insert): owed until more data
                 break
+            grants.grant(0, 1)
             progress.metrics = learn(algo, buffer, batch)
-            owed -= 1
             progress.updates += 1
         progress.learn_seconds += time.perf_counter() - t
         score = progress.evaluate_if_due(done, eval_venv, algo, seed)

@@ -47,10 +47,10 @@ def test_off_policy_updates_follow_learn_step_after_learning_starts() -> None:
 
 def test_update_rule_counts_only_steps_past_learning_delay() -> None:
     rule = UpdateRule(learning_starts=16, learning_delay=100)
-    assert rule.earned(env_steps=104, new_steps=8, buffer_rows=104, learn_step=4) == 1.0
-    assert rule.earned(env_steps=96, new_steps=8, buffer_rows=96, learn_step=4) == 0.0
-    assert rule.earned(env_steps=112, new_steps=8, buffer_rows=112, learn_step=4) == 2.0
-    assert rule.earned(env_steps=112, new_steps=8, buffer_rows=15, learn_step=4) == 0.0
+    assert rule.counted(env_steps=104, new_steps=8, buffer_rows=104) == 4
+    assert rule.counted(env_steps=96, new_steps=8, buffer_rows=96) == 0
+    assert rule.counted(env_steps=112, new_steps=8, buffer_rows=112) == 8
+    assert rule.counted(env_steps=112, new_steps=8, buffer_rows=15) == 0
     assert not rule.may_learn(15) and rule.may_learn(16)
 
 

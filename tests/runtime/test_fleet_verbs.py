@@ -18,6 +18,7 @@ from distmarl.config import load_config
 from distmarl.factory import env_spaces, make_algorithm
 from distmarl.hpo.strategies import Step
 from distmarl.runtime.actors.clients import LocalStore
+from distmarl.runtime.actors.learner import TrainResult
 from distmarl.runtime.logic.run_state import MemberState, RunState
 from distmarl.runtime.records.policies import PublishedPolicies
 from tests.fakes import tensors
@@ -38,7 +39,7 @@ class Built:
         self.cfg = cfg = load_config(TINY, ["population.members_per_learner=1"])
         self.spaces = env_spaces(cfg.env)
         self.state = RunState()
-        path = make_datapath(cfg.algorithm.name, cfg.training, cfg.replay)
+        path = make_datapath(cfg.algorithm.name, cfg.training)
         scheduler = Scheduler(path, self.state, 1, cfg.env.num_envs)
         self.fleet: Any = make_fleet(fleet_spec(cfg, self.spaces, None), local, path,
                                      self.state, scheduler, NEVER)
@@ -131,7 +132,8 @@ def test_a_restarted_learner_is_seen_in_its_publish_reply_and_restored(ray_local
                 if e.get("fault") == "learner restarted"] == [1]
         np.testing.assert_equal(built.published(1)["params"], started)
         assert fleet.learner_incarnations[1] != killed
-        assert fleet.trained(1, killed) is False and fleet.faults.learner_restarts == 1
+        late = TrainResult(4, {}, 0.0, None, killed)  # what the killed one learned, reported late
+        assert fleet.trained(1, late) is False and fleet.faults.learner_restarts == 1
     finally:
         for actor in built.fleet.actors():
             ray_local.kill(actor)

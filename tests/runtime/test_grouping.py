@@ -1,15 +1,10 @@
-"""Which members share a learner process, and train calls held until their process is free."""
+"""Which members share a learner process."""
 
 from __future__ import annotations
 
 import pytest
 
-from distmarl.runtime.logic.grouping import (
-    HeldTrains,
-    learner_groups,
-    members_per_learner,
-)
-from distmarl.runtime.logic.scheduler import Call
+from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 
 
 def test_groups_are_in_member_order_and_balanced() -> None:
@@ -51,15 +46,3 @@ def test_auto_puts_members_on_one_learner_per_gpu_or_core_and_stacks_many_in_pro
     assert members_per_learner("auto", 2, None, 0) == 2
     assert members_per_learner("auto", 16, None, 0) == 16
     assert members_per_learner("auto", 1, None, 0) == 1
-
-
-def test_held_train_calls_leave_together_once_their_process_is_free() -> None:
-    held = HeldTrains([[0, 1], [2]])
-    calls = [Call("train", m, updates=m + 1) for m in (0, 2, 1)]
-    for call in calls:
-        held.hold(call)
-    assert len(held) == 3
-    assert held.release(busy={0}) == [(1, [calls[1]])]  # group 0 has a call in flight
-    assert len(held) == 2
-    assert held.release() == [(0, [calls[0], calls[2]])]
-    assert held.release() == [] and len(held) == 0

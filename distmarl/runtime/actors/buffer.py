@@ -20,6 +20,11 @@ set of arrays, update by update (:class:`~distmarl.types.JoinedSample`), sent as
 object (:mod:`distmarl.buffers.wire`), which Ray sends at a fraction of the cost of many
 arrays; a learner's stack then takes one update's batches of all its members as adjacent rows,
 without copying them together.
+
+A learner that paces its reads (:class:`~distmarl.types.Pace`) is granted at most the updates
+its member's stored env steps earned (:class:`~distmarl.buffers.grants.UpdateGrants`), and a
+member's chunk waits while its learner owes too many: the update-to-data rule lives here, with
+the data.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ import ray
 
 from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
+from distmarl.buffers.grants import UpdateGrants
 from distmarl.buffers.wire import pack_joined
+from distmarl.config.replay import UpdateRule
 from distmarl.runtime.logic.time_spent import CALL, Ledger, TimeSpent
 from distmarl.types import JoinedSample, SampleBatch, SampleRequest, TransitionChunk
 
@@ -48,23 +55,33 @@ class AddResult(NamedTuple):
 
 class BufferShell:
     """The plain class behind :data:`ReplayBufferActor` (the in-process fleet holds one
-    without an actor)."""
+    without an actor): ``MultiAgentReplayBuffer(**buffer_kwargs)``, and the members' updates
+    earned by their stored env steps (``grants``; default: every step counts, writers never
+    wait), which cap the reads of learners that pace theirs."""
 
-    def __init__(self, buffer_kwargs: dict[str, Any]) -> None:
+    def __init__(self, buffer_kwargs: dict[str, Any], grants: UpdateGrants | None = None
+                 ) -> None:
         self.buffer = MultiAgentReplayBuffer(**buffer_kwargs)
+        self.grants = UpdateGrants(UpdateRule(0, 0)) if grants is None else grants
         self.refused_chunks = 0
         self._incarnation = uuid.uuid4().hex  # changes when Ray restarts the actor
         #: seconds spent answering calls (where the run's time goes)
         self.ledger = Ledger("buffer")
 
     def add(self, chunk: TransitionChunk) -> AddResult:
-        """Store a chunk of rows unless the rate limiter asks writers to wait."""
+        """Store a chunk of rows unless writers are to wait: the rate limiter
+        (``samples_per_insert``) asks for it, or the member's learner owes too many updates
+        (:meth:`UpdateGrants.may_insert`)."""
         with self.ledger.spend(CALL):
             n = _chunk_rows(chunk)
-            if not self.buffer.can_insert(n):
+            member = chunk.member
+            if not self.buffer.can_insert(n) or (
+                    member is not None and not self.grants.may_insert(member)):
                 self.refused_chunks += 1
                 return AddResult(False, 0, self.buffer.counter)
-            rows = self.buffer.add(chunk.data, member=chunk.member)
+            rows = self.buffer.add(chunk.data, member=member)
+            if member is not None:
+                self.grants.inserted(member, chunk.env_steps, self.buffer.counter)
             return AddResult(True, rows, self.buffer.counter)
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
@@ -89,8 +106,19 @@ class BufferShell:
     def _joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         for r in requests:
             self._registered(r)
-        return self.buffer.read_many([(r.consumer, r.batch_size, r.num_batches)
-                                      for r in requests])
+        joined = self.buffer.read_many([(r.consumer, r.batch_size, self._allowed(r))
+                                        for r in requests])
+        for r, batches in zip(requests, zip(*joined.rows, strict=False), strict=False):
+            if r.pace is not None:
+                self.grants.grant(r.pace.member, sum(1 for n in batches if n))
+        return joined
+
+    def _allowed(self, request: SampleRequest) -> int:
+        """The batches ``request`` may read: those asked, at most what its member's data
+        earned (a paced learner's)."""
+        if request.pace is None:
+            return request.num_batches
+        return min(request.num_batches, self.grants.owed(request.pace))
 
     def _registered(self, request: SampleRequest) -> None:
         """The request's spec registered and its priorities applied (before it reads)."""
@@ -103,21 +131,28 @@ class BufferShell:
         buffer, consumer = self.buffer, request.consumer
         self._registered(request)
         out = []
-        for _ in range(request.num_batches):
+        for _ in range(self._allowed(request)):
             batch = buffer.read(request.batch_size, consumer)
             if batch is None:
                 break
             out.append(batch)
+        if request.pace is not None:
+            self.grants.grant(request.pace.member, len(out))
         return out
 
     def stats(self) -> dict[str, Any]:
         return {**self.buffer.stats(), "refused_chunks": self.refused_chunks}
 
     def state_dict(self) -> dict[str, Any]:
-        return self.buffer.state_dict()
+        """The buffer's state, the members' grants in its ``meta``."""
+        state = self.buffer.state_dict()
+        return {**state, "meta": {**state["meta"], "grants": self.grants.state_dict()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.buffer.load_state_dict(state)
+        """A state of :meth:`state_dict` (one without grants: every member's start afresh)."""
+        meta = dict(state["meta"])
+        self.grants.load_state_dict(meta.pop("grants", {}))
+        self.buffer.load_state_dict({**state, "meta": meta})
 
     def incarnation(self) -> str:
         return self._incarnation
@@ -142,12 +177,13 @@ def _chunk_rows(chunk: TransitionChunk) -> int:
 ReplayBufferActor = ray.remote(BufferShell)
 
 
-def make_buffer_actor(buffer_kwargs: dict[str, Any], *, name: str | None = None,
-                      num_cpus: float = 1.0, max_restarts: int = 0,
+def make_buffer_actor(buffer_kwargs: dict[str, Any], grants: UpdateGrants | None = None, *,
+                      name: str | None = None, num_cpus: float = 1.0, max_restarts: int = 0,
                       max_task_retries: int = 0) -> Any:
-    """Start a :data:`ReplayBufferActor` holding ``MultiAgentReplayBuffer(**buffer_kwargs)``."""
+    """Start a :data:`ReplayBufferActor` holding ``MultiAgentReplayBuffer(**buffer_kwargs)``
+    and ``grants``."""
     opts: dict[str, Any] = {"num_cpus": num_cpus, "max_restarts": max_restarts,
                             "max_task_retries": max_task_retries}
     if name is not None:
         opts["name"] = name
-    return ReplayBufferActor.options(**opts).remote(buffer_kwargs)
+    return ReplayBufferActor.options(**opts).remote(buffer_kwargs, grants)

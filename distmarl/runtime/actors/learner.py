@@ -11,7 +11,7 @@ object store without passing the coordinator.
 
 An on-policy learner (IPPO, MAPPO) learns once per whole rollout fragment of its own member,
 read through :class:`~distmarl.runtime.actors.fragments.FragmentReader` (each fragment once, none of
-another member's), and publishes its weights after every train call that learned: the member's
+another member's), and publishes its weights after every fragment it learned: the member's
 workers then collect the next fragments with them. Whatever changes its policy besides learning
 (a copy from another member, a mutation, a restored snapshot) discards the fragments still
 waiting, which the old policy collected.
@@ -42,6 +42,7 @@ from distmarl.runtime.actors.fragments import FragmentReader
 from distmarl.types import (
     OFF_POLICY_FIELDS,
     JoinedSample,
+    Pace,
     PriorityUpdate,
     ReadSpec,
     SampleRequest,
@@ -60,13 +61,30 @@ def learner_device(assigned_gpus: list[Any]) -> str:
 
 
 class TrainResult(NamedTuple):
-    updates: int  # updates done by this call
-    metrics: dict[str, float]  # means over this call's updates
+    """What a member's learner did since it last said: updates, their mean metrics and
+    seconds, the weights it last published, and what compiling its steps cost."""
+
+    updates: int  # updates done
+    metrics: dict[str, float]  # means over these updates
     seconds: float
     weights: tuple[int, Any] | None  # (version, [ObjectRef]) when new weights were published
     incarnation: str = ""  # changes when Ray restarts the learner (its state is then fresh)
-    compile_seconds: float = 0.0  # spent compiling or capturing update steps in this call
-    step_fallbacks: tuple[str, ...] = ()  # compilations or captures that failed in this call
+    compile_seconds: float = 0.0  # spent compiling or capturing update steps meanwhile
+    step_fallbacks: tuple[str, ...] = ()  # compilations or captures that failed meanwhile
+
+    def then(self, later: TrainResult) -> TrainResult:
+        """This result followed by ``later``'s, as one: updates and seconds summed, metrics
+        averaged over all the updates, the latest weights and incarnation."""
+        n = self.updates + later.updates
+        keys = set(self.metrics) | set(later.metrics)
+        metrics = {k: (self.metrics.get(k, 0.0) * self.updates
+                       + later.metrics.get(k, 0.0) * later.updates) / n for k in keys} if n \
+            else {}
+        return TrainResult(n, metrics, self.seconds + later.seconds,
+                           later.weights if later.weights is not None else self.weights,
+                           later.incarnation or self.incarnation,
+                           self.compile_seconds + later.compile_seconds,
+                           self.step_fallbacks + later.step_fallbacks)
 
 
 class Published(NamedTuple):
@@ -160,7 +178,7 @@ class LearnerShell:
         self.version = 0
         self._since_publish = 0
         self._incarnation = uuid.uuid4().hex
-        #: TD errors of the last train call's prioritised batches, sent with the next sample
+        #: TD errors of the last round's prioritised batches, sent with the next sample
         self._priorities: PriorityUpdate | None = None
         #: moves on whenever what the learner reads changes (a copy, a mutation, new
         #: hyperparameters): batches read before then are not learned
@@ -197,7 +215,8 @@ class LearnerShell:
         return read_replay([self], [num_updates])[0]
 
     def sample_request(self, num_updates: int) -> SampleRequest:
-        """Off-policy: the sample call for the next (up to ``num_updates``) updates, with this
+        """Off-policy: the sample call for the next (up to ``num_updates``) updates, paced (the
+        buffer grants as many as the member's data earned at its ``learn_step``), with this
         member's replay settings (its ``replay_ratio`` and prioritised replay's exponents,
         which may evolve) and the TD errors of the last call's prioritised batches, which go
         back with it (and are then no longer this learner's to send)."""
@@ -205,7 +224,7 @@ class LearnerShell:
         spec = ReadSpec.from_ratio(hp["replay_ratio"], hp["prioritized_replay_alpha"],
                                    hp["prioritized_replay_beta"])
         request = SampleRequest(self.consumer, int(hp["batch_size"]), num_updates, spec,
-                                self._priorities)
+                                self._priorities, Pace(self.member, float(hp["learn_step"])))
         self._priorities = None
         return request
 
@@ -234,11 +253,16 @@ class LearnerShell:
         self._since_publish += n
         weights = None
         if n and (self.on_policy or self._since_publish >= self.weight_sync_updates):
-            version, box, _ = self.publish()
-            weights = (version, box)
+            weights = self.publish()[:2]
         built, fallbacks = self.step.log.take()
         return TrainResult(n, _means(metrics), seconds, weights, self._incarnation, built,
                            fallbacks)
+
+    def catch_up(self) -> TrainResult:
+        """No update; the weights published when it learned since it last published (a
+        member at its boundary is evaluated with all it learned)."""
+        weights = self.publish()[:2] if self._since_publish else None
+        return TrainResult(0, {}, 0.0, weights, self._incarnation)
 
     def discard_pending(self) -> int:
         """Drop this member's fragments not learned yet (on-policy; off-policy: 0, and its

@@ -1,19 +1,22 @@
-"""How a learner group reads its members' replay batches: when each call comes
-(:class:`ReadNow`), or one call ahead (:class:`ReadAhead`).
+"""How a learner group reads its members' replay batches: when each round comes
+(:class:`ReadNow`), or one round ahead (:class:`ReadAhead`).
 
-Reading ahead, after each train call the group asks the buffer, in one call, for every
-member's batches of its next call (as many as this call's, less those it still holds): under
-Ray the buffer samples and the answer travels while the coordinator plans the learner's next
-call, which then starts with its batches at hand.
-In one process nothing runs meanwhile, so the in-process fleet reads when each call comes: its
+Reading ahead, after each round the group asks the buffer, in one call, for every member's
+batches of its next round (as many as it asks a round for, less those it still holds): under
+Ray the buffer samples and the answer travels while the group updates, and the next round
+starts with its batches at hand. Whatever the buffer granted is what the round learns; a
+member granted nothing learns nothing that round. Only a round with no read on its way (the
+first, or after a member's reads changed) reads when it comes.
+In one process nothing runs meanwhile, so the in-process fleet reads when each round comes: its
 runs then draw in the same order whichever members share a learner.
 
-The read carries each member's TD errors of the call just learned (prioritised replay), so
-priorities go back as promptly as when reading at the call. A member whose reads changed since
-(a copy, a mutation or new hyperparameters move its :attr:`LearnerShell.read_epoch`) does not
-learn what was read for it before: its part of the read on its way is dropped when it arrives,
-and batches it holds from before are dropped when it next reads; the other members keep
-theirs.
+The read carries each member's TD errors of the round just learned (prioritised replay), so
+priorities go back as promptly as when reading at the round. A member whose reads changed
+since (a copy, a mutation or new hyperparameters move its :attr:`LearnerShell.read_epoch`)
+does not learn what was read for it before: its part of the read on its way is dropped when
+it arrives, and batches it holds from before are dropped when it next reads; the other members
+keep theirs. After a read that failed (the buffer restarting), :meth:`ReadAhead.forget` drops
+the read on its way.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ class Reads(Protocol):
         """Up to ``updates[k]`` batches of each member ``shells[k]``."""
 
     def send(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> None:
-        """A call of ``updates[k]`` updates of each member ``shells[k]`` ended."""
+        """A round that asked ``updates[k]`` batches of each member ``shells[k]`` ended."""
+
+    def forget(self) -> None:
+        """Drop the read on its way (it failed)."""
 
 
 class ReadNow:
@@ -43,6 +49,9 @@ class ReadNow:
         return read_replay(shells, updates)
 
     def send(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> None:
+        pass
+
+    def forget(self) -> None:
         pass
 
 
@@ -56,14 +65,14 @@ class ReadAhead:
         self._pending: tuple[Later, list[tuple[LearnerShell, int]]] | None = None
 
     def read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
-        """Up to ``updates[k]`` batches of each member ``shells[k]``: those it holds first,
-        then the rest from one buffer call."""
-        self._arrive()
+        """Up to ``updates[k]`` batches of each member ``shells[k]``: those it holds (the read
+        on its way arrived first); with no read on its way, the rest from one buffer call."""
+        ahead = self._arrive()
         taken = [self._take(s, n) for s, n in zip(shells, updates, strict=True)]
         short = [(k, n - len(t.data)) for k, (t, n) in enumerate(zip(taken, updates,
                                                                         strict=True))
                  if n > len(t.data)]
-        if short:
+        if short and not ahead:
             fresh = read_replay([shells[k] for k, _ in short], [n for _, n in short])
             for (k, _), read in zip(short, fresh, strict=True):
                 taken[k] = _joined(taken[k], read)
@@ -79,10 +88,14 @@ class ReadAhead:
         self._pending = (shells[0].buffer.sample_joined_later(requests),
                          [(s, s.read_epoch) for s, _ in wanted])
 
-    def _arrive(self) -> None:
-        """The read on its way, held by its members (a member that changed since gets none)."""
+    def forget(self) -> None:
+        self._pending = None
+
+    def _arrive(self) -> bool:
+        """The read on its way, held by its members (a member that changed since gets none);
+        False when there was none."""
         if self._pending is None:
-            return
+            return False
         later, sent = self._pending
         self._pending = None
         reads = replay_readouts(later.result(), sent[0][0].fields, sent[0][0].device)
@@ -92,6 +105,7 @@ class ReadAhead:
             held = self._held.get(s.member)
             before = held[1] if held is not None and held[0] == epoch else Readout([], None)
             self._held[s.member] = (epoch, _joined(before, read))
+        return True
 
     def _count(self, shell: LearnerShell) -> int:
         held = self._held.get(shell.member)

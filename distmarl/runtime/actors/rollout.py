@@ -111,7 +111,7 @@ class RolloutShell:
         self._sync(version, weights_box)
         self.league.seat(plan, self.collector)
         rollout = self.collector.collect(num_steps)
-        chunk = TransitionChunk(rollout.data, self.member)
+        chunk = TransitionChunk(rollout.data, self.member, rollout.env_steps)
         refused = 0
         with self.ledger.spend(WAITING_DATA):
             while not self.buffer.add(chunk).accepted:

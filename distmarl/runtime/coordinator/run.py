@@ -33,6 +33,7 @@ import ray
 from distmarl.checkpoint import agent_spaces
 from distmarl.collect.cancel import Cancel, Cancelled
 from distmarl.config import ExperimentConfig
+from distmarl.config.replay import UpdateRule
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, rollout_spec
 from distmarl.hpo.strategies import make_strategy
 from distmarl.league.seating import SeatingRules
@@ -89,13 +90,18 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRu
     """What ``cfg``'s fleet is built from (the env's ``spaces``, a league's seating rules)."""
     algos = cfg.member_algorithm_configs()
     rollout = rollout_spec(cfg, spaces)
+    replay = cfg.replay
     return FleetSpec(
         members=cfg.num_members, population=cfg.population, env=cfg.env, algorithms=algos,
         spaces=spaces, buffer_kwargs=buffer_kwargs(cfg, list(spaces[0]), rollout),
         rollout=rollout, weight_sync_updates=cfg.training.weight_sync_updates,
         seed=cfg.seed, resources=cfg.resources,
         snapshot_interval_s=cfg.buffer.snapshot_interval_s, league=league,
-        convert=cfg.population.cross_algorithm == "convert")
+        convert=cfg.population.cross_algorithm == "convert",
+        update_rule=UpdateRule(0, 0) if replay is None
+        else UpdateRule(replay.learning_starts, replay.learning_delay),
+        max_owed=None if replay is None
+        else replay.max_policy_lag * cfg.training.weight_sync_updates)
 
 
 def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,
@@ -136,7 +142,7 @@ class TrainingRun:
         spaces = env_spaces(cfg.env)
         mark("env_spaces")
         self.state = RunState()
-        path = make_datapath(algo.name, training, cfg.replay)
+        path = make_datapath(algo.name, training)
         self.scheduler = Scheduler(path, self.state, cfg.population.workers_per_member,
                                    cfg.env.num_envs)
         setup = league_setup(cfg, spaces)
@@ -246,7 +252,8 @@ class TrainingRun:
             self.state.cut_short(reason)
 
     def _handle(self, call: Call, result: Any) -> None:
-        """Hand a finished call's result to the scheduler and the member's record."""
+        """Hand a finished call's result (or a learner's report) to the scheduler and the
+        member's record."""
         m = self.state.members[call.member]
         self.scheduler.on_result(call, result)
         if call.kind == "collect":

@@ -6,8 +6,8 @@
   A restart shows as a new pid: after any failed ``collect`` call, and every
   :data:`CENSUS_INTERVAL_S` for all workers (a worker that died while idle fails no call).
 * A learner dies: Ray restarts it and the fleet loads the member's last state snapshot (an
-  object the coordinator owns, refreshed every :data:`STATE_SNAPSHOT_CALLS` train calls and
-  after every generation).
+  object the coordinator owns, refreshed every :data:`STATE_SNAPSHOT_UPDATES` updates and
+  after every generation); the updates since are lost and counted. Its host learns again.
 * The buffer dies: Ray restarts it empty and the fleet loads its latest snapshot (taken every
   ``buffer.snapshot_interval_s``); the rows added since are lost and counted.
 * A node dies (with whatever actors ran there): Ray restarts them on the nodes left, and each
@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 MAX_FAILURES = 50
 #: seconds between two rounds of asking every rollout worker its pid (see FaultKeeping.tick)
 CENSUS_INTERVAL_S = 5.0
-#: train calls between snapshots of a learner's full state
-STATE_SNAPSHOT_CALLS = 16
+#: updates between snapshots of a learner's full state
+STATE_SNAPSHOT_UPDATES = 512
 #: What a lost actor or node raises: the actor itself, or an object it owned (published
 #: weights, a state) that died with it (``OwnerDiedError`` is an ``ObjectLostError``).
 LOST = (RayActorError, ObjectLostError)
@@ -99,7 +99,8 @@ class FaultKeeping:
         self.worker_pids: dict[tuple[int, int], int] = {}
         self.census: dict[tuple[int, int], Any] = {}
         self.census_taken = time.monotonic()
-        self.train_calls: dict[int, int] = {}
+        #: each member's updates since its last snapshot (lost if its learner dies)
+        self.since_snapshot: dict[int, int] = {}
 
     def tick(self, force_snapshot: bool = False) -> None:
         """Called on every turn of the coordinator's loop: copy finished snapshots here, look
@@ -110,13 +111,14 @@ class FaultKeeping:
         if self.snapshots.buffer_due(force_snapshot) and not self.check_buffer():
             self.snapshots.take_buffer(self.buffer.state_dict.remote)
 
-    def trained(self, member: int, incarnation: str) -> bool:
-        """A train call of ``member`` came back from learner ``incarnation``: False when the
-        learner restarted since (it was then restored); every few calls, snapshot its state."""
-        if self.note_incarnation(member, incarnation):
+    def trained(self, member: int, result: Any) -> bool:
+        """``member``'s learner said what it learned (``result``: updates, incarnation):
+        False when the learner restarted since (it was then restored); every
+        :data:`STATE_SNAPSHOT_UPDATES` updates, snapshot its state."""
+        if self.note_incarnation(member, result.incarnation):
             return False
-        self.train_calls[member] = self.train_calls.get(member, 0) + 1
-        if self.train_calls[member] % STATE_SNAPSHOT_CALLS == 0:
+        self.since_snapshot[member] = self.since_snapshot.get(member, 0) + result.updates
+        if self.since_snapshot[member] >= STATE_SNAPSHOT_UPDATES:
             self.snapshot_learner(member)
         return True
 
@@ -144,8 +146,19 @@ class FaultKeeping:
             self.check_learners([call.member])  # a dead learner's weights die with it
             self.resync([call.member])  # the lost fragment may have reached the buffer
         else:
-            self.faults.lost_updates += lost
             self.check_learners([call.member])
+
+    def host_failed(self, members: Sequence[int], err: BaseException) -> None:
+        """A learner host's report failed: it died (its ``members``' updates since their
+        snapshots are lost; each is restored, and its host learns again), or its rounds
+        failed, which ends the run."""
+        self.faults.failures += 1
+        if self.faults.failures > MAX_FAILURES:
+            raise RuntimeError(f"{self.faults.failures} actor failures: giving up ({err})") from err
+        if not isinstance(err, RayActorError) or isinstance(err, RayTaskError):
+            raise err
+        self.faults.lost_updates += sum(self.since_snapshot.pop(m, 0) for m in members)
+        self.check_learners(members)
 
     def check_buffer(self) -> bool:
         """True when the buffer restarted (it was then restored from the latest snapshot)."""
@@ -221,6 +234,7 @@ class FaultKeeping:
     def snapshot_learner(self, member: int) -> None:
         """Keep the member's latest full state as an object the coordinator owns."""
         self.snapshots.take_learner(member, self.learners[member].get_state.remote())
+        self.since_snapshot[member] = 0
 
     def resync(self, members: Sequence[int]) -> None:
         """When the data path resynchronises fragments: each member's learner discards the

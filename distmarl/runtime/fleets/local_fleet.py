@@ -3,8 +3,9 @@
 The same shells as on Ray (:class:`~distmarl.runtime.actors.learner.LearnerShell`,
 :class:`~distmarl.runtime.actors.rollout.RolloutShell`,
 :class:`~distmarl.runtime.actors.buffer.BufferShell`), held as plain objects: each call runs
-when it is submitted (a turn's train calls first, each learner group's as one call, then its
-collect calls in the order the scheduler asked for them), and its result waits for
+when it is submitted (a turn's collect calls in the order the scheduler asked for them, then
+the learners learn everything the buffer grants them, in rounds of every learner group in
+member order, then the turn's settle calls), and its result waits for
 :meth:`LocalFleet.finished`. Nothing runs side by side, so a seeded run is reproducible step for
 step; weights and states cross between shells as copies (:class:`LocalStore`), as they would
 through Ray's object store. There are no faults to survive: an error ends the run.
@@ -26,7 +27,7 @@ from distmarl.league.seating import GameResults, LeaguePlan
 from distmarl.runtime.actors.buffer import BufferShell
 from distmarl.runtime.actors.clients import LocalBuffer, LocalStore, Store
 from distmarl.runtime.actors.group import LearnerGroup
-from distmarl.runtime.actors.learner import LearnerShell
+from distmarl.runtime.actors.learner import LearnerShell, TrainResult
 from distmarl.runtime.actors.readahead import ReadNow
 from distmarl.runtime.actors.rollout import RolloutShell
 from distmarl.runtime.fleets.protocol import (
@@ -39,7 +40,6 @@ from distmarl.runtime.fleets.protocol import (
 )
 from distmarl.runtime.fleets.resources import check_learner_step
 from distmarl.runtime.logic.datapath import DataPath
-from distmarl.runtime.logic.grouping import HeldTrains
 from distmarl.runtime.logic.run_state import RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
 from distmarl.runtime.logic.time_spent import TimeSpent
@@ -60,14 +60,14 @@ class LocalFleet:
         check_learner_step(spec.resources, gpu_learners=False)  # learners here run on CPU
         self.path, self.state, self.scheduler = path, state, scheduler
         self.store: Store = LocalStore()
-        self.buffer = BufferShell(spec.buffer_kwargs)
+        self.buffer = BufferShell(spec.buffer_kwargs, spec.grants(writers_wait=False))
         client = LocalBuffer(self.buffer)
         self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
                          for member in range(spec.members)]
         groups = spec.learner_groups(None)
-        #: each learner group, and where a turn's train calls wait to run as one call each
+        #: each learner group, and each member's group
         self.groups = [LearnerGroup([self.learners[m] for m in ms], ReadNow()) for ms in groups]
-        self.trains = HeldTrains(groups)
+        self.group_of = {m: g for g, ms in enumerate(groups) for m in ms}
         self.workers = [[RolloutShell(**spec.worker_kwargs(member, w, client, self.store, stop))
                          for w in range(spec.population.workers_per_member)]
                         for member in range(spec.members)]
@@ -84,17 +84,36 @@ class LocalFleet:
 
     # ------------------------------------------------------------------ the loop's calls
     def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
-        """Run the turn's calls now, the train calls first (each learner group's as one),
-        then the collect calls in order; the results wait for :meth:`finished`."""
-        for call, _ in calls:
-            if call.kind == "train":
-                self.trains.hold(call)
-        for g, trains in self.trains.release():
-            results = self.groups[g].train_many({c.member: c.updates for c in trains})
-            self.done.extend((c, results[c.member]) for c in trains)
+        """Run the turn's calls now: the collect calls in order, then every learner's rounds
+        until none is granted more (:meth:`learn`), then the settle calls (each learner
+        group's as one); the results wait for :meth:`finished`."""
         for call, plan in calls:
             if call.kind == "collect":
                 self._collect(call, plan)
+        self.learn()
+        settles: dict[int, list[Call]] = {}
+        for call, _ in calls:
+            if call.kind == "settle":
+                settles.setdefault(self.group_of[call.member], []).append(call)
+        for g, group_calls in settles.items():
+            results = self.groups[g].settle([c.member for c in group_calls])
+            self.done.extend((c, results[c.member]) for c in group_calls)
+
+    def learn(self) -> None:
+        """Rounds of every learner group in turn, in member order, until a round of all of
+        them learns nothing (the draws then do not depend on who shares a learner); what
+        each member learned goes to :meth:`finished` as its report."""
+        said: dict[int, TrainResult] = {}
+        while True:
+            learned = False
+            for group in self.groups:
+                for m, r in group.pull().items():
+                    if r.updates or r.weights:
+                        said[m] = r if m not in said else said[m].then(r)
+                        learned = learned or r.updates > 0
+            if not learned:
+                break
+        self.done.extend((Call("learned", m), r) for m, r in sorted(said.items()))
 
     def _collect(self, call: Call, plan: LeaguePlan | None) -> None:
         box = self.state.members[call.member].weights_box

@@ -1,8 +1,8 @@
 """The fleet: the one part of a run that calls the learners, rollout workers and buffer.
 
 Generations, the league, the recorder and the run loop speak the run's verbs (:class:`Fleet`):
-submit a collect or train call and take the finished ones, publish weights, evaluate, play
-league games, copy and mutate members, set hyperparameters, read and load states. Two fleets
+submit collect and settle calls and take the finished ones (and what learners learned, as they
+learn on their own), publish weights, evaluate, play league games, copy and mutate members, set hyperparameters, read and load states. Two fleets
 carry them out:
 
 - :class:`~distmarl.runtime.fleets.ray_fleet.RayFleet`: actors on a Ray cluster, calls in flight
@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple, Protocol
 
+from distmarl.buffers.grants import UpdateGrants
 from distmarl.collect.cancel import Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
+from distmarl.config.replay import UpdateRule
 from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan, SeatingRules
 from distmarl.runtime.actors.clients import BufferClient, Store
@@ -30,6 +32,9 @@ from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 from distmarl.runtime.logic.scheduler import Call
 from distmarl.runtime.logic.time_spent import TimeSpent
 from distmarl.types import RolloutSpec
+
+#: every env step counts from the first row (what learners that read fragments are given)
+NO_DELAY = UpdateRule(0, 0)
 
 __all__ = ["Copied", "FaultLog", "Fleet", "FleetSpec", "Mutated", "Play"]
 
@@ -58,7 +63,8 @@ class FleetSpec:
     ``algorithms[member]``, grouped into processes by :meth:`learner_groups`),
     ``population.workers_per_member`` rollout workers each (their envs
     from ``env``, their rows as ``rollout`` says: :func:`distmarl.factory.rollout_spec`), one
-    buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`); every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
+    buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`) with its update
+    grants (:meth:`grants`); every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
     (None: cooperative). ``resources`` and ``snapshot_interval_s`` matter on Ray only."""
 
     members: int
@@ -74,6 +80,16 @@ class FleetSpec:
     snapshot_interval_s: float = 0.0
     league: SeatingRules | None = None
     convert: bool = False
+    #: when members' data earns their learners updates (off-policy; on-policy: every step)
+    update_rule: UpdateRule = NO_DELAY
+    #: updates a learner may owe before its member's writers wait (None: never on Ray)
+    max_owed: int | None = None
+
+    def grants(self, writers_wait: bool) -> UpdateGrants:
+        """The buffer's update grants under :attr:`update_rule`; ``writers_wait``: past
+        :attr:`max_owed` (where learners run beside the workers; in one process the learners
+        learn everything after each turn, and a writer waiting there would wait forever)."""
+        return UpdateGrants(self.update_rule, self.max_owed if writers_wait else None)
 
     def learner_groups(self, cluster: Mapping[str, float] | None) -> list[list[int]]:
         """The members of each learner process (``population.members_per_learner`` on
@@ -154,14 +170,16 @@ class Fleet(Protocol):
 
     def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
         """Start one turn's calls (a league's collect call with the worker's next plan): the
-        train calls of one learner process together (one call carries them)."""
+        settle calls of one learner process together (one call carries them)."""
 
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
-        """Calls that ended well since the last look, with their results (waits up to
-        ``timeout_s`` for one); a failed call is accounted for here and not returned."""
+        """Calls that ended well since the last look, with their results, and what learners
+        said they learned since (``learned``; waits up to ``timeout_s`` for one); a failed
+        call is accounted for here and not returned."""
 
     def drain(self, timeout_s: float) -> list[tuple[Call, Any]]:
-        """Every call still in flight, once ended (waits up to ``timeout_s``)."""
+        """The learners stopped (what they learned since they last said), then every call
+        still in flight, once ended (waits up to ``timeout_s``)."""
 
     def tick(self) -> None:
         """On every turn of the loop: upkeep that must not wait."""

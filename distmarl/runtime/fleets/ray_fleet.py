@@ -3,8 +3,10 @@
 Each group of ``population.members_per_learner`` members has a host actor holding their
 learners (and, with ``resources.colocate``, their first rollout workers); each member has
 ``workers_per_member`` rollout workers in all; one buffer actor serves them all.
-Collect and train calls run side by side and are taken as they finish; a failed call is
-accounted for, and the actors are kept alive, by :class:`~distmarl.runtime.fleets.faults.FaultKeeping`.
+Collect calls run side by side and are taken as they finish; the learners pull from the
+buffer on their own, and each host's report (one always in flight) says what its members
+learned; a member at its boundary is settled. A failed call is accounted for, and the actors
+are kept alive, by :class:`~distmarl.runtime.fleets.faults.FaultKeeping`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from distmarl.runtime.fleets.protocol import Copied, FleetSpec, Mutated, Play, c
 from distmarl.runtime.fleets.resources import plan_resources
 from distmarl.runtime.fleets.stoppable import wait_unless_stopped
 from distmarl.runtime.logic.datapath import DataPath
-from distmarl.runtime.logic.grouping import HeldTrains
 from distmarl.runtime.logic.run_state import RunState
 from distmarl.runtime.logic.scheduler import Call, Scheduler
 from distmarl.runtime.logic.time_spent import TimeSpent
@@ -66,7 +67,8 @@ class RayFleet(FaultKeeping):
         self.store: Store = RayStore()
         # actor handles are typed Any: their methods are called through ``.remote``
         name = f"distmarl-buffer-{uuid.uuid4().hex}"
-        self.buffer: Any = make_buffer_actor(spec.buffer_kwargs, name=name,
+        self.buffer: Any = make_buffer_actor(spec.buffer_kwargs, spec.grants(writers_wait=True),
+                                             name=name,
                                              num_cpus=resources.buffer["num_cpus"],
                                              **ACTOR_OPTIONS)
         client = RemoteBuffer(self.buffer, name)  # (handed over by name)
@@ -79,6 +81,8 @@ class RayFleet(FaultKeeping):
                 if resources.colocate else [])
             for ms in groups]
         host_of = {m: self.hosts[g] for g, ms in enumerate(groups) for m in ms}
+        #: each member's host, by index
+        self.group_of = {m: g for g, ms in enumerate(groups) for m in ms}
         #: each member's learner (a view of its host)
         self.learners: list[Any] = [LearnerView(host_of[m], m) for m in range(spec.members)]
         self.workers: list[list[Any]] = [
@@ -87,12 +91,13 @@ class RayFleet(FaultKeeping):
                  **spec.worker_kwargs(member, w, client, self.store, cancel))
              for w in range(spec.population.workers_per_member)]
             for member in range(spec.members)]
-        self.trains = HeldTrains(groups)
         #: each learner's torch device (``cuda`` / ``cpu``), as it reported at start
         self.learner_devices: list[str] = []
         self.learner_steps: list[str] = []
-        #: each call in flight; a host's train calls travel together, as one ``train_many``
-        self.inflight: dict[Any, Call | list[Call]] = {}
+        #: each call in flight: a collect call, a host's settle calls (one ``settle``), or a
+        #: host's report (by the host's index)
+        self.inflight: dict[Any, Call | list[Call] | int] = {}
+        self.draining = False
 
     # ------------------------------------------------------------------ start
     def hyperparameters(self) -> list[dict[str, Any]]:
@@ -113,6 +118,9 @@ class RayFleet(FaultKeeping):
         infos = [ray.get([w.info.remote() for w in ws]) for ws in self.workers]
         self.worker_pids = {(member, w): info["pid"] for member, ws in enumerate(infos)
                             for w, info in enumerate(ws)}
+        ray.get([host.start_learning.remote() for host in self.hosts])
+        for g in range(len(self.hosts)):
+            self._ask_report(g)
 
     def actors(self) -> list[Any]:
         """Every actor of the fleet once (a colocated worker is its learner's actor)."""
@@ -126,30 +134,27 @@ class RayFleet(FaultKeeping):
 
     # ------------------------------------------------------------------ the loop's calls
     def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
-        """Start the collect calls; hold each train call for its host (:class:`HeldTrains`),
-        which takes them together as soon as it has no train call in flight."""
+        """Start the collect calls, and the settle calls (each host's together)."""
+        settles: dict[int, list[Call]] = {}
         for call, plan in calls:
-            if call.kind == "train":
-                self.trains.hold(call)
+            if call.kind == "settle":
+                settles.setdefault(self.group_of[call.member], []).append(call)
                 continue
             box = self.state.members[call.member].weights_box
             ref = self.workers[call.member][call.worker].collect.remote(
                 call.steps, call.version, box, plan)
             self.inflight[ref] = call
-        self._send_trains()
+        for g, group_calls in settles.items():
+            ref = self.hosts[g].settle.remote([c.member for c in group_calls])
+            self.inflight[ref] = group_calls
 
-    def _send_trains(self) -> None:
-        """Each host's held train calls as one call, where the host has none in flight."""
-        busy = {self.trains.group_of[c[0].member] for c in self.inflight.values()
-                if isinstance(c, list)}
-        for g, calls in self.trains.release(busy):
-            ref = self.hosts[g].train_many.remote({c.member: c.updates for c in calls})
-            self.inflight[ref] = calls
+    def _ask_report(self, g: int) -> None:
+        """Host ``g``'s next report on its way (it answers once its learners learned)."""
+        self.inflight[self.hosts[g].report.remote()] = g
 
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
-        """The calls that ended: the first to end (waiting up to ``timeout_s``) and every
-        other one ended by then."""
-        self._send_trains()
+        """The calls that ended and the reports that came: the first (waiting up to
+        ``timeout_s``) and every other one by then."""
         if not self.inflight:
             return []
         ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=timeout_s)
@@ -158,41 +163,69 @@ class RayFleet(FaultKeeping):
         return self._results(ready)
 
     def drain(self, timeout_s: float) -> list[tuple[Call, Any]]:
+        """The learners stopped (what they learned since their last report), then every
+        call still in flight once ended (waits up to ``timeout_s``)."""
+        self.draining = True
         out: list[tuple[Call, Any]] = []
+        for g, ref in enumerate([host.stop_learning.remote() for host in self.hosts]):
+            try:
+                out.extend(self._reported(g, ray.get(ref, timeout=timeout_s)))
+            except (RayActorError, RayTaskError) as err:
+                log.warning("learner host %d did not stop cleanly: %s", g, err)
         deadline = time.monotonic() + timeout_s
-        while True:
-            self._send_trains()
-            if not self.inflight:
-                return out
+        while self.inflight:
             ready, _ = ray.wait(list(self.inflight), num_returns=len(self.inflight),
                                 timeout=max(0.0, deadline - time.monotonic()))
             out.extend(self._results(ready))
             if time.monotonic() >= deadline:
-                return out
+                break
+        return out
 
     def _results(self, refs: Sequence[Any]) -> list[tuple[Call, Any]]:
         """The good results of ``refs``; a failed call goes to the scheduler and
-        :meth:`on_failure`, a train call answered by a learner that restarted since (it was
-        then restored) is owed again."""
+        :meth:`on_failure`; a learner's result from an incarnation Ray restarted since is
+        dropped (the learner was restored)."""
         out = []
         for ref in refs:
             calls = self.inflight.pop(ref)
+            if isinstance(calls, int):  # a host's report
+                out.extend(self._report(calls, ref))
+                continue
             try:
                 result = ray.get(ref)
             except (RayActorError, RayTaskError) as err:
                 for call in calls if isinstance(calls, list) else [calls]:
                     self.on_failure(call, self.scheduler.on_failure(call), err)
                 continue
-            if isinstance(calls, list):  # a host's train calls
+            if isinstance(calls, list):  # a host's settle calls
                 for call in calls:
-                    if self.trained(call.member, result[call.member].incarnation):
+                    if self.trained(call.member, result[call.member]):
                         out.append((call, result[call.member]))
-                    else:
+                    else:  # restored since: settled again
                         self.scheduler.on_failure(call)
                 continue
             self.faults.dropped_nonfinite_rows += result.nonfinite_rows
             out.append((calls, result))
         return out
+
+    def _report(self, g: int, ref: Any) -> list[tuple[Call, Any]]:
+        """Host ``g``'s report, and the next asked for; a host that died meanwhile has its
+        members restored (their learners start again) and is asked again."""
+        try:
+            said = ray.get(ref)
+        except (RayActorError, RayTaskError) as err:
+            members = [m for m, h in self.group_of.items() if h == g]
+            self.host_failed(members, err)
+            said = {}
+        out = self._reported(g, said)
+        if not self.draining:
+            self._ask_report(g)
+        return out
+
+    def _reported(self, g: int, said: Mapping[int, Any]) -> list[tuple[Call, Any]]:
+        """What host ``g``'s members said they learned, as ``learned`` results."""
+        return [(Call("learned", m), r) for m, r in sorted(said.items())
+                if self.trained(m, r)]
 
     # ------------------------------------------------------------------ between the calls
     def publish(self, members: Sequence[int], snapshot: bool = False) -> None:
@@ -317,6 +350,13 @@ class RayFleet(FaultKeeping):
         ray.get([lr.load_state.remote(s) for lr, s in zip(self.learners, learner_states)])
         if buffer_state is not None:
             ray.get(self.buffer.load_state_dict.remote(buffer_state))
+
+    def restore_learner(self, member: int) -> bool:
+        """:meth:`FaultKeeping.restore_learner`, then the member's host learns again (a host
+        Ray restarted starts without its rounds)."""
+        restored = super().restore_learner(member)
+        get_with_retry(self.hosts[self.group_of[member]].start_learning.remote)
+        return restored
 
     def start_clocks(self) -> None:
         ray.get([actor.start_clock.remote() for actor in self.actors()])

@@ -1,16 +1,14 @@
 """Which members share a learner process (``population.members_per_learner``). Pure code.
 
-A learner hosting a group answers its members' train calls together, updating members of one
-network shape as one stacked computation; fewer processes also mean less memory and a shorter
+A learner hosting a group updates its members together, members of one network shape as one
+stacked computation; fewer processes also mean less memory and a shorter
 start-up, since each imports torch and builds its networks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Literal
-
-from distmarl.runtime.logic.scheduler import Call
 
 
 def members_per_learner(setting: int | Literal["auto"], members: int,
@@ -53,28 +51,3 @@ def learner_groups(members: int, per_learner: int) -> list[list[int]]:
         groups.append(list(range(start, start + size)))
         start += size
     return groups
-
-
-class HeldTrains:
-    """Train calls waiting for their learner process, so that one call carries them all:
-    each is held until its group has no train call in flight (a process answers its calls
-    one at a time anyway, so holding them costs nothing), then the group's held calls leave
-    together. ``groups``: the members of each learner process."""
-
-    def __init__(self, groups: Sequence[Sequence[int]]) -> None:
-        self.group_of = {m: g for g, members in enumerate(groups) for m in members}
-        self.held: dict[int, list[Call]] = {}
-
-    def hold(self, call: Call) -> None:
-        self.held.setdefault(self.group_of[call.member], []).append(call)
-
-    def release(self, busy: Container[int] = ()) -> list[tuple[int, list[Call]]]:
-        """``(group, calls)`` of every group not ``busy`` that holds calls; they are no
-        longer held."""
-        out = [(g, calls) for g, calls in self.held.items() if g not in busy]
-        for g, _ in out:
-            del self.held[g]
-        return out
-
-    def __len__(self) -> int:
-        return sum(len(calls) for calls in self.held.values())

@@ -2,8 +2,8 @@
 :class:`RunState` for the run (generation, env steps, buffer rows, stop reason, events).
 
 No Ray calls here. The parts of the runtime each write their own fields of these records:
-the scheduler the scheduling counters (``owed``, ``requested``, ``scheduled_steps``,
-``env_steps``, ``updates``, ``version``) and ``phase`` when a member reaches its boundary;
+the scheduler the scheduling counters (``owed``, ``scheduled_steps``, ``env_steps``,
+``updates``, ``version``) and ``phase`` when a member reaches its boundary;
 generations the population fields (``hp`` after a copy or mutation, ``fitness``,
 ``boundary``, ``phase`` after an evolution step) and ``final``, the final evaluation; the
 fleet ``hp`` of a learner it restored; the coordinator the statistics (scores, seconds).
@@ -26,10 +26,9 @@ RUN, WAIT, DONE = "run", "wait", "done"
 
 @dataclass
 class MemberState:
-    """Counters of population member ``member``. ``env_steps`` only move forward; ``owed`` are
-    updates earned by new transitions and not yet requested: off-policy, one per
-    ``learn_step`` transitions (AgileRL's count); on-policy, one per rollout fragment that
-    reached the buffer."""
+    """Counters of population member ``member``. ``env_steps`` only move forward; ``owed``
+    (on-policy) counts the rollout fragments that reached the buffer and are not learned yet
+    (off-policy members' updates are owed where their data is: the buffer's grants)."""
 
     member: int
     boundary: int
@@ -38,7 +37,6 @@ class MemberState:
     scheduled_steps: int = 0  # env_steps plus those of collect calls in flight
     owed: float = 0.0
     updates: int = 0
-    requested: int = 0  # updates of the train call in flight
     version: int = 0
     weights_box: list[Any] | None = None  # [ref] of the published weights of ``version``
     #: the published weights are the learner's latest: it has learned nothing since
@@ -49,7 +47,7 @@ class MemberState:
     episodes: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     train_seconds: float = 0.0
-    compile_seconds: float = 0.0  # of its train calls', compiling or capturing update steps
+    compile_seconds: float = 0.0  # of its learning, compiling or capturing update steps
     step_fallbacks: list[str] = field(default_factory=list)  # failed compilations, captures
     max_lag_seen: int = 0  # most weight versions a finished chunk lagged behind the learner
     evaluated_at: int = -1  # the boundary of the last evaluation (its generation is done)
@@ -66,7 +64,7 @@ class MemberState:
 
     def record_train(self, seconds: float, metrics: dict[str, float],
                      compile_seconds: float = 0.0, step_fallbacks: Sequence[str] = ()) -> None:
-        """A train call's time and its metrics (the latest call's with any are kept); the
+        """Its learner's time and metrics since it last said (the latest with any are kept); the
         part of it spent compiling or capturing update steps, and those that failed."""
         self.train_seconds += seconds
         self.compile_seconds += compile_seconds

@@ -1,4 +1,4 @@
-"""Which actor calls to make next: the update-to-data ratio and the policy-lag bounds.
+"""Which actor calls to make next: collection, the policy-lag bound, and settling at a boundary.
 
 Pure code, no Ray. The coordinator asks :meth:`Scheduler.next_calls` for calls, turns each
 into an actor call, and reports each back with :meth:`Scheduler.on_result` or
@@ -9,9 +9,12 @@ into an actor call, and reports each back with :meth:`Scheduler.on_result` or
     ...
     scheduler.on_result(refs.pop(ref), ray.get(ref))
 
-A member runs until its env steps reach its ``boundary`` (the next evolution step); then it
-is idle and waits (:meth:`Scheduler.at_boundary`). The family's rules (steps per call, what a
-result earns, the lag bound) come from the data path (:mod:`distmarl.runtime.logic.datapath`).
+Learning is not planned here: learners pull from the buffer at their own pace, and what they
+learned comes back as ``learned`` results (:meth:`Scheduler.on_result`). A member collects
+until its env steps reach its ``boundary`` (the next evolution step); once its last chunk is
+stored it is settled (a ``settle`` call: its learner learns what its data earned and
+publishes), then it waits (:meth:`Scheduler.at_boundary`). The family's rules (steps per
+call, the lag bound) come from the data path (:mod:`distmarl.runtime.logic.datapath`).
 """
 
 from __future__ import annotations
@@ -20,20 +23,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from distmarl.runtime.logic.datapath import MAX_UPDATES_PER_CALL, DataPath, Started
+from distmarl.runtime.logic.datapath import DataPath, Started
 from distmarl.runtime.logic.run_state import RUN, WAIT, MemberState, RunState
 
 
 @dataclass(frozen=True)
 class Call:
-    """One actor call: ``train(member, updates)`` on the member's learner, or
-    ``collect(member, worker, steps, version)`` on one of its rollout workers (``steps``
-    vectorised steps acting with weights ``version``)."""
+    """One actor call, or what a learner said: ``collect(member, worker, steps, version)``
+    on one of the member's rollout workers (``steps`` vectorised steps acting with weights
+    ``version``); ``settle(member)`` on its learner at its boundary; ``learned``: the
+    member's learner reporting updates it did (not a call the scheduler plans)."""
 
-    kind: Literal["train", "collect"]
+    kind: Literal["collect", "settle", "learned"]
     member: int
     worker: int = -1
-    updates: int = 0
     steps: int = 0
     version: int = 0
 
@@ -48,8 +51,8 @@ class Collected(Protocol):
     def version(self) -> int: ...
 
 
-class Trained(Protocol):
-    """What a finished train call reports (the learner's result): ``weights`` is
+class Learned(Protocol):
+    """What a learner says it did (a ``settle`` call's result, or a report): ``weights`` is
     ``(version, box)`` when it published new weights."""
 
     @property
@@ -69,8 +72,10 @@ class Scheduler:
         self.state = state
         self.workers = workers
         self.num_envs = num_envs
-        self.learner_busy: set[int] = set()
         self.collecting: dict[tuple[int, int], Started] = {}
+        #: members whose settle call is in flight, and those settled since their last boundary
+        self.settling: set[int] = set()
+        self.settled: set[int] = set()
 
     # ------------------------------------------------------------------ planning
     def next_calls(self) -> list[Call]:
@@ -79,41 +84,40 @@ class Scheduler:
         for m in self.state.members:
             if m.phase != RUN:
                 continue
-            if self._may_train(m):
-                k = min(int(m.owed), MAX_UPDATES_PER_CALL)
-                m.owed -= k
-                m.requested = k
-                self.learner_busy.add(m.member)
-                calls.append(Call("train", m.member, updates=k))
+            if self._may_settle(m):
+                self.settling.add(m.member)
+                calls.append(Call("settle", m.member))
             steps = self.path.collect_steps(m)
             for w in range(self.workers):
                 if (m.member, w) in self.collecting or m.scheduled_steps >= m.boundary:
                     continue
-                if not self.path.may_collect(m, self._started(m.member),
-                                             m.member in self.learner_busy, self.workers):
-                    break  # the learner is behind: keep the update-to-data ratio exact
+                if not self.path.may_collect(m, self._started(m.member), self.workers):
+                    break  # the learner is behind: keep the policy lag bounded
                 m.scheduled_steps += steps * self.num_envs
                 self.collecting[(m.member, w)] = (m.updates, m.version)
                 calls.append(Call("collect", m.member, w, steps=steps, version=m.version))
         return calls
 
-    def _may_train(self, m: MemberState) -> bool:
-        return (m.member not in self.learner_busy and m.owed >= 1
-                and self.path.may_learn(self.state.buffer_rows)
-                and self.path.may_train(m, self._started(m.member)))
+    def _may_settle(self, m: MemberState) -> bool:
+        """Its boundary reached, its chunks all stored, not settled yet."""
+        return (m.env_steps >= m.boundary and not self._started(m.member)
+                and m.member not in self.settling and m.member not in self.settled)
 
     def _started(self, member: int) -> list[Started]:
         return [self.collecting[(member, w)] for w in range(self.workers)
                 if (member, w) in self.collecting]
 
     # ------------------------------------------------------------------ results
-    def on_result(self, call: Call, result: Collected | Trained) -> None:
-        """Account for a finished call (``result`` is the actor's return value)."""
+    def on_result(self, call: Call, result: Collected | Learned) -> None:
+        """Account for a finished call or a learner's report (``result``: its value)."""
         m = self.state.members[call.member]
         if call.kind == "collect":
             self._collected(m, call, cast(Collected, result))
-        else:
-            self._trained(m, cast(Trained, result))
+            return
+        if call.kind == "settle":
+            self.settling.discard(m.member)
+            self.settled.add(m.member)
+        self._learned(m, cast(Learned, result))
 
     def _collected(self, m: MemberState, call: Call, result: Collected) -> None:
         del self.collecting[(m.member, call.worker)]
@@ -121,34 +125,29 @@ class Scheduler:
         m.env_steps += result.env_steps
         self.state.count_steps(result.env_steps)
         m.max_lag_seen = max(m.max_lag_seen, m.version - result.version)
-        self.path.on_collected(m, result.env_steps, self.state.buffer_rows)
+        self.path.on_collected(m)
 
-    def _trained(self, m: MemberState, result: Trained) -> None:
-        self.learner_busy.discard(m.member)
+    def _learned(self, m: MemberState, result: Learned) -> None:
         m.updates += result.updates
-        self.path.on_trained(m, m.requested, result.updates)
-        m.requested = 0
-        if result.weights is not None:
+        self.path.on_learned(m, result.updates)
+        if result.weights is not None and result.weights[0] > m.version:
             m.set_weights(*result.weights)
         elif result.updates:
             m.published_latest = False
 
     def on_failure(self, call: Call) -> int:
         """Account for a call that failed (its actor died, or an actor it called): a lost
-        chunk's steps are scheduled again, a lost train call's updates are owed again.
-        Returns what was lost: env steps (collect) or updates (train)."""
+        chunk's steps are scheduled again, a lost settle call is made again. Returns the env
+        steps lost (collect; 0 otherwise)."""
         m = self.state.members[call.member]
         if call.kind == "collect":
             del self.collecting[(m.member, call.worker)]
             lost = call.steps * self.num_envs
             m.scheduled_steps -= lost
             return lost
-        self.learner_busy.discard(m.member)
-        lost = m.requested
-        m.owed += lost
-        m.requested = 0
+        self.settling.discard(m.member)
         m.published_latest = False  # it may have learned before it failed
-        return lost
+        return 0
 
     def forget_owed(self, members: Sequence[int]) -> None:
         """The members' learners dropped their waiting fragments: nothing is owed."""
@@ -158,13 +157,15 @@ class Scheduler:
     # ------------------------------------------------------------------ phases
     def idle(self, member: int) -> bool:
         """No call of ``member`` in flight."""
-        return member not in self.learner_busy and not self._started(member)
+        return member not in self.settling and not self._started(member)
 
     def at_boundary(self, member: int) -> bool:
-        """True when ``member`` just reached its boundary with every update done and nothing
-        in flight; it then waits (phase ``WAIT``) for its evolution step."""
+        """True when ``member`` just reached its boundary, settled and with nothing in flight;
+        it then waits (phase ``WAIT``) for its evolution step."""
         m = self.state.members[member]
-        if m.phase == RUN and m.env_steps >= m.boundary and m.owed < 1 and self.idle(member):
+        if m.phase == RUN and m.env_steps >= m.boundary and member in self.settled \
+                and self.idle(member):
+            self.settled.discard(member)
             m.phase = WAIT
             return True
         return False
