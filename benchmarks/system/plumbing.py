@@ -1,0 +1,195 @@
+"""The plumbing's ceiling: env steps/s and sampled rows/s that the replay buffer and a
+coordinator sustain when nothing else costs anything.
+
+The main job's rows (a chunk its real rollout worker collected once, stored again and again:
+no env stepping), its batch size and ``learn_step`` (so its update-to-data rule), on a local
+Ray:
+
+- writers: actors that store that chunk for their members when the coordinator asks, one
+  collect call per chunk, retrying while the buffer makes a writer wait (a learner owes too
+  many updates), as rollout workers do;
+- readers: actors standing in for the learner processes, each reading its members' granted
+  batches one round ahead (one buffer call per round for all its members, packed, as a
+  learner group reads) and sending back random TD errors as priorities, with no arithmetic;
+- the coordinator: this process, keeping one collect call in flight per member.
+
+``--shards N`` splits the members over N buffer actors (each member's rows and its learner's
+reads on one), the readers reading each shard once a round. Prints, per point, the env steps
+(rows per agent) stored per second and the rows sampled per second over ``--seconds``, with
+the main job's sampled rows/s at its measured env steps/s beside them (``--main-job-rate``).
+
+    .venv/bin/python -m benchmarks.system.plumbing [--members 4 16 64] [--shards 1 2 4]
+        [--seconds 10] [--readers 2] [--writers 2] [--main-job-rate 1400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+import numpy as np
+import ray
+
+from benchmarks import CONFIGS
+from distmarl.buffers.grants import UpdateGrants
+from distmarl.buffers.wire import unpack_joined
+from distmarl.config import load_config
+from distmarl.config.replay import UpdateRule
+from distmarl.runtime.actors.buffer import BufferShell
+from distmarl.types import Pace, PriorityUpdate, ReadSpec, SampleRequest, TransitionChunk
+
+CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
+#: batches a reader asks per member and round (as a learner group does)
+ROUND = 32
+
+
+def main_job_parts() -> tuple[dict[str, Any], dict[str, Any], int, float, int, UpdateGrants]:
+    """The main job's buffer arguments, one chunk of its rows (collected by its real worker
+    code once), the chunk's env steps, ``learn_step``, ``batch_size`` and update grants."""
+    from distmarl.collect import Collector
+    from distmarl.factory import buffer_kwargs, env_spaces, make_algorithm, make_venv, rollout_spec
+
+    cfg = load_config(CONFIG)
+    spaces = env_spaces(cfg.env)
+    spec = rollout_spec(cfg, spaces)
+    algo = make_algorithm(cfg.algorithm, spaces, seed=0, learner=False)
+    venv = make_venv(cfg.env, seed=0, global_state=spec.global_state)
+    rollout = Collector(venv, algo, seed=0, spec=spec).collect(cfg.training.chunk_steps)
+    venv.close()
+    replay = cfg.replay
+    assert replay is not None
+    grants = UpdateGrants(UpdateRule(replay.learning_starts, replay.learning_delay),
+                          replay.max_policy_lag * cfg.training.weight_sync_updates)
+    hp = cfg.algorithm.hp
+    return (buffer_kwargs(cfg, list(spaces[0]), spec), dict(rollout.data), rollout.env_steps,
+            float(hp.learn_step), int(hp.batch_size), grants)
+
+
+@ray.remote(num_cpus=0)
+class Writer:
+    """Stores the chunk for a member when asked, as a rollout worker would."""
+
+    def __init__(self, chunk: dict[str, Any], env_steps: int, shards: list[Any]) -> None:
+        self.chunk, self.env_steps, self.shards = chunk, env_steps, shards
+
+    def collect(self, member: int) -> int:
+        shard = self.shards[member % len(self.shards)]
+        while not ray.get(shard.add.remote(TransitionChunk(self.chunk, member,
+                                                           self.env_steps))).accepted:
+            time.sleep(0.01)
+        return self.env_steps
+
+
+@ray.remote(num_cpus=0)
+class Reader:
+    """A learner process's reads for ``members``: rounds of granted batches, read ahead."""
+
+    def __init__(self, members: list[int], shards: list[Any], batch_size: int,
+                 learn_step: float, seed: int) -> None:
+        self.members, self.shards = members, shards
+        self.batch_size, self.learn_step = batch_size, learn_step
+        self.rng = np.random.default_rng(seed)
+        self.priorities: dict[int, PriorityUpdate | None] = {m: None for m in members}
+
+    def _send(self) -> list[tuple[Any, list[int]]]:
+        """One read per shard, for its members."""
+        out = []
+        for s, shard in enumerate(self.shards):
+            mine = [m for m in self.members if m % len(self.shards) == s]
+            if mine:
+                requests = [SampleRequest(f"learner-{m}", self.batch_size, ROUND,
+                                          ReadSpec.mixin(0.5, alpha=0.6, beta=0.4),
+                                          self.priorities[m], Pace(m, self.learn_step))
+                            for m in mine]
+                for m in mine:
+                    self.priorities[m] = None
+                out.append((shard.sample_joined_packed.remote(requests), mine))
+        return out
+
+    def run(self, seconds: float) -> dict[str, float]:
+        """Rounds for ``seconds``: rows sampled, rounds, and seconds waiting on the buffer."""
+        rows = rounds = 0
+        waited = 0.0
+        pending = self._send()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            began = time.perf_counter()
+            answers = [(unpack_joined(ray.get(ref)), mine) for ref, mine in pending]
+            waited += time.perf_counter() - began
+            for joined, mine in answers:
+                for k, m in enumerate(mine):
+                    n = len(joined.indices[k])
+                    rows += n
+                    if n:
+                        self.priorities[m] = PriorityUpdate(joined.indices[k],
+                                                            self.rng.random(n))
+            pending = self._send()
+            rounds += 1
+            if not any(len(i) for j, _ in answers for i in j.indices):
+                time.sleep(0.001)
+        for ref, _ in pending:
+            ray.get(ref)
+        return {"rows": rows, "rounds": rounds, "waited": waited}
+
+
+def point(members: int, shards: int, seconds: float, readers: int, writers: int
+          ) -> dict[str, float]:
+    """One point: env steps/s stored and rows/s sampled, and the readers' share waiting."""
+    kwargs, chunk, env_steps, learn_step, batch_size, grants = main_job_parts()
+    buffers = [ray.remote(BufferShell).options(num_cpus=0).remote(kwargs, grants)
+               for _ in range(shards)]
+    ws = [Writer.remote(chunk, env_steps, buffers) for _ in range(writers)]
+    rs = [Reader.remote([m for m in range(members) if m % readers == r], buffers, batch_size,
+                        learn_step, r) for r in range(readers)]
+    ray.get([b.stats.remote() for b in buffers] + [w.__ray_ready__.remote() for w in ws]
+            + [r.__ray_ready__.remote() for r in rs])
+    reading = [r.run.remote(seconds) for r in rs]
+    inflight = {ws[m % writers].collect.remote(m): m for m in range(members)}
+    stored = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
+        for ref in ready:
+            m = inflight.pop(ref)
+            stored += ray.get(ref)
+            inflight[ws[m % writers].collect.remote(m)] = m
+    elapsed = time.perf_counter() - start
+    read = ray.get(reading)
+    ray.get(list(inflight))
+    for actor in [*buffers, *ws, *rs]:
+        ray.kill(actor)
+    return {"env_steps_per_s": stored / elapsed,
+            "sampled_rows_per_s": sum(r["rows"] for r in read) / seconds,
+            "readers_waiting": sum(r["waited"] for r in read) / (seconds * readers)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--members", type=int, nargs="+", default=[4, 16, 64])
+    p.add_argument("--shards", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--readers", type=int, default=2, help="learner processes")
+    p.add_argument("--writers", type=int, default=2, help="writer processes")
+    p.add_argument("--main-job-rate", type=float, default=None,
+                   help="the main job's env steps/s, for its sampled rows/s beside the points")
+    args = p.parse_args(argv)
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    _, _, _, learn_step, batch_size, _ = main_job_parts()
+    per_step = batch_size / learn_step  # rows sampled per env step, by the rule
+    if args.main_job_rate:
+        print(f"main job: {args.main_job_rate:,.0f} env steps/s -> "
+              f"{args.main_job_rate * per_step:,.0f} sampled rows/s", flush=True)
+    for members in args.members:
+        for shards in args.shards:
+            f = point(members, shards, args.seconds, args.readers, args.writers)
+            ratio = (f"; {f['sampled_rows_per_s'] / (args.main_job_rate * per_step):.1f}x "
+                     "the main job's" if args.main_job_rate else "")
+            print(f"members {members:>3} shards {shards}: {f['env_steps_per_s']:,.0f} env "
+                  f"steps/s, {f['sampled_rows_per_s']:,.0f} sampled rows/s "
+                  f"(readers waiting {f['readers_waiting']:.0%}){ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
