@@ -67,8 +67,7 @@ def main_job_parts() -> tuple[dict[str, Any], dict[str, Any], int, float, int, U
             float(hp.learn_step), int(hp.batch_size), grants)
 
 
-@ray.remote(num_cpus=0)
-class Writer:
+class WriterShell:
     """Stores the chunk for a member when asked, as a rollout worker would."""
 
     def __init__(self, chunk: dict[str, Any], env_steps: int, shards: list[Any]) -> None:
@@ -82,8 +81,7 @@ class Writer:
         return self.env_steps
 
 
-@ray.remote(num_cpus=0)
-class Reader:
+class ReaderShell:
     """A learner process's reads for ``members``: rounds of granted batches, read ahead."""
 
     def __init__(self, members: list[int], shards: list[Any], batch_size: int,
@@ -134,11 +132,16 @@ class Reader:
         return {"rows": rows, "rounds": rounds, "waited": waited}
 
 
+Writer: Any = ray.remote(num_cpus=0)(WriterShell)
+Reader: Any = ray.remote(num_cpus=0)(ReaderShell)
+Buffer: Any = ray.remote(num_cpus=0)(BufferShell)
+
+
 def point(members: int, shards: int, seconds: float, readers: int, writers: int
           ) -> dict[str, float]:
     """One point: env steps/s stored and rows/s sampled, and the readers' share waiting."""
     kwargs, chunk, env_steps, learn_step, batch_size, grants = main_job_parts()
-    buffers = [ray.remote(BufferShell).options(num_cpus=0).remote(kwargs, grants)
+    buffers = [Buffer.remote(kwargs, grants)
                for _ in range(shards)]
     ws = [Writer.remote(chunk, env_steps, buffers) for _ in range(writers)]
     rs = [Reader.remote([m for m in range(members) if m % readers == r], buffers, batch_size,

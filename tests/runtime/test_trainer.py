@@ -122,6 +122,9 @@ def test_summary_json_holds_the_final_figures(run: RayRun) -> None:
     assert summary["env_steps_per_s"] > 0 and summary["wall_seconds"] > 0
     assert 0 < summary["setup_seconds"] < summary["wall_seconds"]
     assert_time_counted(summary["time"])  # every actor answered with its ledger
+    # no learning call goes through the coordinator: it collects, settles, and hears reports
+    assert set(summary["calls"]) == {"collect", "settle", "report"}
+    assert summary["calls"]["settle"] >= summary["generations"]
 
 
 @pytest.mark.ray

@@ -297,6 +297,7 @@ class TrainingRun:
             "compile_seconds": sum(m.compile_seconds for m in state.members),
             "step_fallbacks": [x for m in state.members for x in m.step_fallbacks],
             "time": self.time,
+            "calls": dict(self.fleet.calls),
             "copies": state.copy_log,
             "events": state.events,
             "faults": self.fleet.faults.to_json(),

@@ -17,6 +17,7 @@ learner asks whether Ray is running (it is not) before it looks for GPUs Ray gav
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,6 +76,8 @@ class LocalFleet:
         self.learner_devices = [lr.device for lr in self.learners]
         self.learner_steps = [str(lr.step.mode) for lr in self.learners]
         self.done: list[tuple[Call, Any]] = []
+        #: calls made, by kind (``collect``, ``settle``; learners report without one here)
+        self.calls: Counter[str] = Counter()
 
     def hyperparameters(self) -> list[dict[str, Any]]:
         return [lr.hyperparameters() for lr in self.learners]
@@ -90,6 +93,7 @@ class LocalFleet:
         for call, plan in calls:
             if call.kind == "collect":
                 self._collect(call, plan)
+        self.calls.update(call.kind for call, _ in calls)
         self.learn()
         settles: dict[int, list[Call]] = {}
         for call, _ in calls:

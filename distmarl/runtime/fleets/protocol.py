@@ -16,6 +16,7 @@ Both build their shells from one :class:`FleetSpec`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple, Protocol
@@ -161,6 +162,8 @@ class Fleet(Protocol):
     #: each learner's torch device (``cuda`` / ``cpu``)
     learner_devices: list[str]
     learner_steps: list[str]  # how each learner runs its update step (resources.learner_step)
+    #: calls made to the workers and learners so far, by kind
+    calls: Counter[str]
 
     def hyperparameters(self) -> list[dict[str, Any]]:
         """Every member's hyperparameters, in member order."""

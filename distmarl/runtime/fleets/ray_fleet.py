@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -98,6 +99,9 @@ class RayFleet(FaultKeeping):
         #: host's report (by the host's index)
         self.inflight: dict[Any, Call | list[Call] | int] = {}
         self.draining = False
+        #: calls made to the workers and learners, by kind (``collect``, ``settle``,
+        #: ``report``): what the coordinator's loop costs the run
+        self.calls: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ start
     def hyperparameters(self) -> list[dict[str, Any]]:
@@ -144,13 +148,16 @@ class RayFleet(FaultKeeping):
             ref = self.workers[call.member][call.worker].collect.remote(
                 call.steps, call.version, box, plan)
             self.inflight[ref] = call
+            self.calls["collect"] += 1
         for g, group_calls in settles.items():
             ref = self.hosts[g].settle.remote([c.member for c in group_calls])
             self.inflight[ref] = group_calls
+            self.calls["settle"] += 1
 
     def _ask_report(self, g: int) -> None:
         """Host ``g``'s next report on its way (it answers once its learners learned)."""
         self.inflight[self.hosts[g].report.remote()] = g
+        self.calls["report"] += 1
 
     def finished(self, timeout_s: float) -> list[tuple[Call, Any]]:
         """The calls that ended and the reports that came: the first (waiting up to
