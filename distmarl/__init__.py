@@ -63,11 +63,8 @@ def train(cfg: ExperimentConfig | str | Path, overrides: Sequence[str] = (), *,
       splits it) and ``env_steps_per_s``;
     * ``learner_devices``: each learner's torch device, ``learner_steps`` how it runs its
       update step (``resources.learner_step``), ``compile_seconds`` the time spent compiling
-      or capturing steps (counted in the learners' time) and ``step_fallbacks`` the
-      compilations or captures that failed (those steps ran eagerly);
-    * ``time``: where each kind of actor's time went (shares busy, waiting for data, waiting
-      for the coordinator; learners: and updating), and ``calls`` the calls the coordinator
-      made to the workers and learners, by kind (it makes no learning call: learners pull).
+      or capturing steps (counted in the train calls' time) and ``step_fallbacks`` the
+      compilations or captures that failed (those steps ran eagerly).
 
     A config that does not load, or that its env and algorithm cannot run, raises
     :class:`~distmarl.config.ConfigError` (a ``ValueError`` naming the field) before Ray

@@ -150,13 +150,10 @@ class ReadSpec:
 
 class Pace(NamedTuple):
     """A learner that reads at the pace its member's data earns updates: member ``member``'s
-    learner, one update per ``learn_step`` of the member's env steps (its current value).
-    ``in_step``: granted no more than the least any request of the same call that is also in
-    step is owed (a learner process's members then learn in step: one stack, equal counts)."""
+    learner, one update per ``learn_step`` of the member's env steps (its current value)."""
 
     member: int
     learn_step: float
-    in_step: bool = False
 
 
 class SampleRequest(NamedTuple):

@@ -253,7 +253,7 @@ class ReplayLearner(Algorithm):
     def learn_batches(self, batches: Sequence[Batch],
                       weights: Sequence[torch.Tensor] | None = None
                       ) -> tuple[list[dict[str, float]], np.ndarray | None]:
-        """One update per batch (a learner's round; field -> agent -> ``(B, ...)``),
+        """One update per batch (a learner's train call; field -> agent -> ``(B, ...)``),
         each one's metrics (keys like ``loss/critic/<agent>``); with ``weights`` (one ``(B,)``
         per batch: prioritised replay's importance weights) every row's new priority,
         concatenated in batch order (None without ``weights``)."""

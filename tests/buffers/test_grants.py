@@ -3,8 +3,6 @@ granted to its learner's paced reads, and writers that wait for a learner owing 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
@@ -97,22 +95,3 @@ def test_a_members_chunk_waits_while_its_learner_owes_too_many() -> None:
     assert shell.add(TransitionChunk(rows(np.arange(10, 20)), 1, env_steps=10)).accepted
     shell.sample([request(0, 1)])  # 4 owed: the writer may store again
     assert shell.add(TransitionChunk(rows(np.arange(20, 30)), 0, env_steps=10)).accepted
-
-
-def test_members_in_step_are_granted_as_many_each() -> None:
-    """A learner process's members in step (one stack, equal counts): each is granted what
-    the least owed of them is owed; the rest waits, and reading apart takes it."""
-    shell = BufferShell(kwargs(), UpdateGrants(UpdateRule(0, 0)))
-    shell.add(TransitionChunk(rows(np.arange(20)), 0, env_steps=20))  # 10 updates
-    shell.add(TransitionChunk(rows(np.arange(20, 24)), 1, env_steps=4))  # 2 updates
-
-    def in_step(member: int) -> SampleRequest:
-        r = request(member, 6)
-        return r._replace(pace=r.pace._replace(in_step=True))
-
-    def batches(joined: Any) -> list[int]:
-        return [sum(1 for u in joined.rows if u[k]) for k in range(len(joined.indices))]
-
-    assert batches(shell.sample_joined([in_step(0), in_step(1)])) == [2, 2]
-    assert batches(shell.sample_joined([in_step(0), in_step(1)])) == [0, 0]
-    assert batches(shell.sample_joined([in_step(0), request(1, 6)])) == [6, 0]  # 1 apart

@@ -84,7 +84,7 @@ class BuildLog:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
     def take(self) -> tuple[float, tuple[str, ...]]:
-        """Build seconds and fallbacks since the last call (what a learner reports)."""
+        """Build seconds and fallbacks since the last call (what a train call reports)."""
         seconds, seen = self._taken
         self._taken = (self.seconds, len(self.fallbacks))
         return self.seconds - seconds, tuple(self.fallbacks[seen:])

@@ -2,8 +2,8 @@
 
 On a GPU every read of a tensor's value (``float(t)``, ``t.item()``, ``t.cpu()``) waits for
 the queue of kernels to drain; reading each update's losses as it ends would stall the device
-between updates. Updates return their metrics as 0-dim tensors instead, and a learner's round
-reads them all at its end.
+between updates. Updates return their metrics as 0-dim tensors instead, and a train call reads
+them all at its end.
 """
 
 from __future__ import annotations

@@ -106,23 +106,19 @@ class BufferShell:
     def _joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         for r in requests:
             self._registered(r)
-        least = min((self.grants.owed(r.pace) for r in requests
-                     if r.pace is not None and r.pace.in_step), default=None)
-        joined = self.buffer.read_many([(r.consumer, r.batch_size, self._allowed(r, least))
+        joined = self.buffer.read_many([(r.consumer, r.batch_size, self._allowed(r))
                                         for r in requests])
         for r, batches in zip(requests, zip(*joined.rows, strict=False), strict=False):
             if r.pace is not None:
                 self.grants.grant(r.pace.member, sum(1 for n in batches if n))
         return joined
 
-    def _allowed(self, request: SampleRequest, least: int | None = None) -> int:
+    def _allowed(self, request: SampleRequest) -> int:
         """The batches ``request`` may read: those asked, at most what its member's data
-        earned (a paced learner's), and in step at most ``least`` (what the least owed of
-        the call's requests in step is owed)."""
+        earned (a paced learner's)."""
         if request.pace is None:
             return request.num_batches
-        allowed = min(request.num_batches, self.grants.owed(request.pace))
-        return allowed if least is None or not request.pace.in_step else min(allowed, least)
+        return min(request.num_batches, self.grants.owed(request.pace))
 
     def _registered(self, request: SampleRequest) -> None:
         """The request's spec registered and its priorities applied (before it reads)."""

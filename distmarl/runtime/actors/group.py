@@ -16,7 +16,7 @@ after each of its turns.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 from distmarl.algorithms.groups import Stacks
@@ -49,17 +49,13 @@ class LearnerGroup:
         #: the group's seconds in rounds, reading and updating (where the run's time goes)
         self.ledger = Ledger("learner")
 
-    def pull(self, members: Sequence[int] | None = None, in_step: Collection[int] = ()
-             ) -> dict[int, TrainResult]:
+    def pull(self, members: Sequence[int] | None = None) -> dict[int, TrainResult]:
         """One round of ``members`` (default: all): each learns what it was granted (up to
         :data:`ROUND_UPDATES` batches) or its waiting fragments; a member with nothing to
-        learn reports 0 updates. The next round's members ``in_step`` are granted as many
-        batches each (they then update as one stack: a member left out would make the round
-        build a stack without it). Each learning member's result reports an equal share of
-        the round's time."""
+        learn reports 0 updates. Each learning member's result reports an equal share of the
+        round's time."""
         with self.ledger.spend(CALL):
-            return self._round(list(self.shells) if members is None else list(members),
-                               in_step)
+            return self._round(list(self.shells) if members is None else list(members))
 
     def settle(self, members: Sequence[int]) -> dict[int, TrainResult]:
         """Rounds of ``members`` until each learned everything its data earned so far (their
@@ -84,12 +80,12 @@ class LearnerGroup:
     def time_spent(self) -> list[TimeSpent]:
         return [self.ledger.read()]
 
-    def _round(self, members: list[int], in_step: Collection[int]) -> dict[int, TrainResult]:
+    def _round(self, members: list[int]) -> dict[int, TrainResult]:
         start = time.perf_counter()
         shells = [self.shells[m] for m in members]
         wanted = [ROUND_UPDATES] * len(members)
         with self.ledger.spend(WAITING_DATA):
-            reads = self._read(shells, wanted, in_step)
+            reads = self._read(shells, wanted)
         with self.ledger.spend(UPDATING):
             metrics = (self._fragments(shells, reads) if self.on_policy
                        else self._replay(shells, reads))
@@ -98,18 +94,17 @@ class LearnerGroup:
         results = {m: s.finish(ms, seconds if ms else 0.0)
                    for m, s, ms in zip(members, shells, metrics, strict=True)}
         if not self.on_policy:  # with this round's TD errors
-            self.reads.send(shells, wanted, in_step)
+            self.reads.send(shells, wanted)
         return results
 
-    def _read(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-              in_step: Collection[int]) -> list[Readout]:
+    def _read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
         """Each member's read; off-policy, every member's batches drawn in one buffer call
         (the members share the buffer), when :attr:`reads` says, and gathered in one set of
         arrays, one update's batches of every member adjacent
         (:func:`~distmarl.runtime.actors.learner.replay_readouts`)."""
         if self.on_policy or not shells:
             return [s.read(n) for s, n in zip(shells, updates, strict=True)]
-        return self.reads.read(shells, updates, in_step)
+        return self.reads.read(shells, updates)
 
     def _replay(self, shells: Sequence[LearnerShell], reads: Sequence[Readout]
                 ) -> list[list[dict[str, float]]]:

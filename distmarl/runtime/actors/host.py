@@ -10,12 +10,7 @@ there too: one process per group instead of two per member.
 The learners pull: once started (:meth:`HostShell.start_learning`), a thread of the host runs
 rounds for as long as the run goes, each learning what the buffer granted its members (the
 update-to-data rule lives in the buffer), the next round's read on its way meanwhile; with
-nothing granted it waits a little and asks again. No call paces it. Its members learn in
-step: each round the buffer grants each as many batches as the least owed of them is owed,
-so they update as one stack (a member left out of a round would make it build a stack
-without it, and build it again after); the rest waits for the next round. Members settled at
-their boundary read apart, and when no round learned for :data:`PATIENCE_S` (a member whose
-data does not come), every member reads apart for a round. What it learned reaches
+nothing granted it waits a little and asks again. No call paces it. What it learned reaches
 the coordinator through :meth:`HostShell.report`, which answers as soon as there is
 something to say (a long poll: one always in flight). At a member's boundary the coordinator
 asks :meth:`HostShell.settle`: the member learns what its data earned, publishes, and says so.
@@ -61,8 +56,6 @@ IDLE_S = (0.001, 0.02)
 #: how long a report waits for something to say; after a read failed, the wait before the next
 REPORT_WAIT_S = 1.0
 READ_RETRY_S = 0.5
-#: seconds without learning after which a round's members read apart, not in step
-PATIENCE_S = 0.25
 
 
 class HostShell:
@@ -127,15 +120,12 @@ class HostShell:
 
     def _run(self) -> None:
         idle = IDLE_S[0]
-        learned_at = time.monotonic()
         while not self._stop.is_set():
             while self._calls_waiting:  # a call goes first
                 time.sleep(0.0005)
-            patient = time.monotonic() - learned_at < PATIENCE_S
-            in_step = set(self.learners) - self._settled if patient else set()
             try:
                 with self._lock:
-                    results = self.group.pull(in_step=in_step)
+                    results = self.group.pull()
             except RayError as err:  # the buffer restarting: the fleet restores it
                 log.warning("a learners' read failed (%s): reading again", err)
                 self.group.reads.forget()
@@ -150,7 +140,7 @@ class HostShell:
             if learned:
                 self._settled.difference_update(learned)
                 self._add(learned)
-                idle, learned_at = IDLE_S[0], time.monotonic()
+                idle = IDLE_S[0]
                 continue
             self._wait(idle)
             idle = min(2 * idle, IDLE_S[1])

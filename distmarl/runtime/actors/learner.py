@@ -23,7 +23,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -126,13 +126,10 @@ def replay_readouts(joined: JoinedSample, fields: tuple[str, ...], device: str
     return out
 
 
-def read_replay(shells: Sequence[LearnerShell], updates: Sequence[int],
-                in_step: Collection[int] = ()) -> list[Readout]:
+def read_replay(shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
     """Up to ``updates[k]`` batches of each off-policy member ``shells[k]``, read in one buffer
-    call (the members share the buffer) as :func:`replay_readouts`; the members ``in_step``
-    are granted as many each (:class:`~distmarl.types.Pace`)."""
-    requests = [s.sample_request(n, s.member in in_step)
-                for s, n in zip(shells, updates, strict=True)]
+    call (the members share the buffer) as :func:`replay_readouts`."""
+    requests = [s.sample_request(n) for s, n in zip(shells, updates, strict=True)]
     return replay_readouts(shells[0].buffer.sample_joined(requests), shells[0].fields,
                            shells[0].device)
 
@@ -217,11 +214,9 @@ class LearnerShell:
                                               self.num_envs, self.device) for b in frags], None)
         return read_replay([self], [num_updates])[0]
 
-    def sample_request(self, num_updates: int, in_step: bool = False) -> SampleRequest:
+    def sample_request(self, num_updates: int) -> SampleRequest:
         """Off-policy: the sample call for the next (up to ``num_updates``) updates, paced (the
-        buffer grants as many as the member's data earned at its ``learn_step``; ``in_step``:
-        no more than the other members of the call in step, :class:`~distmarl.types.Pace`),
-        with this
+        buffer grants as many as the member's data earned at its ``learn_step``), with this
         member's replay settings (its ``replay_ratio`` and prioritised replay's exponents,
         which may evolve) and the TD errors of the last call's prioritised batches, which go
         back with it (and are then no longer this learner's to send)."""
@@ -229,8 +224,7 @@ class LearnerShell:
         spec = ReadSpec.from_ratio(hp["replay_ratio"], hp["prioritized_replay_alpha"],
                                    hp["prioritized_replay_beta"])
         request = SampleRequest(self.consumer, int(hp["batch_size"]), num_updates, spec,
-                                self._priorities,
-                                Pace(self.member, float(hp["learn_step"]), in_step))
+                                self._priorities, Pace(self.member, float(hp["learn_step"])))
         self._priorities = None
         return request
 

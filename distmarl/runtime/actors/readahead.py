@@ -21,7 +21,7 @@ the read on its way.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,15 +32,11 @@ from distmarl.runtime.actors.learner import LearnerShell, Readout, read_replay, 
 
 
 class Reads(Protocol):
-    def read(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-             in_step: Collection[int] = ()) -> list[Readout]:
-        """Up to ``updates[k]`` batches of each member ``shells[k]`` (the members ``in_step``
-        as many each)."""
+    def read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
+        """Up to ``updates[k]`` batches of each member ``shells[k]``."""
 
-    def send(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-             in_step: Collection[int] = ()) -> None:
-        """A round that asked ``updates[k]`` batches of each member ``shells[k]`` ended; the
-        next round's members ``in_step`` learn in step."""
+    def send(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> None:
+        """A round that asked ``updates[k]`` batches of each member ``shells[k]`` ended."""
 
     def forget(self) -> None:
         """Drop the read on its way (it failed)."""
@@ -49,12 +45,10 @@ class Reads(Protocol):
 class ReadNow:
     """Every member's batches read in one buffer call when a call comes."""
 
-    def read(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-             in_step: Collection[int] = ()) -> list[Readout]:
-        return read_replay(shells, updates, in_step)
+    def read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
+        return read_replay(shells, updates)
 
-    def send(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-             in_step: Collection[int] = ()) -> None:
+    def send(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> None:
         pass
 
     def forget(self) -> None:
@@ -70,8 +64,7 @@ class ReadAhead:
         #: the read on its way, and whom it is for (with their read epochs when it was sent)
         self._pending: tuple[Later, list[tuple[LearnerShell, int]]] | None = None
 
-    def read(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-             in_step: Collection[int] = ()) -> list[Readout]:
+    def read(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> list[Readout]:
         """Up to ``updates[k]`` batches of each member ``shells[k]``: those it holds (the read
         on its way arrived first); with no read on its way, the rest from one buffer call."""
         ahead = self._arrive()
@@ -80,19 +73,18 @@ class ReadAhead:
                                                                         strict=True))
                  if n > len(t.data)]
         if short and not ahead:
-            fresh = read_replay([shells[k] for k, _ in short], [n for _, n in short], in_step)
+            fresh = read_replay([shells[k] for k, _ in short], [n for _, n in short])
             for (k, _), read in zip(short, fresh, strict=True):
                 taken[k] = _joined(taken[k], read)
         return taken
 
-    def send(self, shells: Sequence[LearnerShell], updates: Sequence[int],
-             in_step: Collection[int] = ()) -> None:
+    def send(self, shells: Sequence[LearnerShell], updates: Sequence[int]) -> None:
         """Each member's next read (``updates[k]`` batches, less those it holds) on its way."""
         wanted = [(s, n - self._count(s)) for s, n in zip(shells, updates, strict=True)]
         wanted = [(s, n) for s, n in wanted if n > 0]
         if not wanted:
             return
-        requests = [s.sample_request(n, s.member in in_step) for s, n in wanted]
+        requests = [s.sample_request(n) for s, n in wanted]
         self._pending = (shells[0].buffer.sample_joined_later(requests),
                          [(s, s.read_epoch) for s, _ in wanted])
 
