@@ -38,11 +38,11 @@ from distmarl.buffers.wire import unpack_joined
 from distmarl.config import load_config
 from distmarl.config.replay import UpdateRule
 from distmarl.runtime.actors.buffer import BufferShell
+from distmarl.runtime.actors.group import ROUND_UPDATES as ROUND
+from distmarl.runtime.coordinator.run import max_owed
 from distmarl.types import Pace, PriorityUpdate, ReadSpec, SampleRequest, TransitionChunk
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
-#: batches a reader asks per member and round (as a learner group does)
-ROUND = 32
 
 
 def main_job_parts() -> tuple[dict[str, Any], dict[str, Any], int, float, int, UpdateGrants]:
@@ -61,7 +61,7 @@ def main_job_parts() -> tuple[dict[str, Any], dict[str, Any], int, float, int, U
     replay = cfg.replay
     assert replay is not None
     grants = UpdateGrants(UpdateRule(replay.learning_starts, replay.learning_delay),
-                          replay.max_policy_lag * cfg.training.weight_sync_updates)
+                          max_owed(replay.max_policy_lag, cfg.training.weight_sync_updates))
     hp = cfg.algorithm.hp
     return (buffer_kwargs(cfg, list(spaces[0]), spec), dict(rollout.data), rollout.env_steps,
             float(hp.learn_step), int(hp.batch_size), grants)

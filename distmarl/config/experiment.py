@@ -156,7 +156,7 @@ class ReplayConfig(Section):
     replay_ratio: float | None = Field(None, gt=0, lt=1, description="None: replay only (uniform, or by priority with prioritized_replay); r: share of replayed rows per batch, the rest each learner's newest unseen rows (members may override and evolve it: algorithm.hp.replay_ratio)")
     learning_starts: int = Field(1_000, ge=0, description="rows stored before learners sample")
     learning_delay: int = Field(0, ge=0, description="env steps per member before learning starts")
-    max_policy_lag: int = Field(4, ge=0, description="how far a learner may fall behind its member's data, in weight versions (times training.weight_sync_updates updates): past that the member's workers wait for it, so a chunk's policy lags its learner's newest by about this many versions (0: a chunk is stored once its learner learned all before it)")
+    max_policy_lag: int = Field(4, ge=0, description="how far a learner may fall behind its member's data, in weight versions (times training.weight_sync_updates updates), beyond the round of updates it reads at once: past that the member's workers wait for it, which bounds how many versions a chunk's policy lags its learner's newest")
     samples_per_insert: float | None = Field(None, gt=0, description="rate limit: sampled rows per inserted row")
     error_buffer: float | None = Field(None, gt=0, description="rate limit tolerance in sampled rows")
     n_step: int = Field(DEFAULT_N_STEP, ge=1, description="each row spans up to n env steps (its n rewards, undiscounted, and the observation n steps on), cut at episode ends and at each agent's termination; learners discount with their own gamma and bootstrap with gamma ** n")

@@ -38,6 +38,7 @@ from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorith
 from distmarl.hpo.strategies import make_strategy
 from distmarl.league.seating import SeatingRules
 from distmarl.league.setup import LeagueSetup, league_setup
+from distmarl.runtime.actors.group import ROUND_UPDATES
 from distmarl.runtime.coordinator.generations import Generations, make_hp_config
 from distmarl.runtime.fleets.local_fleet import LocalFleet
 from distmarl.runtime.fleets.process_group import own_process_group
@@ -85,6 +86,13 @@ def copy_labels(cfg: ExperimentConfig, setup: LeagueSetup | None) -> list[str] |
     return None
 
 
+def max_owed(max_policy_lag: int, weight_sync_updates: int) -> int:
+    """Updates a learner may owe before its member's writers wait: ``max_policy_lag``
+    versions' worth, and a round's more (so that a learner that finished a round finds the
+    next one's data stored, not a writer waiting to store it)."""
+    return max_policy_lag * weight_sync_updates + ROUND_UPDATES
+
+
 def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRules | None
                ) -> FleetSpec:
     """What ``cfg``'s fleet is built from (the env's ``spaces``, a league's seating rules)."""
@@ -100,8 +108,8 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRu
         convert=cfg.population.cross_algorithm == "convert",
         update_rule=UpdateRule(0, 0) if replay is None
         else UpdateRule(replay.learning_starts, replay.learning_delay),
-        max_owed=None if replay is None
-        else replay.max_policy_lag * cfg.training.weight_sync_updates)
+        max_owed=None if replay is None else max_owed(replay.max_policy_lag,
+                                                      cfg.training.weight_sync_updates))
 
 
 def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,
