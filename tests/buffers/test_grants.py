@@ -92,6 +92,8 @@ def test_a_members_chunk_waits_while_its_learner_owes_too_many() -> None:
     assert shell.add(TransitionChunk(rows(np.arange(10)), 0, env_steps=10)).accepted  # 5 owed
     refused = shell.add(TransitionChunk(rows(np.arange(10, 20)), 0, env_steps=10))
     assert not refused.accepted and refused.rows == 0 and shell.refused_chunks == 1
+    assert not shell.room(0, 10) and shell.room(1, 10)  # what a refused writer asks after
     assert shell.add(TransitionChunk(rows(np.arange(10, 20)), 1, env_steps=10)).accepted
     shell.sample([request(0, 1)])  # 4 owed: the writer may store again
+    assert shell.room(0, 10)
     assert shell.add(TransitionChunk(rows(np.arange(20, 30)), 0, env_steps=10)).accepted

@@ -35,7 +35,6 @@ from typing import Any, NamedTuple
 
 import ray
 
-from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.grants import UpdateGrants
 from distmarl.buffers.wire import pack_joined
@@ -73,16 +72,24 @@ class BufferShell:
         (``samples_per_insert``) asks for it, or the member's learner owes too many updates
         (:meth:`UpdateGrants.may_insert`)."""
         with self.ledger.spend(CALL):
-            n = _chunk_rows(chunk)
+            n = chunk.rows
             member = chunk.member
-            if not self.buffer.can_insert(n) or (
-                    member is not None and not self.grants.may_insert(member)):
+            if not self._room(member, n):
                 self.refused_chunks += 1
                 return AddResult(False, 0, self.buffer.counter)
             rows = self.buffer.add(chunk.data, member=member)
             if member is not None:
                 self.grants.inserted(member, chunk.env_steps, self.buffer.counter)
             return AddResult(True, rows, self.buffer.counter)
+
+    def room(self, member: int | None, rows: int) -> bool:
+        """Whether :meth:`add` would store a chunk of ``rows`` rows of ``member`` now."""
+        with self.ledger.spend(CALL):
+            return self._room(member, rows)
+
+    def _room(self, member: int | None, rows: int) -> bool:
+        return self.buffer.can_insert(rows) and (member is None
+                                                 or self.grants.may_insert(member))
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         """Each request's batches, in order (a learner hosting several members reads every
@@ -163,14 +170,6 @@ class BufferShell:
 
     def time_spent(self) -> list[TimeSpent]:
         return [self.ledger.read()]
-
-
-def _chunk_rows(chunk: TransitionChunk) -> int:
-    """Rows in ``chunk`` (the leading axis of any of its arrays)."""
-    for per_agent in chunk.data.values():
-        for value in per_agent.values():
-            return len(tree.first_leaf(value))
-    return 0
 
 
 #: The Ray actor class. Options (CPUs, name, restarts) go through ``.options(...)``.

@@ -71,6 +71,10 @@ class BufferClient(Protocol):
     def add(self, chunk: TransitionChunk) -> Any:
         """Store ``chunk``; an ``AddResult`` (``accepted`` False: retry later)."""
 
+    def room(self, member: int | None, rows: int) -> bool:
+        """Whether a chunk of ``rows`` rows of ``member`` would be stored now (a writer asks
+        this, and sends its chunk again only once it would)."""
+
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         """Each request's batches (up to its ``num_batches``), in one buffer call."""
 
@@ -113,6 +117,9 @@ class RemoteBuffer:
     def add(self, chunk: TransitionChunk) -> Any:
         return ray.get(self.handle.add.remote(chunk))
 
+    def room(self, member: int | None, rows: int) -> bool:
+        return bool(ray.get(self.handle.room.remote(member, rows)))
+
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         """A stream's fragments cross unpacked: Ray hands their arrays over out of band (one
         copy, in the object store), where packing them into one bytes object would copy them
@@ -145,6 +152,9 @@ class LocalBuffer:
 
     def add(self, chunk: TransitionChunk) -> Any:
         return self.shell.add(chunk)
+
+    def room(self, member: int | None, rows: int) -> bool:
+        return bool(self.shell.room(member, rows))
 
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
         return self.shell.sample(requests)

@@ -58,20 +58,23 @@ class LearnerGroup:
             return self._round(list(self.shells) if members is None else list(members))
 
     def settle(self, members: Sequence[int]) -> dict[int, TrainResult]:
-        """Rounds of ``members`` until each learned everything its data earned so far (their
-        workers are done: nothing more comes), then the weights of those that learned since
-        they last published; each member's rounds as one result. The first round may learn
-        a read sent before (ahead); only a round read since can say there is no more."""
-        out = {m: TrainResult(0, {}, 0.0, None) for m in members}
+        """Rounds until each of ``members`` learned everything its data earned so far (their
+        workers are done: nothing more comes), then the weights of those of them that
+        learned since they last published; each member's rounds as one result. Every
+        member of the group learns in these rounds (a round of some would build a stack of
+        those alone). The first round may learn a read sent before (ahead); only a round
+        read since can say there is no more."""
+        out = {m: TrainResult(0, {}, 0.0, None) for m in self.shells}
         first = True
         while True:
-            results = self.pull(members)
+            results = self.pull()
             for m, r in results.items():
                 out[m] = out[m].then(r)
-            if not first and not any(r.updates for r in results.values()):
+            if not first and not any(results[m].updates for m in members):
                 break
             first = False
-        return {m: r.then(self.shells[m].catch_up()) for m, r in out.items()}
+        return {m: r.then(self.shells[m].catch_up()) if m in members else r
+                for m, r in out.items()}
 
     def start_clock(self) -> None:
         """Training starts: count the group's time from now."""

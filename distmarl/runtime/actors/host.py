@@ -114,9 +114,10 @@ class HostShell:
         with self._turn():
             done = self.group.settle(members)
             self._settled.update(members)
+        self._add({m: r for m, r in done.items() if m not in members and r.updates})
         with self._news:
-            return {m: self._tally.pop(m, TrainResult(0, {}, 0.0, None)).then(r)
-                    for m, r in done.items()}
+            return {m: self._tally.pop(m, TrainResult(0, {}, 0.0, None)).then(done[m])
+                    for m in members}
 
     def _run(self) -> None:
         idle = IDLE_S[0]

@@ -114,9 +114,10 @@ class RolloutShell:
         chunk = TransitionChunk(rollout.data, self.member, rollout.env_steps)
         refused = 0
         with self.ledger.spend(WAITING_DATA):
-            while not self.buffer.add(chunk).accepted:
+            while not self.buffer.add(chunk).accepted:  # sent again only once there is room
                 refused += 1
-                time.sleep(RETRY_SLEEP_S)
+                while not self.buffer.room(self.member, chunk.rows):
+                    time.sleep(RETRY_SLEEP_S)
         self.env_steps += rollout.env_steps
         dropped = self.venv.dropped_nonfinite - self._dropped_reported
         self._dropped_reported += dropped

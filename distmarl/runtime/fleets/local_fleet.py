@@ -100,8 +100,11 @@ class LocalFleet:
             if call.kind == "settle":
                 settles.setdefault(self.group_of[call.member], []).append(call)
         for g, group_calls in settles.items():
-            results = self.groups[g].settle([c.member for c in group_calls])
+            members = [c.member for c in group_calls]
+            results = self.groups[g].settle(members)
             self.done.extend((c, results[c.member]) for c in group_calls)
+            self.done.extend((Call("learned", m), r) for m, r in results.items()
+                             if m not in members and r.updates)
 
     def learn(self) -> None:
         """Rounds of every learner group in turn, in member order, until a round of all of
