@@ -83,9 +83,13 @@ def test_the_bottleneck_is_the_largest_wait() -> None:
     assert bottleneck(shares) == "learners waited 41% of the time for samples"
     shares["rollout"]["waiting_coordinator"] = 0.5
     assert bottleneck(shares) == "rollout workers waited 50% of the time for the coordinator"
-    calm = {"learner": {"busy": 0.95, WAITING_DATA: 0.03, "waiting_coordinator": 0.02,
-                        UPDATING: 0.9}}
+    calm = {"learner": {"busy": 0.7, WAITING_DATA: 0.03, "waiting_coordinator": 0.02,
+                        UPDATING: 0.6}, "rollout": {"busy": 0.7, WAITING_DATA: 0.05,
+                                                    "waiting_coordinator": 0.05}}
     assert bottleneck(calm).startswith("no learner or rollout worker waited 10%")
+    busy = {**shares, "learner": {"busy": 0.86, WAITING_DATA: 0.08,
+                                  "waiting_coordinator": 0.06, UPDATING: 0.84}}
+    assert bottleneck(busy) == "learners were busy 86% of the time: they hold the run back"
     assert time_line(shares) == (
         "learners busy 30% (updating 20%), waiting for samples 41%, for the coordinator 29%; "
         "rollout workers busy 60%, waiting for the buffer 5%, for the coordinator 50%; "

@@ -41,6 +41,8 @@ NOUNS = {"learner": "learners", "rollout": "rollout workers", "buffer": "the buf
 DATA = {"learner": "samples", "rollout": "the buffer"}
 #: a kind that waited less than this share of the time is no bottleneck
 BOTTLENECK_SHARE = 0.10
+#: learners or rollout workers busy this share of the time or more hold the run back
+BUSY_SHARE = 0.75
 
 
 class TimeSpent(NamedTuple):
@@ -114,9 +116,15 @@ def time_metrics(shares: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 
 
 def bottleneck(shares: Mapping[str, Mapping[str, float]]) -> str:
-    """What held the run back most, in words: the largest share learners or rollout workers
-    waited, for their data or for the coordinator (``"learners waited 41% of the time for
-    samples"``); a line saying none did where no wait reached :data:`BOTTLENECK_SHARE`."""
+    """What held the run back most, in words: learners or rollout workers busy
+    :data:`BUSY_SHARE` of the time or more (the busier: ``"learners were busy 86% of the
+    time: they hold the run back"``), else the largest share they waited, for their data or
+    for the coordinator (``"learners waited 41% of the time for samples"``); a line saying
+    none did where no wait reached :data:`BOTTLENECK_SHARE`."""
+    busy = max(((parts["busy"], kind) for kind, parts in shares.items() if kind in DATA),
+               default=(0.0, ""))
+    if busy[0] >= BUSY_SHARE:
+        return f"{NOUNS[busy[1]]} were busy {busy[0]:.0%} of the time: they hold the run back"
     waits = [(parts[name], kind, DATA[kind] if name == WAITING_DATA else NOUNS["coordinator"])
              for kind, parts in shares.items() if kind in DATA
              for name in (WAITING_DATA, "waiting_coordinator")]
