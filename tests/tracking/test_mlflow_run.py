@@ -144,6 +144,8 @@ def check_tracked_run(uri: str, summary: dict, population: int = 2, buffer: bool
         assert [f.value for f in fitness][-1] == pytest.approx(summary["members"][member]["fitness"][-1])
         assert client.get_metric_history(run_id, "env_steps")[-1].value == summary["members"][member]["env_steps"]
         assert client.get_metric_history(run_id, "loss/critic/speaker_0")
+        lag = client.get_metric_history(run_id, "max_policy_lag_seen")[-1].value
+        assert lag == summary["members"][member]["max_policy_lag_seen"]
         [score] = client.get_metric_history(run_id, "final_score")
         assert score.value == pytest.approx(summary["final_scores"][member])
         # every member's hyperparameters at every write, mutated or not

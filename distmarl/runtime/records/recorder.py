@@ -224,6 +224,7 @@ class Recorder:
                 out[p + "final_score"] = final.scores[i]
             out[p + "env_steps"] = m.env_steps
             out[p + "updates"] = m.updates
+            out[p + "max_policy_lag_seen"] = m.max_lag_seen
             if m.train_seconds > 0:
                 out[p + "updates_per_s"] = m.updates / m.train_seconds
             if m.fitness:
