@@ -33,17 +33,6 @@ class TransitionChunk(NamedTuple):
     member: MemberID | None = None
     env_steps: int = 0
 
-    @property
-    def rows(self) -> int:
-        """Rows in the chunk (the leading axis of any of its arrays)."""
-        for per_agent in self.data.values():
-            for value in per_agent.values():
-                leaf: Any = value
-                while isinstance(leaf, Mapping | tuple):  # a nested observation's first part
-                    leaf = next(iter(leaf.values())) if isinstance(leaf, Mapping) else leaf[0]
-                return len(leaf)
-        return 0
-
 
 class SampleBatch(NamedTuple):
     """One sampled batch as numpy arrays.

@@ -65,6 +65,11 @@ class UpdateRule(NamedTuple):
         return counted
 
 
+#: every env step counts from the first row (what learners that read fragments are given, and a
+#: buffer's default)
+EVERY_STEP = UpdateRule(0, 0)
+
+
 def stored_ratio(value: Any) -> Any:
     """A stored ``replay_ratio`` (config, range bound or member hyperparameter) as it reads
     today: :data:`STORED_STREAM_RATIO` for 0, anything else as it is."""

@@ -35,10 +35,11 @@ from typing import Any, NamedTuple
 
 import ray
 
+from distmarl import tree
 from distmarl.buffers import MultiAgentReplayBuffer
 from distmarl.buffers.grants import UpdateGrants
 from distmarl.buffers.wire import pack_joined
-from distmarl.config.replay import UpdateRule
+from distmarl.config.replay import EVERY_STEP
 from distmarl.runtime.logic.time_spent import CALL, Ledger, TimeSpent
 from distmarl.types import JoinedSample, SampleBatch, SampleRequest, TransitionChunk
 
@@ -61,7 +62,7 @@ class BufferShell:
     def __init__(self, buffer_kwargs: dict[str, Any], grants: UpdateGrants | None = None
                  ) -> None:
         self.buffer = MultiAgentReplayBuffer(**buffer_kwargs)
-        self.grants = UpdateGrants(UpdateRule(0, 0)) if grants is None else grants
+        self.grants = UpdateGrants(EVERY_STEP) if grants is None else grants
         self.refused_chunks = 0
         self._incarnation = uuid.uuid4().hex  # changes when Ray restarts the actor
         #: seconds spent answering calls (where the run's time goes)
@@ -72,7 +73,7 @@ class BufferShell:
         (``samples_per_insert``) asks for it, or the member's learner owes too many updates
         (:meth:`UpdateGrants.may_insert`)."""
         with self.ledger.spend(CALL):
-            n = chunk.rows
+            n = chunk_rows(chunk)
             member = chunk.member
             if not self._room(member, n):
                 self.refused_chunks += 1
@@ -170,6 +171,14 @@ class BufferShell:
 
     def time_spent(self) -> list[TimeSpent]:
         return [self.ledger.read()]
+
+
+def chunk_rows(chunk: TransitionChunk) -> int:
+    """Rows in ``chunk`` (the leading axis of any of its arrays)."""
+    for per_agent in chunk.data.values():
+        for value in per_agent.values():
+            return len(tree.first_leaf(value))
+    return 0
 
 
 #: The Ray actor class. Options (CPUs, name, restarts) go through ``.options(...)``.

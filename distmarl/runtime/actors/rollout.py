@@ -30,6 +30,7 @@ from distmarl.factory import converted, make_algorithm, make_venv
 from distmarl.league.seating import GameResults, LeaguePlan, MatchResult, SeatingRules
 from distmarl.league.state import member_id
 from distmarl.league.worker import worker_league
+from distmarl.runtime.actors.buffer import chunk_rows
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
 from distmarl.runtime.logic.time_spent import CALL, WAITING_DATA, Ledger, TimeSpent
 from distmarl.types import RolloutSpec, TransitionChunk
@@ -116,7 +117,7 @@ class RolloutShell:
         with self.ledger.spend(WAITING_DATA):
             while not self.buffer.add(chunk).accepted:  # sent again only once there is room
                 refused += 1
-                while not self.buffer.room(self.member, chunk.rows):
+                while not self.buffer.room(self.member, chunk_rows(chunk)):
                     time.sleep(RETRY_SLEEP_S)
         self.env_steps += rollout.env_steps
         dropped = self.venv.dropped_nonfinite - self._dropped_reported

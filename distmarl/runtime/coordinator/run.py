@@ -33,7 +33,7 @@ import ray
 from distmarl.checkpoint import agent_spaces
 from distmarl.collect.cancel import Cancel, Cancelled
 from distmarl.config import ExperimentConfig
-from distmarl.config.replay import UpdateRule
+from distmarl.config.replay import EVERY_STEP, UpdateRule
 from distmarl.factory import buffer_kwargs, converted, env_spaces, make_algorithm, rollout_spec
 from distmarl.hpo.strategies import make_strategy
 from distmarl.league.seating import SeatingRules
@@ -106,7 +106,7 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRu
         seed=cfg.seed, resources=cfg.resources,
         snapshot_interval_s=cfg.buffer.snapshot_interval_s, league=league,
         convert=cfg.population.cross_algorithm == "convert",
-        update_rule=UpdateRule(0, 0) if replay is None
+        update_rule=EVERY_STEP if replay is None
         else UpdateRule(replay.learning_starts, replay.learning_delay),
         max_owed=None if replay is None else max_owed(replay.max_policy_lag,
                                                       cfg.training.weight_sync_updates))

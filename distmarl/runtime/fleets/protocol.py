@@ -25,7 +25,7 @@ from distmarl.buffers.grants import UpdateGrants
 from distmarl.collect.cancel import Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
-from distmarl.config.replay import UpdateRule
+from distmarl.config.replay import EVERY_STEP, UpdateRule
 from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan, SeatingRules
 from distmarl.runtime.actors.clients import BufferClient, Store
@@ -33,9 +33,6 @@ from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 from distmarl.runtime.logic.scheduler import Call
 from distmarl.runtime.logic.time_spent import TimeSpent
 from distmarl.types import RolloutSpec
-
-#: every env step counts from the first row (what learners that read fragments are given)
-NO_DELAY = UpdateRule(0, 0)
 
 __all__ = ["Copied", "FaultLog", "Fleet", "FleetSpec", "Mutated", "Play"]
 
@@ -82,7 +79,7 @@ class FleetSpec:
     league: SeatingRules | None = None
     convert: bool = False
     #: when members' data earns their learners updates (off-policy; on-policy: every step)
-    update_rule: UpdateRule = NO_DELAY
+    update_rule: UpdateRule = EVERY_STEP
     #: updates a learner may owe before its member's writers wait (None: never on Ray)
     max_owed: int | None = None
 
