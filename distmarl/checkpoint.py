@@ -6,7 +6,8 @@ Layout of ``RUN_DIR/checkpoints/step-000000012345/``::
     meta.json            coordinator state: counters, generation, fitness, lineage, RNG states,
                          MLflow run ids, the resolved config (JSON)
     member-0.pt ...      each member's ``state_dict()`` (torch.save; read with weights_only=True)
-    buffer.arrow         the replay buffer (Arrow IPC, see distmarl.buffers.io)
+    buffer.arrow         the replay buffer (Arrow IPC, see distmarl.buffers.io); with replay
+                         shards, buffer-0.arrow, buffer-1.arrow ... one per shard
     snapshot-3.pt ...    a league's frozen snapshots: ``get_weights()`` output, arrays as tensors
 
 A checkpoint is written into a temporary folder and renamed into place, so a crash never leaves
@@ -45,7 +46,8 @@ class Checkpoint:
     step: int
     meta: dict[str, Any]
     members: list[dict[str, Any]]
-    buffer_state: dict[str, Any] | None
+    #: each replay shard's state, in shard order (None: the checkpoint holds no buffer)
+    buffer_state: list[dict[str, Any]] | None
     #: a league's snapshots' weights by snapshot id (``snapshot/3``), arrays as numpy
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -58,12 +60,31 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-#: the replay buffer's file in a checkpoint directory
+#: the replay buffer's file in a checkpoint directory (one shard)
 BUFFER_FILE = "buffer.arrow"
 
 
+def buffer_files(shards: int) -> list[str]:
+    """The replay buffer's files in a checkpoint directory, one per shard."""
+    return [BUFFER_FILE] if shards == 1 else [f"buffer-{s}.arrow" for s in range(shards)]
+
+
+def is_buffer_file(name: str) -> bool:
+    """Whether a checkpoint's file ``name`` holds replay rows (a shard's)."""
+    return name == BUFFER_FILE or (name.startswith("buffer-") and name.endswith(".arrow"))
+
+
+def stored_buffer_files(path: Path) -> list[Path]:
+    """A checkpoint folder's buffer files, in shard order (none: it holds no buffer)."""
+    if (path / BUFFER_FILE).exists():
+        return [path / BUFFER_FILE]
+    shards = sorted(path.glob("buffer-*.arrow"),
+                    key=lambda p: int(p.stem.removeprefix("buffer-")))
+    return shards
+
+
 def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[dict[str, Any]],
-                    buffer_state: dict[str, Any] | None = None, keep_last: int = 3,
+                    buffer_state: list[dict[str, Any]] | None = None, keep_last: int = 3,
                     snapshots: dict[str, dict[str, Any]] | None = None) -> Path:
     """Write a checkpoint for ``step`` under ``root`` atomically; returns its folder.
     ``snapshots``: a league's frozen weights by snapshot id (``snapshot/<k>``)."""
@@ -75,8 +96,8 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=_json_default))
     for i, state in enumerate(members):
         torch.save(state, tmp / f"member-{i}.pt")
-    if buffer_state is not None:
-        write_state(buffer_state, tmp / BUFFER_FILE)
+    for name, shard in zip(buffer_files(len(buffer_state or [])), buffer_state or []):
+        write_state(shard, tmp / name)
     for sid, weights in (snapshots or {}).items():
         torch.save(_tensors(weights), tmp / f"{_snapshot_file(sid)}.pt")
     files = {p.name: {"sha256": _sha256(p), "bytes": p.stat().st_size}
@@ -206,9 +227,8 @@ def load_checkpoint(path: Path, with_buffer: bool = True) -> Checkpoint:
     meta = json.loads((path / "meta.json").read_text())
     members = [torch.load(path / f"member-{i}.pt", weights_only=True, map_location="cpu")
                for i in range(manifest["members"])]
-    buffer_state = None
-    if with_buffer and (path / BUFFER_FILE).exists():
-        buffer_state = read_state(path / BUFFER_FILE)
+    files = stored_buffer_files(path) if with_buffer else []
+    buffer_state = [read_state(f) for f in files] if files else None
     snapshots = {f"snapshot/{p.stem.removeprefix('snapshot-')}":
                  _arrays(torch.load(p, weights_only=True, map_location="cpu"))
                  for p in sorted(path.glob("snapshot-*.pt"))}

@@ -22,13 +22,21 @@ EXPORT_FORMATS = ("torchscript", "onnx")
 
 def _buffer_info(args: argparse.Namespace) -> int:
     from distmarl.buffers import MultiAgentReplayBuffer
+    from distmarl.buffers.shards import merge_stats
+    from distmarl.checkpoint import resolve, stored_buffer_files
 
     path = Path(args.path)
     if not path.exists():
         print(f"distmarl: buffer file {path} does not exist", file=sys.stderr)
         return 2
-    buf = MultiAgentReplayBuffer.load(path)
-    print(json.dumps({**buf.stats(), "config": buf.config()}, indent=2))
+    files = stored_buffer_files(resolve(path)) if path.is_dir() else [path]
+    if not files:
+        print(f"distmarl: checkpoint {path} holds no buffer (on-policy runs keep none)",
+              file=sys.stderr)
+        return 2
+    buffers = [MultiAgentReplayBuffer.load(f) for f in files]
+    info = merge_stats([b.stats() for b in buffers])
+    print(json.dumps({**info, "config": buffers[0].config()}, indent=2))
     return 0
 
 
@@ -337,8 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect a saved buffer")
     parser.add_argument("--version", action="version", version=f"distmarl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    info = sub.add_parser("buffer-info", help="print the size, counters and config of a buffer file")
-    info.add_argument("path", help="a file written by MultiAgentReplayBuffer.save")
+    info = sub.add_parser("buffer-info", help="print the size, counters and config of a buffer "
+                          "file, or of a checkpoint's buffer (its replay shards added up)")
+    info.add_argument("path", help="a file written by MultiAgentReplayBuffer.save, or a "
+                      "checkpoint folder (or a run's checkpoints/ folder: its latest)")
     info.set_defaults(func=_buffer_info)
 
     tr = sub.add_parser("train", help="train a population (a local Ray unless --address)")

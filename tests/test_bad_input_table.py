@@ -135,7 +135,7 @@ def checkpoint_spoiled(how: str) -> Callable[[Ctx], Callable[[], Any]]:
     def stored(ctx: Ctx) -> Callable[[], Any]:
         members = [{"algo": {"w": torch.full((4, 3), float(i))}, "updates": i} for i in range(2)]
         ctx.checkpoint = save_checkpoint(ctx.tmp / "checkpoints", 100, {"generation": 1},
-                                         members, filled_buffer().state_dict())
+                                         members, [filled_buffer().state_dict()])
         target = ctx.checkpoint / ("member-1.pt" if how == "flip" else "member-0.pt")
         data = bytearray(target.read_bytes())
         if how == "flip":

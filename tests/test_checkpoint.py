@@ -22,7 +22,7 @@ def make(tmp_path, step: int = 100, keep_last: int = 3):
     buf.add(rows(np.arange(30)), member=1)
     meta = {"generation": 2, "env_steps": [step, step], "rng": {"state": 123}}
     path = save_checkpoint(tmp_path / "checkpoints", step, meta, [member_state(0), member_state(1)],
-                           buf.state_dict(), keep_last=keep_last)
+                           [buf.state_dict()], keep_last=keep_last)
     return path, buf
 
 
@@ -33,7 +33,8 @@ def test_round_trip(tmp_path) -> None:
     assert torch.equal(ckpt.members[1]["actor"]["w"], member_state(1)["actor"]["w"])
     assert ckpt.members[0]["hp"] == {"lr": 1e-3, "batch_size": 64}
     restored = MultiAgentReplayBuffer(50, FIELDS, AGENTS)
-    restored.load_state_dict(ckpt.buffer_state)
+    assert ckpt.buffer_state is not None and len(ckpt.buffer_state) == 1
+    restored.load_state_dict(ckpt.buffer_state[0])
     np.testing.assert_array_equal(restored.state_dict()["columns"]["listener_0/obs"],
                                   buf.state_dict()["columns"]["listener_0/obs"])
     assert load_checkpoint(tmp_path / "checkpoints").path == path  # the root: the latest

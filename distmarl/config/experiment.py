@@ -147,6 +147,7 @@ class PopulationConfig(Section):
 class BufferConfig(Section):
     capacity: int = Field(REPLAY_CAPACITY, ge=1, description="rows the shared buffer holds (a row: one env step of every agent). Left out: 100000 for members that replay (MADDPG, MATD3); for IPPO and MAPPO twice the rows of the fragments that can wait unread (members x (workers_per_member + 1) x learn_step x env.num_envs), which is all they need")
     snapshot_interval_s: float = Field(0.0, ge=0, description="seconds between buffer snapshots for recovery (0: off)")
+    shards: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(1, description="replay shards: buffer actors that each hold about 1/N of every member's rows (each rollout worker writes its chunks to them in turn) and sample side by side; a learner reads every shard, each granting the updates its rows earned, prioritised replay keeping each shard's priorities. The capacity, replay.learning_starts, replay.learning_delay and the writers' wait are divided among them. auto: one per node of the cluster (one with --local). At most members x workers_per_member")
 
 
 class ReplayConfig(Section):
@@ -349,6 +350,11 @@ class ExperimentConfig(Section):
         if "capacity" not in self.buffer.model_fields_set and not replays:
             self.buffer = self.buffer.model_copy(
                 update={"capacity": self.fragment_rows().capacity})
+        writers = self.num_members * self.population.workers_per_member
+        if isinstance(self.buffer.shards, int) and self.buffer.shards > writers:
+            raise ValueError(f"buffer.shards {self.buffer.shards} is more than the {writers} "
+                             "rollout workers that write to them (members x "
+                             "population.workers_per_member): a shard would hold no rows")
         evo = self.evolution
         if isinstance(evo, SyncEvolution) and evo.tournament.size > self.population.size:
             raise ValueError(f"evolution.tournament.size {evo.tournament.size} is larger "

@@ -53,14 +53,17 @@ def finish(ray, coord, result) -> dict:
 
 def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, tmp_path) -> None:
     """The members' process killed (both members' learners and first rollout workers share
-    one: 2 CPUs, 2 members per learner), then the buffer once it has been snapshotted: each
-    comes back (each learner and the buffer from their snapshots), what was lost is counted
-    once, and the run ends at ``max_steps``."""
+    one: 2 CPUs, 2 members per learner), then one of the buffer's two replay shards once it
+    has been snapshotted: each comes back (each learner and the shard from their snapshots),
+    the other shard goes on, what was lost is counted once, and the run ends at
+    ``max_steps``."""
     ray = ray_local
     coord, result, handles = start(ray, tmp_path, "buffer.snapshot_interval_s=0.5",
-                                   "population.members_per_learner=2")
+                                   "population.members_per_learner=2", "buffer.shards=2")
     try:
-        worker, learner, buffer = handles["workers"][1][0], handles["learners"][1], handles["buffer"]
+        worker, learner = handles["workers"][1][0], handles["learners"][1]
+        other, buffer = handles["shards"]
+        other_incarnation = ray.get(other.incarnation.remote())
         before = ray.get(learner.info.remote())
         assert ray.get(worker.info.remote())["pid"] == before["pid"]  # colocated
         assert ray.get(handles["learners"][0].info.remote())["pid"] == before["pid"]  # hosted
@@ -85,11 +88,15 @@ def test_killed_actors_are_restarted_restored_and_training_completes(ray_local, 
         assert {e["member"] for e in events if e.get("fault") == "worker restarted"} == {0, 1}
         assert faults["lost_env_steps"] == 16 * faults["lost_chunks"]  # chunk_steps * num_envs
 
-        # the buffer: rows restored from its snapshot, the rows lost since counted
+        # the shard: rows restored from its snapshot, the rows lost since counted; the other
+        # shard never restarted
         event = next(e for e in events if e.get("fault") == "buffer restarted")
+        assert event["shards"] == [1]
         assert event["restored_rows"] > 0 and event["lost_rows"] == faults["buffer_lost_rows"]
         assert ray.get(buffer.incarnation.remote()) != buffer_incarnation
+        assert ray.get(other.incarnation.remote()) == other_incarnation
         assert ray.get(buffer.stats.remote())["counter"] >= event["restored_rows"]
+        assert ray.get(other.stats.remote())["counter"] > 0
     finally:
         ray.kill(coord)  # the actors' owner: they go with it (and free their CPUs)
 

@@ -366,8 +366,9 @@ def test_prioritised_n_step_replay_learns_with_evolved_settings_and_checkpoints_
         "evolution.hp_config={prioritized_replay_beta: {min: 0.1, max: 1.0}, "
         "replay_ratio: {min: 0.1, max: 0.9}}"])
     summary = train(cfg, run_dir=tmp_path / "run", show_progress=False, local=True)
-    state = load_checkpoint(tmp_path / "run" / "checkpoints").buffer_state
-    assert state is not None
+    states = load_checkpoint(tmp_path / "run" / "checkpoints").buffer_state
+    assert states is not None
+    [state] = states
     assert set(state["meta"]["priorities"]) == {"learner-0", "learner-1"}
     cols = state["columns"]
     assert cols["speaker_0/reward"].shape[1:] == (3,)

@@ -51,13 +51,15 @@ def test_resume_continues_counters_state_and_mlflow_runs(tmp_path: Path) -> None
             saved_t, restored_t = dict(tensors(saved["algo"]["networks"])), dict(tensors(restored["algo"]["networks"]))
             assert saved_t and saved_t.keys() == restored_t.keys()
             assert all(torch.equal(saved_t[k], restored_t[k]) for k in saved_t)
-        buffer_state = fleet.buffer.state_dict()
-        assert buffer_state["meta"]["counter"] == ckpt.buffer_state["meta"]["counter"] == first["env_steps"]
-        assert buffer_state["columns"].keys() == ckpt.buffer_state["columns"].keys()
-        for name, col in ckpt.buffer_state["columns"].items():
+        assert ckpt.buffer_state is not None and len(ckpt.buffer_state) == 1  # one shard
+        [saved_buffer] = ckpt.buffer_state
+        buffer_state = fleet.shards[0].state_dict()
+        assert buffer_state["meta"]["counter"] == saved_buffer["meta"]["counter"] == first["env_steps"]
+        assert buffer_state["columns"].keys() == saved_buffer["columns"].keys()
+        for name, col in saved_buffer["columns"].items():
             np.testing.assert_array_equal(buffer_state["columns"][name], col, err_msg=name)
-        assert buffer_state["meta"]["priorities"] == ckpt.buffer_state["meta"]["priorities"]
-        saved_priorities = [col for name, col in ckpt.buffer_state["columns"].items()
+        assert buffer_state["meta"]["priorities"] == saved_buffer["meta"]["priorities"]
+        saved_priorities = [col for name, col in saved_buffer["columns"].items()
                             if name.startswith("__priority__/")]
         assert len(saved_priorities) == 2  # one per learner
         for col in saved_priorities:  # learners' TD errors came back: not all the initial value

@@ -187,11 +187,11 @@ ReplayBufferActor = ray.remote(BufferShell)
 
 def make_buffer_actor(buffer_kwargs: dict[str, Any], grants: UpdateGrants | None = None, *,
                       name: str | None = None, num_cpus: float = 1.0, max_restarts: int = 0,
-                      max_task_retries: int = 0) -> Any:
+                      max_task_retries: int = 0, **options: Any) -> Any:
     """Start a :data:`ReplayBufferActor` holding ``MultiAgentReplayBuffer(**buffer_kwargs)``
-    and ``grants``."""
+    and ``grants`` (``options``: more of Ray's, such as ``scheduling_strategy``)."""
     opts: dict[str, Any] = {"num_cpus": num_cpus, "max_restarts": max_restarts,
-                            "max_task_retries": max_task_retries}
+                            "max_task_retries": max_task_retries, **options}
     if name is not None:
         opts["name"] = name
     return ReplayBufferActor.options(**opts).remote(buffer_kwargs, grants)

@@ -22,6 +22,9 @@ member still waiting, which realigns the stream: a discard ends between two ``ad
   a wrong-size fragment written right before another of the member would go unnoticed;
 - when the consumer's ``dropped`` count moved and the first row read is the ring's oldest row,
   the ring may have overwritten the head of that fragment.
+
+With replay shards, each shard holds whole fragments of its own: :class:`ShardedFragments`
+reads each shard with a reader of its own, whose guards check that shard's indices.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from distmarl.runtime.actors.clients import BufferClient
+from distmarl.runtime.actors.shards import shard_clients
 from distmarl.types import MemberID, ReadSpec, SampleBatch, SampleRequest
 
 log = logging.getLogger(__name__)
@@ -128,6 +132,46 @@ class FragmentReader:
                 self.next_row = max(self.next_row, int(batch.indices[-1]) + 1)
         self.discarded_rows += n
         return n
+
+
+class ShardedFragments:
+    """A :class:`FragmentReader` per replay shard, read as one: each read takes the shards'
+    fragments in turn, starting one shard further each time (no shard waits behind
+    another)."""
+
+    def __init__(self, readers: list[FragmentReader]) -> None:
+        self.readers = readers
+        self._start = 0
+
+    def read(self, learn_step: int, max_fragments: int) -> list[SampleBatch]:
+        """Up to ``max_fragments`` whole fragments over the shards (as
+        :meth:`FragmentReader.read`)."""
+        n = len(self.readers)
+        out: list[SampleBatch] = []
+        for k in range(n):
+            if len(out) >= max_fragments:
+                break
+            out += self.readers[(self._start + k) % n].read(learn_step, max_fragments - len(out))
+        self._start = (self._start + 1) % n
+        return out
+
+    def discard_pending(self) -> int:
+        return sum(r.discard_pending() for r in self.readers)
+
+    def used(self) -> list[tuple[int, int]]:
+        """Each shard's used ranges (its own indices), shard after shard."""
+        return [span for r in self.readers for span in r.used()]
+
+    @property
+    def discarded_rows(self) -> int:
+        return sum(r.discarded_rows for r in self.readers)
+
+
+def fragment_reader(buffer: BufferClient, consumer: str, member: MemberID, num_envs: int
+                    ) -> FragmentReader | ShardedFragments:
+    """``member``'s fragment reader on ``buffer``: one per shard where it is sharded."""
+    readers = [FragmentReader(b, consumer, member, num_envs) for b in shard_clients(buffer)]
+    return readers[0] if len(readers) == 1 else ShardedFragments(readers)
 
 
 def _dropped(stats: dict[str, Any], consumer: str) -> int:

@@ -38,7 +38,7 @@ from distmarl.config import AlgorithmConfig
 from distmarl.factory import converted, make_algorithm
 from distmarl.hpo import MutationPlan, apply_mutation
 from distmarl.runtime.actors.clients import BufferClient, RayStore, Store
-from distmarl.runtime.actors.fragments import FragmentReader
+from distmarl.runtime.actors.fragments import fragment_reader
 from distmarl.types import (
     OFF_POLICY_FIELDS,
     JoinedSample,
@@ -172,7 +172,7 @@ class LearnerShell:
         self.on_policy = self.algo.spec.on_policy
         self.num_envs = num_envs  # sub-envs per rollout worker: a fragment's E
         self.fields = fields  # the buffer's, in order (off-policy: n-step rows add n_steps)
-        self.fragments = (FragmentReader(buffer, self.consumer, member, num_envs)
+        self.fragments = (fragment_reader(buffer, self.consumer, member, num_envs)
                           if self.on_policy else None)
         self.updates = 0
         self.version = 0

@@ -109,7 +109,8 @@ def fleet_spec(cfg: ExperimentConfig, spaces: tuple[Any, ...], league: SeatingRu
         update_rule=EVERY_STEP if replay is None
         else UpdateRule(replay.learning_starts, replay.learning_delay),
         max_owed=None if replay is None else max_owed(replay.max_policy_lag,
-                                                      cfg.training.weight_sync_updates))
+                                                      cfg.training.weight_sync_updates),
+        shards=cfg.buffer.shards)
 
 
 def make_fleet(spec: FleetSpec, local: bool, path: DataPath, state: RunState,

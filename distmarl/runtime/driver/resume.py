@@ -5,7 +5,7 @@ a failed actor call a minute in.
 What loading a checkpoint needs of the config: as many members; each member's algorithm (a
 population that converts members rebuilds a learner for whatever the checkpoint holds); the
 same agents with the same observation and action spaces (the networks' shapes); a league where
-the config has one. Everything else (hyperparameters, budgets, cadences) may change on a resume.
+the config has one; as many replay shards as the checkpoint's buffer has. Everything else (hyperparameters, budgets, cadences) may change on a resume.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from distmarl.checkpoint import CheckpointError, list_checkpoints, read_meta
+from distmarl.checkpoint import CheckpointError, is_buffer_file, list_checkpoints, read_meta
 from distmarl.config import ConfigError, ExperimentConfig
 
 
@@ -32,7 +32,7 @@ def check_resume(run_dir: Path, cfg: ExperimentConfig, spaces: dict[str, dict[st
     except CheckpointError as err:
         raise ConfigError(f"--resume {run_dir}: {err}") from None
     problems = [*_members(cfg, int(manifest["members"])), *_algorithms(cfg, meta),
-                *_env(cfg, meta, spaces)]
+                *_env(cfg, meta, spaces), *_shards(cfg, manifest)]
     if league and "league" not in meta:
         problems.append("league: the config plays a league, the checkpoint is of a run "
                         "without one")
@@ -49,6 +49,16 @@ def _members(cfg: ExperimentConfig, saved: int) -> list[str]:
         f" ({cfg.population.size} per side x {cfg.num_members // cfg.population.size} sides)")
     return [f"population.size: the checkpoint has {saved} members, the config "
             f"{cfg.num_members}{per_side}"]
+
+
+def _shards(cfg: ExperimentConfig, manifest: Mapping[str, Any]) -> list[str]:
+    """The buffer's shards, where the checkpoint holds a buffer and the config counts its
+    shards (``auto`` is counted when the fleet starts, which checks it then)."""
+    saved = sum(1 for name in manifest.get("files", {}) if is_buffer_file(name))
+    wanted = cfg.buffer.shards
+    if not saved or not isinstance(wanted, int) or saved == wanted:
+        return []
+    return [f"buffer.shards: the checkpoint's buffer has {saved} shards, the config {wanted}"]
 
 
 def _algorithms(cfg: ExperimentConfig, meta: Mapping[str, Any]) -> list[str]:

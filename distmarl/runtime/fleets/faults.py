@@ -8,8 +8,9 @@
 * A learner dies: Ray restarts it and the fleet loads the member's last state snapshot (an
   object the coordinator owns, refreshed every :data:`STATE_SNAPSHOT_UPDATES` updates and
   after every generation); the updates since are lost and counted. Its host learns again.
-* The buffer dies: Ray restarts it empty and the fleet loads its latest snapshot (taken every
-  ``buffer.snapshot_interval_s``); the rows added since are lost and counted.
+* The buffer (a replay shard) dies: Ray restarts it empty and the fleet loads its latest
+  snapshot (taken every ``buffer.snapshot_interval_s``); the rows added since are lost and
+  counted. The other shards go on.
 * A node dies (with whatever actors ran there): Ray restarts them on the nodes left, and each
   is handled as above, from the snapshots' copies on the coordinator's node
   (:mod:`distmarl.runtime.fleets.snapshots`).
@@ -78,11 +79,11 @@ def gather_with_retry(submits: Sequence[Callable[[], Any]]) -> list[Any]:
 
 
 class FaultKeeping:
-    """Restarts and snapshots of a fleet's ``buffer``, ``learners`` and ``workers`` (Ray actor
-    handles, set by the fleet), counted in ``faults``; events go to ``state``, a resync of
+    """Restarts and snapshots of a fleet's replay ``shards``, ``learners`` and ``workers`` (Ray
+    actor handles, set by the fleet), counted in ``faults``; events go to ``state``, a resync of
     fragments clears the member's owed updates in ``scheduler``."""
 
-    buffer: Any
+    shards: list[Any]
     learners: list[Any]
     workers: list[list[Any]]
     path: DataPath
@@ -92,7 +93,7 @@ class FaultKeeping:
     def __init__(self, snapshot_interval_s: float) -> None:
         self.faults = FaultLog()
         self.snapshots = Snapshots(snapshot_interval_s)
-        self.buffer_incarnation: str | None = None
+        self.buffer_incarnations: list[str] = []  # each shard's, once first asked
         self.learner_incarnations: dict[int, str] = {}
         #: each member's earlier incarnations (learners Ray restarted, since restored)
         self.retired_incarnations: dict[int, set[str]] = {}
@@ -109,7 +110,7 @@ class FaultKeeping:
         self.snapshots.settle()
         self._census()
         if self.snapshots.buffer_due(force_snapshot) and not self.check_buffer():
-            self.snapshots.take_buffer(self.buffer.state_dict.remote)
+            self.snapshots.take_buffers([shard.state_dict.remote for shard in self.shards])
 
     def trained(self, member: int, result: Any) -> bool:
         """``member``'s learner said what it learned (``result``: updates, incarnation):
@@ -161,27 +162,34 @@ class FaultKeeping:
         self.check_learners(members)
 
     def check_buffer(self) -> bool:
-        """True when the buffer restarted (it was then restored from the latest snapshot)."""
+        """True when a replay shard restarted (each that did was then restored from its latest
+        snapshot; the rows lost are those the run stored that no shard holds now)."""
         try:
-            incarnation = get_with_retry(self.buffer.incarnation.remote)
+            incarnations = gather_with_retry([shard.incarnation.remote for shard in self.shards])
         except (RayActorError, GetTimeoutError) as err:
-            raise RuntimeError(f"the replay buffer actor is gone and did not come back: {err}"
+            raise RuntimeError(f"a replay buffer actor is gone and did not come back: {err}"
                                ) from err
-        if self.buffer_incarnation is None:
-            self.buffer_incarnation = incarnation
+        if not self.buffer_incarnations:
+            self.buffer_incarnations = incarnations
             return False
-        if incarnation == self.buffer_incarnation:
+        restarted = [s for s, (now, was) in enumerate(zip(incarnations, self.buffer_incarnations))
+                     if now != was]
+        if not restarted:
             return False
-        self.faults.buffer_restarts += 1
-        load_first(self.buffer.load_state_dict.remote, self.snapshots.buffer_candidates(),
-                   "buffer")
-        counter = get_with_retry(self.buffer.stats.remote)["counter"]
-        lost = max(0, self.state.buffer_rows - counter)
+        for s in restarted:
+            self.faults.buffer_restarts += 1
+            load_first(self.shards[s].load_state_dict.remote, self.snapshots.buffer_candidates(s),
+                       f"buffer shard {s}")
+        counters = [int(c["counter"]) for c in
+                    gather_with_retry([shard.stats.remote for shard in self.shards])]
+        lost = max(0, self.state.buffer_rows - sum(counters) - self.faults.buffer_lost_rows)
         self.faults.buffer_lost_rows += lost
-        self.buffer_incarnation = incarnation
-        log.warning("the replay buffer restarted: restored %d rows from its snapshot, %d rows "
-                    "lost", counter, lost)
-        self.state.event(fault="buffer restarted", restored_rows=counter, lost_rows=lost)
+        self.buffer_incarnations = incarnations
+        restored = sum(counters[s] for s in restarted)
+        log.warning("the replay buffer restarted (shards %s): restored %d rows from snapshots, "
+                    "%d rows lost", restarted, restored, lost)
+        self.state.event(fault="buffer restarted", shards=restarted, restored_rows=restored,
+                         lost_rows=lost)
         self.resync(list(range(len(self.learners))))
         return True
 

@@ -37,6 +37,7 @@ from distmarl.runtime.fleets.protocol import (
     FleetSpec,
     Mutated,
     Play,
+    check_shard_count,
     check_state_count,
 )
 from distmarl.runtime.fleets.resources import check_learner_step
@@ -61,8 +62,11 @@ class LocalFleet:
         check_learner_step(spec.resources, gpu_learners=False)  # learners here run on CPU
         self.path, self.state, self.scheduler = path, state, scheduler
         self.store: Store = LocalStore()
-        self.buffer = BufferShell(spec.buffer_kwargs, spec.grants(writers_wait=False))
-        client = LocalBuffer(self.buffer)
+        spec = spec.resolved(nodes=1)
+        #: each replay shard (one, unless ``buffer.shards`` asks for more)
+        self.shards = [BufferShell(spec.shard_kwargs(s), spec.grants(writers_wait=False))
+                       for s in range(spec.layout.shards)]
+        client = [LocalBuffer(shard) for shard in self.shards]
         self.learners = [LearnerShell(**spec.learner_kwargs(member, client, self.store))
                          for member in range(spec.members)]
         groups = spec.learner_groups(None)
@@ -192,19 +196,21 @@ class LocalFleet:
         """The learners' own tensors (read them, or copy before changing them)."""
         return [learner.get_state() for learner in self.learners]
 
-    def buffer_state(self) -> dict[str, Any] | None:
-        """None where fragments resynchronise (on-policy), as on Ray."""
+    def buffer_state(self) -> list[dict[str, Any]] | None:
+        """Each shard's; None where fragments resynchronise (on-policy), as on Ray."""
         if self.path.resyncs_fragments:
             return None
-        return self.buffer.state_dict()
+        return [shard.state_dict() for shard in self.shards]
 
     def load(self, learner_states: Sequence[dict[str, Any]],
-             buffer_state: dict[str, Any] | None) -> None:
+             buffer_state: Sequence[dict[str, Any]] | None) -> None:
         check_state_count(learner_states, len(self.learners))
+        if buffer_state is not None:
+            check_shard_count(buffer_state, len(self.shards))
         for learner, state in zip(self.learners, learner_states):
             learner.load_state(state)
-        if buffer_state is not None:
-            self.buffer.load_state_dict(buffer_state)
+        for shard, shard_state in zip(self.shards, buffer_state or []):
+            shard.load_state_dict(shard_state)
 
     def resync(self, members: Sequence[int]) -> None:
         if not self.path.resyncs_fragments:
@@ -221,7 +227,7 @@ class LocalFleet:
         return [t for part in self._clocked() for t in part.time_spent()]
 
     def _clocked(self) -> list[BufferShell | LearnerGroup | RolloutShell]:
-        return [self.buffer, *self.groups, *(w for ws in self.workers for w in ws)]
+        return [*self.shards, *self.groups, *(w for ws in self.workers for w in ws)]
 
     def close(self) -> None:
         for workers in self.workers:

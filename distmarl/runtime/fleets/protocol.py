@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from distmarl.buffers.grants import UpdateGrants
+from distmarl.buffers.shards import ShardLayout, resolve_shards
 from distmarl.collect.cancel import Cancel
 from distmarl.collect.evaluation import Scores
 from distmarl.config import AlgorithmConfig, EnvConfig, PopulationConfig, ResourceConfig
@@ -29,6 +30,7 @@ from distmarl.config.replay import EVERY_STEP, UpdateRule
 from distmarl.hpo import MutationPlan
 from distmarl.league.seating import GameResults, LeaguePlan, SeatingRules
 from distmarl.runtime.actors.clients import BufferClient, Store
+from distmarl.runtime.actors.shards import sharded
 from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 from distmarl.runtime.logic.scheduler import Call
 from distmarl.runtime.logic.time_spent import TimeSpent
@@ -62,7 +64,9 @@ class FleetSpec:
     ``population.workers_per_member`` rollout workers each (their envs
     from ``env``, their rows as ``rollout`` says: :func:`distmarl.factory.rollout_spec`), one
     buffer from ``buffer_kwargs`` (:func:`distmarl.factory.buffer_kwargs`) with its update
-    grants (:meth:`grants`); every shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
+    grants (:meth:`grants`), spread over ``shards`` replay shards (:mod:`distmarl.buffers.shards`;
+    each shard's arguments and grants from :meth:`shard_kwargs` and :meth:`grants`); every
+    shell's seed derived from ``seed``. ``league``: a competitive game's seating rules
     (None: cooperative). ``resources`` and ``snapshot_interval_s`` matter on Ray only."""
 
     members: int
@@ -82,12 +86,34 @@ class FleetSpec:
     update_rule: UpdateRule = EVERY_STEP
     #: updates a learner may owe before its member's writers wait (None: never on Ray)
     max_owed: int | None = None
+    #: replay shards (``auto``: resolved by the fleet that builds them, :meth:`resolved`)
+    shards: int | str = 1
+
+    def resolved(self, nodes: int) -> FleetSpec:
+        """This spec with its shards counted for a cluster of ``nodes`` nodes
+        (:func:`~distmarl.buffers.shards.resolve_shards`)."""
+        writers = self.members * self.population.workers_per_member
+        return replace(self, shards=resolve_shards(self.shards, nodes, writers))
+
+    @property
+    def layout(self) -> ShardLayout:
+        """How the shards divide the buffer (the spec must be :meth:`resolved`)."""
+        if not isinstance(self.shards, int):
+            raise ValueError(f"buffer.shards={self.shards!r} is not resolved yet")
+        return ShardLayout(self.shards)
+
+    def shard_kwargs(self, shard: int) -> dict[str, Any]:
+        """Replay shard ``shard``'s buffer arguments (its share of the capacity)."""
+        return self.layout.buffer_kwargs(self.buffer_kwargs, shard)
 
     def grants(self, writers_wait: bool) -> UpdateGrants:
-        """The buffer's update grants under :attr:`update_rule`; ``writers_wait``: past
-        :attr:`max_owed` (where learners run beside the workers; in one process the learners
-        learn everything after each turn, and a writer waiting there would wait forever)."""
-        return UpdateGrants(self.update_rule, self.max_owed if writers_wait else None)
+        """A shard's update grants under its share of :attr:`update_rule`; ``writers_wait``:
+        past its share of :attr:`max_owed` (where learners run beside the workers; in one
+        process the learners learn everything after each turn, and a writer waiting there
+        would wait forever)."""
+        layout = self.layout
+        return UpdateGrants(layout.rule(self.update_rule),
+                            layout.max_owed(self.max_owed) if writers_wait else None)
 
     def learner_groups(self, cluster: Mapping[str, float] | None) -> list[list[int]]:
         """The members of each learner process (``population.members_per_learner`` on
@@ -96,20 +122,25 @@ class FleetSpec:
                                   self.resources.num_gpus_per_learner)
         return learner_groups(self.members, per)
 
-    def learner_kwargs(self, member: int, buffer: BufferClient, store: Store) -> dict[str, Any]:
-        """:class:`~distmarl.runtime.actors.learner.LearnerShell`'s arguments."""
+    def learner_kwargs(self, member: int, shards: Sequence[BufferClient], store: Store
+                       ) -> dict[str, Any]:
+        """:class:`~distmarl.runtime.actors.learner.LearnerShell`'s arguments (``shards``:
+        each replay shard's client)."""
         return dict(member=member, algo_cfg=self.algorithms[member], spaces=self.spaces,
-                    buffer=buffer, seed=self.seed * 1009 + member,
+                    buffer=sharded(shards), seed=self.seed * 1009 + member,
                     weight_sync_updates=self.weight_sync_updates, num_envs=self.env.num_envs,
                     fields=tuple(self.buffer_kwargs["field_names"]), convert=self.convert,
                     store=store, learner_step=self.resources.learner_step)
 
-    def worker_kwargs(self, member: int, worker: int, buffer: BufferClient, store: Store,
-                      cancel: Cancel) -> dict[str, Any]:
-        """:class:`~distmarl.runtime.actors.rollout.RolloutShell`'s arguments (``cancel``: the
-        stop its evaluations and games look at)."""
+    def worker_kwargs(self, member: int, worker: int, shards: Sequence[BufferClient],
+                      store: Store, cancel: Cancel) -> dict[str, Any]:
+        """:class:`~distmarl.runtime.actors.rollout.RolloutShell`'s arguments (``shards``: each
+        replay shard's client, written in turn from the worker's own; ``cancel``: the stop its
+        evaluations and games look at)."""
+        first = self.layout.first_shard(member * self.population.workers_per_member + worker)
         return dict(member=member, worker=worker, env_cfg=self.env,
-                    algo_cfg=self.algorithms[member], spaces=self.spaces, buffer=buffer,
+                    algo_cfg=self.algorithms[member], spaces=self.spaces,
+                    buffer=sharded(shards, first),
                     seed=self.seed * 7919 + member * 101 + worker, spec=self.rollout,
                     league=self.league, store=store, cancel=cancel)
 
@@ -212,12 +243,12 @@ class Fleet(Protocol):
     def learner_states(self) -> list[dict[str, Any]]:
         """Every learner's full state, in member order."""
 
-    def buffer_state(self) -> dict[str, Any] | None:
-        """The buffer's state for a checkpoint (None where it is not kept)."""
+    def buffer_state(self) -> list[dict[str, Any]] | None:
+        """Each replay shard's state for a checkpoint (None where it is not kept)."""
 
     def load(self, learner_states: Sequence[dict[str, Any]],
-             buffer_state: dict[str, Any] | None) -> None:
-        """Load a checkpoint's states."""
+             buffer_state: Sequence[dict[str, Any]] | None) -> None:
+        """Load a checkpoint's states (``buffer_state``: each shard's)."""
 
     def resync(self, members: Sequence[int]) -> None:
         """Where fragments resynchronise (on-policy): each member's learner drops the fragments
@@ -232,6 +263,13 @@ class Fleet(Protocol):
 
     def close(self) -> None:
         """Release what the fleet holds (envs, actors)."""
+
+
+def check_shard_count(states: Sequence[Any], shards: int) -> None:
+    """A checkpoint's buffer states must be one per replay shard."""
+    if len(states) != shards:
+        raise ValueError(f"the checkpoint's buffer has {len(states)} shards, the run "
+                         f"{shards} (buffer.shards)")
 
 
 def check_state_count(states: Sequence[Any], members: int) -> None:

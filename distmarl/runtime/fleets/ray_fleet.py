@@ -2,7 +2,8 @@
 
 Each group of ``population.members_per_learner`` members has a host actor holding their
 learners (and, with ``resources.colocate``, their first rollout workers); each member has
-``workers_per_member`` rollout workers in all; one buffer actor serves them all.
+``workers_per_member`` rollout workers in all; the buffer actor (one per replay shard, spread
+over the nodes) serves them all.
 Collect calls run side by side and are taken as they finish; the learners pull from the
 buffer on their own, and each host's report (one always in flight) says what its members
 learned; a member at its boundary is settled. A failed call is accounted for, and the actors
@@ -31,7 +32,14 @@ from distmarl.runtime.actors.clients import RayStore, RemoteBuffer, Store
 from distmarl.runtime.actors.host import HostActor, LearnerView, WorkerView
 from distmarl.runtime.actors.rollout import RolloutWorkerActor
 from distmarl.runtime.fleets.faults import LOST, FaultKeeping, gather_with_retry, get_with_retry
-from distmarl.runtime.fleets.protocol import Copied, FleetSpec, Mutated, Play, check_state_count
+from distmarl.runtime.fleets.protocol import (
+    Copied,
+    FleetSpec,
+    Mutated,
+    Play,
+    check_shard_count,
+    check_state_count,
+)
 from distmarl.runtime.fleets.resources import plan_resources
 from distmarl.runtime.fleets.stoppable import wait_unless_stopped
 from distmarl.runtime.logic.datapath import DataPath
@@ -62,17 +70,21 @@ class RayFleet(FaultKeeping):
         cancel = RayTaskCancel()  # the workers' side of a stop: Ray's flag of a cancelled call
         self.path, self.state, self.scheduler = path, state, scheduler
         cluster = ray.cluster_resources()
+        spec = spec.resolved(nodes=sum(1 for n in ray.nodes() if n.get("Alive")))
         groups = spec.learner_groups(cluster)
         resources = plan_resources(spec.resources, spec.population, cluster, spec.members,
-                                   learners=len(groups))
+                                   learners=len(groups), shards=spec.layout.shards)
         self.store: Store = RayStore()
         # actor handles are typed Any: their methods are called through ``.remote``
-        name = f"distmarl-buffer-{uuid.uuid4().hex}"
-        self.buffer: Any = make_buffer_actor(spec.buffer_kwargs, spec.grants(writers_wait=True),
-                                             name=name,
-                                             num_cpus=resources.buffer["num_cpus"],
-                                             **ACTOR_OPTIONS)
-        client = RemoteBuffer(self.buffer, name)  # (handed over by name)
+        names = [f"distmarl-buffer-{uuid.uuid4().hex}" for _ in range(spec.layout.shards)]
+        spread: dict[str, Any] = {"scheduling_strategy": "SPREAD"} if len(names) > 1 else {}
+        #: each replay shard's actor
+        self.shards: list[Any] = [
+            make_buffer_actor(spec.shard_kwargs(s), spec.grants(writers_wait=True), name=name,
+                              num_cpus=resources.buffer["num_cpus"], **spread, **ACTOR_OPTIONS)
+            for s, name in enumerate(names)]
+        client = [RemoteBuffer(shard, name)  # (handed over by name)
+                  for shard, name in zip(self.shards, names)]
         #: one host actor per group of members: their learners and, with
         #: ``resources.colocate``, their first rollout workers
         self.hosts: list[Any] = [
@@ -129,12 +141,13 @@ class RayFleet(FaultKeeping):
     def actors(self) -> list[Any]:
         """Every actor of the fleet once (a colocated worker is its learner's actor)."""
         separate = [w for ws in self.workers for w in ws if not isinstance(w, WorkerView)]
-        return [self.buffer, *self.hosts, *separate]
+        return [*self.shards, *self.hosts, *separate]
 
     def handles(self) -> dict[str, Any]:
         """Actor handles (a hosted learner or worker: its view), for tests and fault
         injection."""
-        return {"buffer": self.buffer, "learners": self.learners, "workers": self.workers}
+        return {"buffer": self.shards[0], "shards": self.shards, "learners": self.learners,
+                "workers": self.workers}
 
     # ------------------------------------------------------------------ the loop's calls
     def submit(self, calls: Sequence[tuple[Call, LeaguePlan | None]]) -> None:
@@ -341,22 +354,25 @@ class RayFleet(FaultKeeping):
         self.check_learners()
         return gather_with_retry([lr.get_state.remote for lr in self.learners])
 
-    def buffer_state(self) -> dict[str, Any] | None:
-        """The buffer's state for a checkpoint; None where the data path resynchronises
-        fragments (on-policy): a resume drops the fragments waiting there anyway, and an image
-        run's fragments are gigabytes that would cross the object store and the disk."""
+    def buffer_state(self) -> list[dict[str, Any]] | None:
+        """Each shard's state for a checkpoint (asked together); None where the data path
+        resynchronises fragments (on-policy): a resume drops the fragments waiting there
+        anyway, and an image run's fragments are gigabytes that would cross the object store
+        and the disk."""
         if self.path.resyncs_fragments:
             return None
         self.check_buffer()
-        return get_with_retry(self.buffer.state_dict.remote)
+        return gather_with_retry([shard.state_dict.remote for shard in self.shards])
 
     def load(self, learner_states: Sequence[dict[str, Any]],
-             buffer_state: dict[str, Any] | None) -> None:
+             buffer_state: Sequence[dict[str, Any]] | None) -> None:
         """Load a checkpoint's states into the actors."""
         check_state_count(learner_states, len(self.learners))
-        ray.get([lr.load_state.remote(s) for lr, s in zip(self.learners, learner_states)])
         if buffer_state is not None:
-            ray.get(self.buffer.load_state_dict.remote(buffer_state))
+            check_shard_count(buffer_state, len(self.shards))
+        ray.get([lr.load_state.remote(s) for lr, s in zip(self.learners, learner_states)])
+        ray.get([shard.load_state_dict.remote(state)
+                 for shard, state in zip(self.shards, buffer_state or [])])
 
     def restore_learner(self, member: int) -> bool:
         """:meth:`FaultKeeping.restore_learner`, then the member's host learns again (a host

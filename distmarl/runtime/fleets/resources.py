@@ -33,16 +33,17 @@ class ActorResources:
 
 def plan_resources(resources: ResourceConfig, population: PopulationConfig,
                    cluster: dict[str, float], members: int | None = None,
-                   learners: int | None = None) -> ActorResources:
+                   learners: int | None = None, shards: int = 1) -> ActorResources:
     """Ask for what ``resources`` says for the actors of ``members`` members (default:
     ``population.size``; a league has that many per side) in ``learners`` learner processes
-    (default: one per member; each asks for ``num_gpus_per_learner``); shrink CPU requests
+    (default: one per member; each asks for ``num_gpus_per_learner``) and ``shards`` buffer
+    actors (``num_cpus_buffer`` each); shrink CPU requests
     proportionally where the cluster has fewer CPUs (so a 2-core laptop runs the same config as
     a cluster, oversubscribed), and ask for GPUs only where the cluster has them."""
     res, pop = resources, population
     size = pop.size if members is None else members
     wanted = (size * (res.num_cpus_per_learner + pop.workers_per_member * res.num_cpus_per_worker)
-              + res.num_cpus_buffer)
+              + res.num_cpus_buffer * shards)
     cpus = float(cluster.get("CPU", 0.0))
     scale = 1.0 if wanted <= cpus or wanted == 0 else cpus / wanted * 0.999
     if scale < 1.0:

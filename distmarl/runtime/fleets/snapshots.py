@@ -1,6 +1,6 @@
 """Snapshots the coordinator owns, so they outlive the actors (and nodes) they came from.
 
-A snapshot is an actor call's return value (the buffer's ``state_dict``, a learner's
+A snapshot is an actor call's return value (a replay shard's ``state_dict``, a learner's
 ``get_state``), stored first on the actor's own node, so it would die with that node: once it
 is ready :meth:`Snapshots.settle` copies it to the coordinator's node (``ray.get`` then
 ``ray.put``). Until then the latest snapshot is used where it lies, and the previous copy when
@@ -20,30 +20,31 @@ log = logging.getLogger(__name__)
 
 
 class Snapshots:
-    """The buffer's last two copies and each member's latest learner state (taken every
-    ``interval_s`` for the buffer; 0 takes none but forced ones)."""
+    """Each replay shard's last two copies and each member's latest learner state (the
+    shards' taken every ``interval_s``; 0 takes none but forced ones)."""
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
-        self.buffer: Any = None  # the last copy on this node
-        self.previous: Any = None  # the copy before it
-        self.buffer_pending: Any = None  # a buffer snapshot not copied yet
+        self.buffers: dict[int, Any] = {}  # each shard's last copy on this node
+        self.previous: dict[int, Any] = {}  # each shard's copy before it
+        self.buffer_pending: dict[int, Any] = {}  # shards' snapshots not copied yet
         self.buffer_taken = 0.0  # the first one is due at once
         self.learner_pending: dict[int, Any] = {}
         self.learner_copies: dict[int, Any] = {}
         self.learner_latest: dict[int, Any] = {}  # the latest state (a copy, or still pending)
 
     def buffer_due(self, force: bool = False) -> bool:
-        """Whether a buffer snapshot is due (``interval_s`` passed, or ``force``)."""
+        """Whether the shards' snapshots are due (``interval_s`` passed, or ``force``)."""
         if self.interval_s <= 0 and not force:
             return False
         return force or time.monotonic() - self.buffer_taken >= self.interval_s
 
-    def take_buffer(self, submit: Any) -> None:
-        """Ask for a buffer snapshot with ``submit()`` unless one is still being taken (a slow
-        copy is not stacked)."""
-        if self.buffer_pending is None:
-            self.buffer_pending = submit()
+    def take_buffers(self, submits: list[Any]) -> None:
+        """Ask shard ``s`` for a snapshot with ``submits[s]()`` unless its last one is still
+        being taken (a slow copy is not stacked)."""
+        for shard, submit in enumerate(submits):
+            if shard not in self.buffer_pending:
+                self.buffer_pending[shard] = submit()
         self.buffer_taken = time.monotonic()
 
     def take_learner(self, member: int, ref: Any) -> None:
@@ -51,10 +52,10 @@ class Snapshots:
         self.learner_latest[member] = ref
         self.learner_pending[member] = ref
 
-    def buffer_candidates(self) -> list[Any]:
-        """Buffer snapshots to restore from, newest first."""
+    def buffer_candidates(self, shard: int) -> list[Any]:
+        """Shard ``shard``'s snapshots to restore from, newest first."""
         self.settle()
-        return [self.buffer, self.previous]
+        return [self.buffers.get(shard), self.previous.get(shard)]
 
     def learner_candidates(self, member: int) -> list[Any]:
         """Member states to restore from, newest first."""
@@ -64,16 +65,17 @@ class Snapshots:
     def settle(self) -> None:
         """Copy every snapshot that is ready to this (the coordinator's) node; one that failed
         (its actor died while taking it) is dropped and the older copy stays."""
-        waiting = [ref for ref in [self.buffer_pending, *self.learner_pending.values()]
-                   if ref is not None]
+        waiting = [*self.buffer_pending.values(), *self.learner_pending.values()]
         if not waiting:
             return
         ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
-        if self.buffer_pending is not None and self.buffer_pending in ready:
-            copied = copy_here(self.buffer_pending, "buffer")
-            if copied is not None:
-                self.previous, self.buffer = self.buffer, copied
-            self.buffer_pending = None
+        for shard, ref in list(self.buffer_pending.items()):
+            if ref in ready:
+                del self.buffer_pending[shard]
+                copied = copy_here(ref, f"buffer shard {shard}")
+                if copied is not None:
+                    self.previous[shard] = self.buffers.get(shard)
+                    self.buffers[shard] = copied
         for member, ref in list(self.learner_pending.items()):
             if ref in ready:
                 del self.learner_pending[member]

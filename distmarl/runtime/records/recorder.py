@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import yaml
 
 from distmarl.algorithms import Algorithm
-from distmarl.checkpoint import BUFFER_FILE, load_checkpoint, save_checkpoint
+from distmarl.checkpoint import is_buffer_file, load_checkpoint, save_checkpoint
 from distmarl.config import TrackingConfig, flatten_dict
 from distmarl.hpo import Lineage
 from distmarl.runtime.fleets.protocol import Fleet
@@ -290,7 +290,7 @@ class Recorder:
             self.tracker.log_table(columns, artifact_file)
         if self.last_checkpoint:
             for f in sorted(Path(self.last_checkpoint).iterdir()):
-                if f.name != BUFFER_FILE or self.tracking.log_buffer:
+                if not is_buffer_file(f.name) or self.tracking.log_buffer:
                     self.tracker.log_artifact(f, "checkpoint")
 
     def log_elite_model(self) -> str | None:

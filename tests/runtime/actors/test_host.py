@@ -19,9 +19,9 @@ def test_a_host_learns_what_is_granted_reports_it_and_settles(tmp_path: Path) ->
     run = filled_run(tmp_path, "run", "MADDPG")  # 3 members' chunks stored, none learned
     try:
         spec = fleet_spec(config(tmp_path, "MADDPG"), run.fleet.learners[0].spaces, None)
-        client = LocalBuffer(run.fleet.buffer)
-        host = HostShell([spec.learner_kwargs(m, client, run.fleet.store) for m in (0, 1)])
-        owed = {m: run.fleet.buffer.grants.owed(host.learners[m].sample_request(0).pace)
+        client = LocalBuffer(run.fleet.shards[0])
+        host = HostShell([spec.learner_kwargs(m, [client], run.fleet.store) for m in (0, 1)])
+        owed = {m: run.fleet.shards[0].grants.owed(host.learners[m].sample_request(0).pace)
                 for m in (0, 1)}
         assert min(owed.values()) > 0
         host.start_learning()
@@ -52,7 +52,7 @@ def test_a_failure_of_the_rounds_is_raised_by_the_next_report(
     run = filled_run(tmp_path, "run", "MADDPG")
     try:
         spec = fleet_spec(config(tmp_path, "MADDPG"), run.fleet.learners[0].spaces, None)
-        host = HostShell([spec.learner_kwargs(0, LocalBuffer(run.fleet.buffer),
+        host = HostShell([spec.learner_kwargs(0, [LocalBuffer(run.fleet.shards[0])],
                                               run.fleet.store)])
 
         def broken(*args: object) -> None:

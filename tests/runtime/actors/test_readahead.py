@@ -40,7 +40,7 @@ def test_reads_go_one_round_ahead_with_their_td_errors_and_skip_a_changed_member
     run = filled_run(tmp_path, "run", "MADDPG")
     try:
         shells = run.fleet.learners[:2]
-        buffer = Recording(run.fleet.buffer)
+        buffer = Recording(run.fleet.shards[0])
         for s in shells:
             s.buffer = buffer
         group = LearnerGroup(shells, ReadAhead())
@@ -79,7 +79,7 @@ def test_batches_held_by_a_member_that_changed_are_not_learned(
     run = filled_run(tmp_path, "run", "MADDPG")
     try:
         shells = run.fleet.learners[:2]
-        buffer = Recording(run.fleet.buffer)
+        buffer = Recording(run.fleet.shards[0])
         for s in shells:
             s.buffer = buffer
         group = LearnerGroup(shells, ReadAhead())
