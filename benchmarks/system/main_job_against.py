@@ -34,11 +34,12 @@ from pathlib import Path
 from distmarl.config import load_config
 from distmarl.runtime.driver.trainer import train
 tree, steps, seed, final = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+sets = json.loads(sys.argv[5])
 with tempfile.TemporaryDirectory() as tmp:
     cfg = load_config(tree / "examples/configs/speaker_listener_maddpg.yaml",
                       [f"tracking.directory={tmp}", "tracking.mlflow=false",
                        f"training.max_steps_per_member={steps}",
-                       f"evolution.final_episodes={final}", f"seed={seed}"])
+                       f"evolution.final_episodes={final}", f"seed={seed}", *sets])
     s = train(cfg, run_dir=Path(tmp) / "run", show_progress=False)
     print(json.dumps({"env_steps_per_s": s["env_steps_per_s"], "wall_seconds": s["wall_seconds"],
                       "setup_seconds": s["setup_seconds"], "final_score": s["final_score"],
@@ -47,10 +48,12 @@ with tempfile.TemporaryDirectory() as tmp:
 """
 
 
-def run(tree: Path, steps: int, seed: int, final_episodes: int) -> dict[str, float]:
+def run(tree: Path, steps: int, seed: int, final_episodes: int,
+        sets: tuple[str, ...] = ()) -> dict[str, float]:
+    """One run of the main job in ``tree`` (``sets``: config overrides)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, "-c", PROBE, str(tree), str(steps), str(seed),
-                          str(final_episodes)],
+                          str(final_episodes), json.dumps(list(sets))],
                          capture_output=True, text=True, check=True, cwd=tree, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

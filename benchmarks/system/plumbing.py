@@ -18,11 +18,14 @@ with its share of the capacity and limits; the writers' chunks go to the shards 
 reader's round goes to every shard at once: :mod:`distmarl.buffers.shards`); ``--nodes 2`` runs
 it on a two-node Ray cluster started on this machine (Ray's own ``cluster_utils``), the shards
 spread over the nodes. Prints, per point, the env steps (rows per agent) stored per second and
-the rows sampled per second over ``--seconds``, with the main job's sampled rows/s at its
-measured env steps/s beside them (``--main-job-rate``).
+the rows sampled per second over ``--seconds``, with the main job's sampled rows/s beside them:
+at its env steps/s measured first in the same run (``--main-job-steps`` env steps per member,
+one run with each of ``--main-job-shards``; the ratios are against its one-shard run), or given
+(``--main-job-rate``).
 
     .venv/bin/python -m benchmarks.system.plumbing [--members 4 16 64] [--shards 1 2 4]
-        [--seconds 10] [--readers 2] [--writers 2] [--nodes 1] [--main-job-rate 1400]
+        [--seconds 10] [--readers 2] [--writers 2] [--nodes 1]
+        [--main-job-steps 20000 [--main-job-shards 1 2] | --main-job-rate 1400]
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ import numpy as np
 import ray
 
 from benchmarks import CONFIGS
+from benchmarks.micro.against import ROOT
+from benchmarks.system.main_job_against import learner_time
+from benchmarks.system.main_job_against import run as main_job
 from distmarl.buffers.grants import UpdateGrants
 from distmarl.buffers.shards import ShardLayout
 from distmarl.config import load_config
@@ -207,7 +213,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--nodes", type=int, default=1, help="Ray nodes started on this machine")
     p.add_argument("--main-job-rate", type=float, default=None,
                    help="the main job's env steps/s, for its sampled rows/s beside the points")
+    p.add_argument("--main-job-steps", type=int, default=0,
+                   help="measure the main job's env steps/s first, at this many env steps per "
+                        "member (a local Ray of its own)")
+    p.add_argument("--main-job-shards", type=int, nargs="+", default=[1],
+                   help="the main job's buffer.shards, a run each (the first: the ratios' base)")
     args = p.parse_args(argv)
+    if args.main_job_steps:
+        for shards in args.main_job_shards:
+            f = main_job(ROOT, args.main_job_steps, 1, 4, (f"buffer.shards={shards}",))
+            print(f"main job, buffer.shards={shards}: {f['env_steps_per_s']:,.0f} env "
+                  f"steps/s{learner_time(f)}", flush=True)
+            args.main_job_rate = args.main_job_rate or f["env_steps_per_s"]
     cluster = start_ray(args.nodes)
     _, _, _, learn_step, batch_size, _, _ = main_job_parts()
     per_step = batch_size / learn_step  # rows sampled per env step, by the rule
