@@ -11,7 +11,8 @@ Layout of ``RUN_DIR/checkpoints/step-000000012345/``::
     snapshot-3.pt ...    a league's frozen snapshots: ``get_weights()`` output, arrays as tensors
 
 A checkpoint is written into a temporary folder and renamed into place, so a crash never leaves
-half a checkpoint under a real name; the last ``keep_last`` are kept. Loading checks every
+half a checkpoint under a real name; the last ``keep_last`` are kept (and any the caller
+protects: the best). Loading checks every
 checksum first and names the file that does not match. Nothing is ever unpickled.
 """
 
@@ -85,9 +86,11 @@ def stored_buffer_files(path: Path) -> list[Path]:
 
 def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[dict[str, Any]],
                     buffer_state: list[dict[str, Any]] | None = None, keep_last: int = 3,
-                    snapshots: dict[str, dict[str, Any]] | None = None) -> Path:
-    """Write a checkpoint for ``step`` under ``root`` atomically; returns its folder.
-    ``snapshots``: a league's frozen weights by snapshot id (``snapshot/<k>``)."""
+                    snapshots: dict[str, dict[str, Any]] | None = None,
+                    protect: set[str] | frozenset[str] = frozenset()) -> Path:
+    """Write a checkpoint for ``step`` under ``root`` atomically; returns its folder. The last
+    ``keep_last`` are kept, and those named in ``protect``. ``snapshots``: a league's frozen
+    weights by snapshot id (``snapshot/<k>``)."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"{PREFIX}{step:012d}"
     tmp = root / f".tmp-{PREFIX}{step:012d}-{os.getpid()}"
@@ -109,7 +112,7 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
         shutil.rmtree(final)
     os.replace(tmp, final)
     _fsync_dir(root)
-    prune(root, keep_last)
+    prune(root, keep_last, protect)
     return final
 
 
@@ -163,9 +166,12 @@ def list_checkpoints(root: Path) -> list[Path]:
                   if p.is_dir() and p.name.startswith(PREFIX) and (p / "manifest.json").exists())
 
 
-def prune(root: Path, keep_last: int) -> None:
+def prune(root: Path, keep_last: int, protect: set[str] | frozenset[str] = frozenset()) -> None:
+    """Delete the checkpoints under ``root`` but the last ``keep_last`` and those named in
+    ``protect``."""
     for old in list_checkpoints(root)[:-keep_last] if keep_last > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
+        if old.name not in protect:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def verify(path: Path) -> dict[str, Any]:

@@ -53,7 +53,7 @@ FILL = "buffer_rows"  # not a memory column: it decides when the warm-up ends
 #: run settings of the soak (before the user's --set): a run that only --minutes ends, with
 #: metric writes and checkpoints every few thousand env steps per member as in a real run
 SOAK_SETS = ["training.max_steps_per_member=1000000000", "tracking.write_interval=2000",
-             "tracking.checkpoint_interval=20000", "tracking.keep_last=2"]
+             "tracking.checkpoint_interval=20000", "tracking.keep_checkpoints=2"]
 
 
 @dataclass

@@ -206,13 +206,16 @@ class ResourceConfig(Section):
 
 
 class TrackingConfig(Section):
+    RENAMED: ClassVar[dict[str, str]] = {"keep_last": "keep_checkpoints"}
+
     mlflow: bool = Field(True, description="track the run in MLflow")
     mlflow_uri: str | None = Field(None, description="tracking server URI (None: a local store in the run directory, or MLFLOW_TRACKING_URI)")
     experiment_name: str | None = Field(None, description="MLflow experiment (None: the config's name)")
-    directory: str = Field("runs", description="where run directories are created")
+    directory: str = Field("runs", description="where run directories are created (the run is written there as it goes)")
+    storage: str | None = Field(None, description="where runs are kept: a shared folder, or an object store's URI (s3://bucket/runs, gs://bucket/runs, hdfs://host/runs; credentials and endpoints from the environment, as pyarrow reads them). Each run's folder is copied to <storage>/<run name>: every checkpoint once written (its manifest last, so a half-copied one is never read), the rest at the end; --resume, evaluate, play, export and buffer-info read from it. None: the run directory only")
     write_interval: int | Literal["auto"] = Field("auto", description="env steps per member between metric writes ('auto': training.max_steps_per_member / 100; <= 0 disables)")
     checkpoint_interval: int | Literal["auto"] = Field("auto", description="env steps per member between checkpoints ('auto': training.max_steps_per_member / 10; <= 0 disables)")
-    keep_last: int = Field(3, ge=1, description="checkpoints kept")
+    keep_checkpoints: int = Field(3, ge=1, description="checkpoints kept: the last so many, and the best (taken at the highest fitness of any member's latest evaluation); checkpoints are written in the background, so training goes on meanwhile")
     videos: bool = Field(True, description="at the end of a tracked run, GIFs of the elite's greedy episode (the final evaluation's first seed) in the run folder and in MLflow under videos/, where the env renders rgb_array frames: elite.gif (a league with sides: each side's elite against the others'; a symmetric game: the elite against random moves), and in a league <side>_vs_<reference>.gif (symmetric: elite_vs_<reference>.gif) for each reference but random")
     video_every_generations: int = Field(0, ge=0, description="during a tracked run with videos on, the current elite's elite.gif every so many generations as videos/generation_<g>.gif (0: only at the end)")
     log_buffer: bool = Field(False, description="upload the last checkpoint's replay buffer to MLflow with the rest of it (the checkpoint on disk keeps it either way; it can be gigabytes for image envs)")

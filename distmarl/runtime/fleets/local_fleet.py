@@ -193,8 +193,9 @@ class LocalFleet:
 
     # ------------------------------------------------------------------ state
     def learner_states(self) -> list[dict[str, Any]]:
-        """The learners' own tensors (read them, or copy before changing them)."""
-        return [learner.get_state() for learner in self.learners]
+        """Copies of the learners' states (a checkpoint writes them while training goes on,
+        as Ray's object store would hand over copies)."""
+        return [copy.deepcopy(learner.get_state()) for learner in self.learners]
 
     def buffer_state(self) -> list[dict[str, Any]] | None:
         """Each shard's; None where fragments resynchronise (on-policy), as on Ray."""

@@ -13,6 +13,7 @@ actors only); the videos play in envs built here (:mod:`~distmarl.runtime.record
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import subprocess
@@ -24,15 +25,17 @@ from typing import Any, Protocol
 import yaml
 
 from distmarl.algorithms import Algorithm
-from distmarl.checkpoint import is_buffer_file, load_checkpoint, save_checkpoint
+from distmarl.checkpoint import is_buffer_file, load_checkpoint
 from distmarl.config import TrackingConfig, flatten_dict
 from distmarl.hpo import Lineage
 from distmarl.runtime.fleets.protocol import Fleet
 from distmarl.runtime.hooks.base import GameHooks
 from distmarl.runtime.logic.run_state import RunState
 from distmarl.runtime.logic.time_spent import time_metrics
+from distmarl.runtime.records.checkpoints import CheckpointWriter, Taken
 from distmarl.runtime.records.policies import PublishedPolicies
 from distmarl.runtime.records.videos import VideoRecorder
+from distmarl.storage import Storage
 from distmarl.tracking.base import NullTracker, Tracker
 from distmarl.version import __version__
 
@@ -43,6 +46,8 @@ RUN_DIR_TAG = "distmarl.run_dir"
 #: tries to create the MLflow runs before a run goes on untracked, and the pause between them
 TRACKING_START_ATTEMPTS = 3
 TRACKING_RETRY_S = 2.0
+#: seconds a run's end waits for its last checkpoint to be written and copied to storage
+FINAL_CHECKPOINT_S = 600.0
 
 
 def interval(value: int | str, max_steps: int, parts: int) -> int:
@@ -125,6 +130,13 @@ class Recorder:
         self.resume_ids: dict[str, Any] | None = None
         self.resumed_from: str | None = None
         self.last_checkpoint: str | None = None
+        #: where the run is kept besides its run directory (``tracking.storage``)
+        self.storage = (None if tracking.storage is None
+                        else Storage(tracking.storage).child(run_dir.name))
+        self.checkpoints = CheckpointWriter(run_dir / "checkpoints", tracking.keep_checkpoints,
+                                            self.storage)
+        #: seconds training waited for checkpoints' states to be taken (and handed over)
+        self.checkpoint_blocked_s = 0.0
         self.elite_model_uri: str | None = None
         #: ``time/<kind>/<share>`` metrics, once the run counted where its time went
         self.time_metrics: dict[str, float] = {}
@@ -238,15 +250,19 @@ class Recorder:
         return out
 
     def checkpoint(self) -> Path:
-        """Every member's full state, the run's state and the buffer, at this step."""
+        """Every member's full state, the run's state and the buffer, taken at this step and
+        written in the background (:class:`~distmarl.runtime.records.checkpoints.CheckpointWriter`);
+        the folder it goes to."""
+        began = time.perf_counter()
         states = self.fleet.learner_states()  # a restarted learner is restored first
         buffer_state = self.fleet.buffer_state()
-        meta = {"config": self.config, "agent_spaces": self.agent_spaces,
-                **self.state.state_dict(),
-                **self.generations.state_dict(), "mlflow": self.tracker.run_ids()}
-        path = save_checkpoint(self.run_dir / "checkpoints", self.state.total_env_steps, meta,
-                               states, buffer_state, keep_last=self.tracking.keep_last,
-                               snapshots=self.generations.snapshot_weights())
+        meta = copy.deepcopy({"config": self.config, "agent_spaces": self.agent_spaces,
+                              **self.state.state_dict(), **self.generations.state_dict(),
+                              "mlflow": self.tracker.run_ids()})
+        path = self.checkpoints.submit(Taken(
+            self.state.total_env_steps, meta, states, buffer_state,
+            self.generations.snapshot_weights(), self.state.best_fitness()))
+        self.checkpoint_blocked_s += time.perf_counter() - began
         self.last_checkpoint = str(path)
         return path
 
@@ -266,6 +282,9 @@ class Recorder:
             if status != "FAILED" and self.state.members:
                 self.tracker.log_metrics(self.metrics(), self.state.member_step())
                 self.checkpoint()
+                if not self.checkpoints.flush(FINAL_CHECKPOINT_S):
+                    log.warning("the last checkpoint was not written within %.0f s",
+                                FINAL_CHECKPOINT_S)
                 if status == "FINISHED":
                     self.write_artifacts()
                 self.tracker.flush()
@@ -340,9 +359,15 @@ class Recorder:
         return max(range(len(latest)), key=lambda i: latest[i])
 
     def summary(self) -> dict[str, Any]:
+        report = self.checkpoints.report
         return {"run_dir": str(self.run_dir), "mlflow": self.tracker.run_ids(),
                 "tracking": self.tracker.status(), "checkpoint": self.last_checkpoint,
-                "elite_model_uri": self.elite_model_uri, "resumed_from": self.resumed_from}
+                "elite_model_uri": self.elite_model_uri, "resumed_from": self.resumed_from,
+                "storage": None if self.storage is None else self.storage.uri,
+                "checkpoints": {"written": report.written, "stored": report.stored,
+                                "blocked_s": self.checkpoint_blocked_s,
+                                "write_s": report.write_s, "store_s": report.store_s,
+                                "stored_bytes": report.stored_bytes, "failed": report.failed}}
 
 
 def _torch_version() -> str:
