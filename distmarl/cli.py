@@ -4,12 +4,14 @@ show, buffer-info."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
+import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,20 +26,37 @@ def _buffer_info(args: argparse.Namespace) -> int:
     from distmarl.buffers import MultiAgentReplayBuffer
     from distmarl.buffers.shards import merge_stats
     from distmarl.checkpoint import resolve, stored_buffer_files
+    from distmarl.storage import is_remote
 
     path = Path(args.path)
-    if not path.exists():
+    if not is_remote(args.path) and not path.exists():
         print(f"distmarl: buffer file {path} does not exist", file=sys.stderr)
         return 2
-    files = stored_buffer_files(resolve(path)) if path.is_dir() else [path]
-    if not files:
-        print(f"distmarl: checkpoint {path} holds no buffer (on-policy runs keep none)",
-              file=sys.stderr)
-        return 2
-    buffers = [MultiAgentReplayBuffer.load(f) for f in files]
+    with contextlib.ExitStack() as stack:
+        if is_remote(args.path):
+            path = stack.enter_context(_checkpoint_at(args.path))
+        files = stored_buffer_files(resolve(path)) if path.is_dir() else [path]
+        if not files:
+            print(f"distmarl: checkpoint {args.path} holds no buffer (on-policy runs keep "
+                  "none)", file=sys.stderr)
+            return 2
+        buffers = [MultiAgentReplayBuffer.load(f) for f in files]
     info = merge_stats([b.stats() for b in buffers])
     print(json.dumps({**info, "config": buffers[0].config()}, indent=2))
     return 0
+
+
+@contextlib.contextmanager
+def _checkpoint_at(value: str) -> Iterator[Path]:
+    """The checkpoint ``value`` names as a local path: a local one as it is (it must exist),
+    one on an object store (``s3://...``) copied to a temporary folder first."""
+    from distmarl.storage import fetched_checkpoint, is_remote
+
+    if not is_remote(value):
+        yield _existing(value, "checkpoint")
+        return
+    with tempfile.TemporaryDirectory(prefix="distmarl-checkpoint-") as tmp:
+        yield fetched_checkpoint(value, Path(tmp))
 
 
 def _existing(path: str, what: str) -> Path:
@@ -73,13 +92,16 @@ def _train(args: argparse.Namespace) -> int:
     from distmarl.runtime.driver.cluster import RayStartError
     from distmarl.runtime.driver.stopping import exit_code
     from distmarl.runtime.driver.trainer import Stopped, train
+    from distmarl.storage import is_remote
 
     cfg = load_config(_existing(args.config, "config file"), args.set or [])
     if args.no_mlflow:
         cfg.tracking.mlflow = False
     if args.mlflow_uri:
         cfg.tracking.mlflow_uri = args.mlflow_uri
-    if args.resume:
+    if args.storage:
+        cfg.tracking.storage = args.storage
+    if args.resume and not is_remote(args.resume):
         _existing(args.resume, "run directory")
     try:
         summary = train(cfg, address=args.address, resume=args.resume, run_dir=args.run_dir,
@@ -92,11 +114,23 @@ def _train(args: argparse.Namespace) -> int:
     except RayStartError as err:
         print(f"distmarl: {err}", file=sys.stderr)
         return EXIT_RAY_START
-    for line in [*step_lines(summary), *time_lines(summary)]:
+    for line in [*step_lines(summary), *time_lines(summary), *storage_lines(summary)]:
         print(line)
     print(result_line(summary))
     signum = summary.get("stop_signal")
     return 0 if signum is None else exit_code(signum)
+
+
+def storage_lines(summary: dict[str, Any]) -> list[str]:
+    """Where the run is kept, and what could not be written there (none without storage)."""
+    if not summary.get("storage"):
+        return []
+    failed = summary.get("checkpoints", {}).get("failed", [])
+    lines = [f"distmarl: run kept at {summary['storage']}"]
+    lines += [f"distmarl: checkpoint at step {f['step']} not written to {f['where']}: "
+              f"{f['error']}" for f in failed]
+    lines += [f"distmarl: not written to storage: {e}" for e in summary.get("storage_errors", [])]
+    return lines
 
 
 def result_line(summary: dict[str, Any]) -> str:
@@ -188,8 +222,8 @@ def _config_show(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from distmarl.league.saved import evaluate_saved
 
-    result = evaluate_saved(_existing(args.checkpoint, "checkpoint"), args.episodes,
-                            member=args.member, seed=args.seed)
+    with _checkpoint_at(args.checkpoint) as path:
+        result = evaluate_saved(path, args.episodes, member=args.member, seed=args.seed)
     print(json.dumps(result, indent=1))
     return 0
 
@@ -218,7 +252,8 @@ def _play(args: argparse.Namespace) -> int:
         raise ValueError(f"--video {args.video}: name a .gif or .mp4 file")
     if args.episodes < 1:
         raise ValueError(f"--episodes {args.episodes}: play at least 1")
-    cfg, algo, index, where = load_member(_existing(args.checkpoint, "checkpoint"), args.member)
+    with _checkpoint_at(args.checkpoint) as path:
+        cfg, algo, index, where = load_member(path, args.member)
     played = play(cfg, [algo], args.episodes, args.seed, "human" if args.human else "rgb_array")
     video = str(write_video(played.frames, Path(args.video), args.fps)) if args.video else None
     print(json.dumps({"checkpoint": where, "member": index, "returns": played.returns,
@@ -230,7 +265,8 @@ def _export(args: argparse.Namespace) -> int:
     from distmarl.collect.evaluation import load_member
     from distmarl.export import export_policy
 
-    _, algo, index, where = load_member(_existing(args.checkpoint, "checkpoint"), args.member)
+    with _checkpoint_at(args.checkpoint) as path:
+        _, algo, index, where = load_member(path, args.member)
     out = export_policy(algo, Path(args.out), args.format)
     print(json.dumps({"checkpoint": where, "member": index, "format": args.format,
                       "out": str(out), "agents": list(algo.agents)}, indent=1))
@@ -359,7 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "notebooks; a seeded run repeats exactly)")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value")
     tr.add_argument("--summary-json", help="write the final figures to this JSON file")
-    tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (a folder, or its URI on an object store: s3://bucket/runs/NAME) from its last checkpoint")
+    tr.add_argument("--storage", metavar="URI", help="keep the run there too: a shared folder or an object store (s3://bucket/runs, gs://..., hdfs://...; tracking.storage)")
     tr.add_argument("--run-dir", help="run directory (default: tracking.directory/<time>-<name>)")
     tr.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local store in the run directory)")
     tr.add_argument("--no-mlflow", action="store_true", help="do not track the run in MLflow")
@@ -384,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ).set_defaults(func=_config_reference)
 
     ev = sub.add_parser("evaluate", help="score a saved member")
-    ev.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
+    ev.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest); or one of them (or a run folder) on an object store: s3://bucket/runs/NAME")
     ev.add_argument("--episodes", type=int,
                     help="episodes (default: the run's evolution.final_episodes)")
     ev.add_argument("--member", type=int,
@@ -403,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("play", help="watch a saved member play its greedy episodes (a "
                                      "window, or a .gif / .mp4)")
-    pl.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
+    pl.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest); or one of them (or a run folder) on an object store: s3://bucket/runs/NAME")
     pl.add_argument("--member", type=int,
                     help="member index (default: the run's elite, else the best by fitness)")
     pl.add_argument("--episodes", type=int, default=1, help="episodes (default: 1)")
@@ -418,7 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("export", help="write a saved member's greedy policy as TorchScript "
                                        "or ONNX files that run without distmarl")
-    ex.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest)")
+    ex.add_argument("checkpoint", help="a checkpoint folder, or a run's checkpoints/ folder (latest); or one of them (or a run folder) on an object store: s3://bucket/runs/NAME")
     ex.add_argument("out", help="folder to write (policy.json and a file per agent)")
     ex.add_argument("--format", choices=EXPORT_FORMATS, default="torchscript",
                     help="torchscript (runs with torch alone) or onnx (with onnxruntime alone; "

@@ -101,7 +101,7 @@ class Storage:
     def put_file(self, local: Path, rel: str) -> int:
         """Copy the file ``local`` to ``rel`` (inside this folder); its bytes."""
         def put() -> int:
-            target = f"{self.root}/{rel}"
+            target = _join(self.root, rel)
             self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
             with local.open("rb") as src, self.fs.open_output_stream(target) as out:
                 shutil.copyfileobj(src, out, BLOCK)
@@ -112,20 +112,20 @@ class Storage:
         """Copy ``rel`` (inside this folder) to the file ``local``."""
         def get() -> None:
             local.parent.mkdir(parents=True, exist_ok=True)
-            with self.fs.open_input_stream(f"{self.root}/{rel}") as src, local.open("wb") as out:
+            with self.fs.open_input_stream(_join(self.root, rel)) as src, local.open("wb") as out:
                 shutil.copyfileobj(src, out, BLOCK)
         self._retried(get, f"reading {rel}")
 
     def names(self, rel: str = "") -> list[str]:
         """The names in the folder ``rel`` (none where it does not exist)."""
-        path = f"{self.root}/{rel}".rstrip("/")
+        path = _join(self.root, rel)
         selector = pafs.FileSelector(path, allow_not_found=True)
         infos = self._retried(lambda: self.fs.get_file_info(selector), f"listing {rel or '.'}")
         return sorted(i.base_name for i in infos)
 
     def files(self, rel: str = "") -> list[str]:
         """Every file under the folder ``rel``, recursively, as paths relative to it."""
-        path = f"{self.root}/{rel}".rstrip("/")
+        path = _join(self.root, rel)
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
         infos = self._retried(lambda: self.fs.get_file_info(selector), f"listing {rel or '.'}")
         return sorted(i.path[len(path) + 1:] for i in infos if i.type == pafs.FileType.File)
@@ -142,20 +142,20 @@ class Storage:
 
     def delete(self, rel: str) -> None:
         """Delete the folder ``rel`` and everything in it."""
-        self._retried(lambda: self.fs.delete_dir(f"{self.root}/{rel}"), f"deleting {rel}")
+        self._retried(lambda: self.fs.delete_dir(_join(self.root, rel)), f"deleting {rel}")
 
     # ------------------------------------------------------------------ checkpoints
     def put_checkpoint(self, folder: Path, rel: str = "checkpoints") -> int:
         """Copy the checkpoint ``folder`` to ``rel/<its name>``, its manifest last; the
         bytes copied."""
         files = sorted(p for p in folder.iterdir() if p.name != MANIFEST)
-        copied = sum(self.put_file(p, f"{rel}/{folder.name}/{p.name}") for p in files)
-        return copied + self.put_file(folder / MANIFEST, f"{rel}/{folder.name}/{MANIFEST}")
+        copied = sum(self.put_file(p, _join(rel, folder.name, p.name)) for p in files)
+        return copied + self.put_file(folder / MANIFEST, _join(rel, folder.name, MANIFEST))
 
     def checkpoints(self, rel: str = "checkpoints") -> list[str]:
         """The complete checkpoints under ``rel`` (those with their manifest), oldest first."""
         steps = [n for n in self.names(rel) if n.startswith(CHECKPOINT_PREFIX)]
-        return [n for n in steps if MANIFEST in self.names(f"{rel}/{n}")]
+        return [n for n in steps if MANIFEST in self.names(_join(rel, n))]
 
     def fetch_checkpoint(self, name: str | None, local: Path, rel: str = "checkpoints"
                          ) -> Path:
@@ -163,13 +163,26 @@ class Storage:
         local folder. :class:`StorageError` where there is none."""
         done = self.checkpoints(rel)
         if name is None and not done:
-            raise StorageError(f"{self.uri}: no complete checkpoint under {rel}/")
+            raise StorageError(f"{self.uri}: no complete checkpoint under {rel or '.'}/")
         name = done[-1] if name is None else name
         if name not in done:
-            raise StorageError(f"{self.uri}: no complete checkpoint {rel}/{name}")
-        for file in self.names(f"{rel}/{name}"):
-            self.get_file(f"{rel}/{name}/{file}", local / name / file)
+            raise StorageError(f"{self.uri}: no complete checkpoint {_join(rel, name)}")
+        for file in self.names(_join(rel, name)):
+            self.get_file(_join(rel, name, file), local / name / file)
         return local / name
+
+    def fetch_any_checkpoint(self, local: Path) -> Path:
+        """This folder as a checkpoint is named on the command line: a checkpoint folder, a
+        run's ``checkpoints/`` folder (its latest) or a run folder (its latest), copied to
+        ``local``; the local checkpoint folder."""
+        names = self.names()
+        if MANIFEST in names:
+            for file in names:
+                self.get_file(file, local / self.root.rsplit("/", 1)[-1] / file)
+            return local / self.root.rsplit("/", 1)[-1]
+        if any(n.startswith(CHECKPOINT_PREFIX) for n in names):
+            return self.fetch_checkpoint(None, local, "")
+        return self.fetch_checkpoint(None, local)
 
     def fetch_run(self, local: Path) -> Path:
         """Copy this run folder to ``local``: everything but its checkpoints, and its latest
@@ -193,3 +206,18 @@ class Storage:
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
+
+
+def _join(*parts: str) -> str:
+    """``parts`` joined by ``/``, empty ones left out."""
+    return "/".join(p.strip("/") if i else p.rstrip("/") for i, p in enumerate(parts) if p)
+
+
+def fetched_checkpoint(value: str | Path, local: Path) -> Path:
+    """The checkpoint ``value`` names as a local path: itself, or (an object store's URI)
+    copied to ``local`` first (:meth:`Storage.fetch_any_checkpoint`)."""
+    if not is_remote(value):
+        return Path(value)
+    storage = Storage(value)
+    storage.check()
+    return storage.fetch_any_checkpoint(local)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,9 @@ from distmarl.runtime.driver.progress import ProgressDisplay
 from distmarl.runtime.driver.resume import check_resume
 from distmarl.runtime.driver.stopping import StopSignals, stop_reason
 from distmarl.runtime.fleets.process_group import own_process_group
+from distmarl.storage import Storage, StorageError, is_remote
+
+log = logging.getLogger(__name__)
 
 #: seconds the driver waits on the run between looks at signals and progress (a signal's
 #: handler runs once the wait returns)
@@ -92,11 +96,25 @@ def train(cfg: ExperimentConfig, *, address: str | None = None, resume: str | Pa
             raise
         summary["stop_signal"] = (signals.received if summary["stop_reason"] == signals.reason
                                   else None)
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+        _store_run(cfg, run_dir, summary)
         for path in ([] if summary_json is None else [Path(summary_json)]):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(summary, indent=1, default=str))
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def _store_run(cfg: ExperimentConfig, run_dir: Path, summary: dict[str, Any]) -> None:
+    """Copy the run directory, but its checkpoints (each was copied once written), to
+    ``tracking.storage``; what could not be is logged and goes to ``summary``'s
+    ``storage_errors``."""
+    if cfg.tracking.storage is None:
+        return
+    try:
+        Storage(cfg.tracking.storage).child(run_dir.name).put_tree(run_dir, skip=("checkpoints",))
+    except StorageError as err:
+        log.warning("the run directory was not copied to %s: %s", cfg.tracking.storage, err)
+        summary["storage_errors"] = [str(err)]
 
 
 def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
@@ -108,8 +126,11 @@ def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
         league_setup(cfg, spaces)  # sides, references and win_above against the env
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    if cfg.tracking.storage is not None:
+        _checked_storage(cfg.tracking.storage, "tracking.storage")
     if resume is not None:
-        path = Path(resume).resolve()
+        path = (_fetched_run(cfg, str(resume)) if is_remote(resume)
+                else Path(resume).resolve())
         check_resume(path, cfg, agent_spaces(spaces[0], spaces[1]), cfg.league.enabled)
         return path
     if run_dir is not None:
@@ -117,6 +138,31 @@ def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
         path.mkdir(parents=True, exist_ok=True)
         return path
     return new_run_dir(cfg.tracking.directory, cfg.name)
+
+
+def _checked_storage(uri: str, what: str) -> Storage:
+    """``uri``'s storage, checked (a :class:`ConfigError` naming ``what`` and the problem)."""
+    try:
+        storage = Storage(uri)
+        storage.check()
+    except StorageError as err:
+        raise ConfigError(f"{what}: {err}") from None
+    return storage
+
+
+def _fetched_run(cfg: ExperimentConfig, uri: str) -> Path:
+    """The run stored at ``uri`` copied to a run directory of the same name under
+    ``tracking.directory`` (its latest checkpoint and everything but its checkpoints), and
+    ``cfg``'s storage set to where it is kept, so it goes on being kept there."""
+    storage = _checked_storage(uri, "--resume")
+    parent, _, name = storage.uri.rpartition("/")
+    local = Path(cfg.tracking.directory).resolve() / name
+    try:
+        storage.fetch_run(local)
+    except StorageError as err:
+        raise ConfigError(f"--resume {uri}: {err}") from None
+    cfg.tracking.storage = parent
+    return local
 
 
 def _run(cfg: ExperimentConfig, run_dir: Path, signals: StopSignals, *, address: str | None,
