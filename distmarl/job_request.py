@@ -6,8 +6,12 @@ How a submission travels (deploy/README.md has the whole picture):
   sent), resolved (``--set`` applied) and written as ``_distmarl_job.yaml`` at the top of the
   job's ``working_dir`` upload. The upload is a staging folder holding that file plus links to
   every entry of ``--working-dir`` (nothing is copied). The job runs
-  ``python -m distmarl.cli train _distmarl_job.yaml --quiet`` in the unpacked working dir,
-  so a relative ``tracking.directory`` puts the run directory under the job's working dir.
+  ``python -m distmarl.cli train _distmarl_job.yaml --quiet`` in the unpacked working dir.
+- **The run is kept.** A relative ``tracking.directory`` would put the run directory inside
+  the job's working-dir upload, Ray's cache, which Ray deletes when it fills (and KubeRay with
+  the head pod). So a config that leaves it out or gives a relative one gets :data:`JOB_RUNS`
+  (a folder in the home of the head's user) instead, said before the job is sent;
+  ``tracking.storage`` keeps the run on shared or object storage besides.
 - **The MLflow URI and credentials** (``MLFLOW_TRACKING_URI``, ``..._USERNAME``,
   ``..._PASSWORD``, ``..._TOKEN``) travel only as ``runtime_env.env_vars``: never in the
   entrypoint, the job metadata or the shipped config (``tracking.mlflow_uri`` is moved out of
@@ -40,6 +44,8 @@ from distmarl.version import __version__
 
 #: The file name of the shipped config, at the top of the job's working dir.
 JOB_CONFIG = "_distmarl_job.yaml"
+#: Where a submitted run's directory goes when the config does not say (on the head)
+JOB_RUNS = "~/distmarl-runs"
 MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",
               "MLFLOW_TRACKING_TOKEN")
 HIDDEN = "<hidden>"
@@ -82,6 +88,8 @@ class JobRequest:
     submission_id: str
     working_dir: Path | None = None
     env_sources: dict[str, str] = field(default_factory=dict)  # env var -> where it came from
+    #: where the run will be kept, and any warning about it (a line each)
+    keeping: list[str] = field(default_factory=list)
 
 
 def load_runtime_env(path: str | Path | None) -> dict[str, Any]:
@@ -165,6 +173,7 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
     env, sources = mlflow_env(mlflow_uri=mlflow_uri, config_uri=cfg.tracking.mlflow_uri,
                               file_env=file_env, environ=environ if forward_mlflow_env else None)
     cfg.tracking.mlflow_uri = None  # travels as MLFLOW_TRACKING_URI only
+    keeping = kept_runs(cfg.tracking)
     runtime_env["env_vars"] = {**file_env, **env}
     if not runtime_env["env_vars"]:
         del runtime_env["env_vars"]
@@ -180,7 +189,22 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
                   "distmarl.version": __version__,
                   "distmarl.config_sha256": hashlib.sha256(config_yaml.encode()).hexdigest()[:16]},
         submission_id=submission_id or new_submission_id(cfg.name),
-        working_dir=wd_path, env_sources=sources)
+        working_dir=wd_path, env_sources=sources, keeping=keeping)
+
+
+def kept_runs(tracking: Any) -> list[str]:
+    """Where a submitted run is kept, said in a line; ``tracking.directory`` set to
+    :data:`JOB_RUNS` where the config leaves it out or gives a relative one (which would be
+    inside the job's working-dir upload, deleted with Ray's cache)."""
+    storage = f"; kept at {tracking.storage}/<run>" if tracking.storage else ""
+    directory = str(tracking.directory)
+    if Path(directory).is_absolute() or directory.startswith("~"):
+        return [f"run directory: {directory}/<run> on the head{storage}"]
+    why = ("" if "directory" not in tracking.model_fields_set else
+           f"; tracking.directory {directory!r} would be inside the job's working-dir upload, "
+           "which Ray deletes")
+    tracking.directory = JOB_RUNS
+    return [f"run directory: {JOB_RUNS}/<run> on the head{why}{storage}"]
 
 
 @contextmanager
@@ -222,6 +246,7 @@ def describe(request: JobRequest, address: str) -> str:
     lines = [f"distmarl: submitting '{request.name}' to {address} as {request.submission_id}",
              f"  entrypoint:  {request.entrypoint}",
              f"  runtime_env: {json.dumps(shown, sort_keys=True)}"]
+    lines += [f"  {line}" for line in request.keeping]
     if request.env_sources:
         lines.append("  mlflow:      " + ", ".join(f"{k} from {v}" for k, v in
                                                     sorted(request.env_sources.items()))

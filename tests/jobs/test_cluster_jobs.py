@@ -102,9 +102,13 @@ def test_submit_follows_the_job_to_success(tiny_job, cluster) -> None:
     # the followed logs end with the trainer's summary line: 2 members x 400 steps (+ a chunk)
     steps, run_dir = SUMMARY.search(proc.stdout).groups()
     assert 800 <= int(steps.replace(",", "")) < 800 + 2 * 2 * 8 * 2
-    # the run dir defaults under the job's working dir, unpacked inside the head's temp dir
-    assert "/runtime_resources/working_dir_files/" in run_dir
-    assert run_dir.startswith(str(cluster.base)) and Path(run_dir).parent.name == "runs"
+    # the run is kept outside the job's upload (Ray's cache): in ~/distmarl-runs on the head,
+    # said before the job was sent, and found there afterwards
+    assert "run directory: ~/distmarl-runs/<run> on the head; tracking.directory 'runs' " \
+        "would be inside the job's working-dir upload, which Ray deletes" in proc.stderr
+    assert "/runtime_resources/working_dir_files/" not in run_dir
+    assert Path(run_dir).parent.name == "distmarl-runs"
+    assert json.loads((Path(run_dir) / "summary.json").read_text())["stop_reason"] == "max_steps"
 
 
 def test_job_status_and_logs_through_the_cli(tiny_job, cluster) -> None:
@@ -156,10 +160,11 @@ def test_credentials_are_never_printed_or_shipped(tiny_job, cluster) -> None:
     assert "MLFLOW_TRACKING_PASSWORD from this shell's environment" in proc.stderr
     status = run_cli(cluster, "jobs", "status", "tiny-job-test", "--address", cluster.address)
     assert SECRET not in status.stdout and "<hidden>" in status.stdout
-    run_dir = Path(SUMMARY.search(proc.stdout).group(2))
-    shipped = (run_dir.parents[1] / "_distmarl_job.yaml").read_text()
+    # the config as shipped, in the job's working dir that Ray unpacked on the head
+    # (on each node that unpacked it)
+    [shipped] = {p.read_text() for p in cluster.base.rglob("working_dir_files/*/_distmarl_job.yaml")
+                 if "max_steps_per_member: 400" in p.read_text()}  # the --set overrides travel
     assert "mlflow_uri: null" in shipped and tiny_job["uri"] not in shipped
-    assert "max_steps_per_member: 400" in shipped  # the --set overrides travel inside it
 
 
 def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:

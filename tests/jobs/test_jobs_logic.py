@@ -246,3 +246,29 @@ def test_status_and_list_mask_the_runtime_env() -> None:
     header, row = out.getvalue().splitlines()
     assert header.split() == ["ID", "STATUS", "STARTED", "ENTRYPOINT"]
     assert row.split()[:2] == ["job-1", "RUNNING"] and "pw" not in row
+
+
+def test_a_submitted_run_is_kept_outside_the_jobs_upload(tmp_path) -> None:
+    """Left out or relative, ``tracking.directory`` becomes ~/distmarl-runs on the head (said
+    before the job is sent); an absolute one and the storage stay as they are."""
+    def shipped(*sets: str) -> tuple[dict, list[str]]:
+        request = job_request.prepare_submission(TINY, list(sets), environ={})
+        return yaml.safe_load(request.config_yaml)["tracking"], request.keeping
+
+    tracking, keeping = shipped()  # tiny.yaml says `directory: runs`
+    assert tracking["directory"] == "~/distmarl-runs"
+    assert keeping == ["run directory: ~/distmarl-runs/<run> on the head; tracking.directory "
+                       "'runs' would be inside the job's working-dir upload, which Ray deletes"]
+    tracking, keeping = shipped(f"tracking.directory={tmp_path}", "tracking.storage=s3://b/r")
+    assert tracking["directory"] == str(tmp_path) and tracking["storage"] == "s3://b/r"
+    assert keeping == [f"run directory: {tmp_path}/<run> on the head; kept at s3://b/r/<run>"]
+
+
+def test_a_run_directory_inside_a_jobs_upload_is_warned_of(tmp_path) -> None:
+    from distmarl.config import load_config
+    from distmarl.runtime.driver.trainer import EphemeralRunWarning, _checked_run_dir
+
+    upload = tmp_path / "runtime_resources" / "working_dir_files" / "_ray_pkg_1" / "runs"
+    cfg = load_config(TINY, [f"tracking.directory={upload}"])
+    with pytest.warns(EphemeralRunWarning, match="tracking.directory to an absolute folder"):
+        _checked_run_dir(cfg, None, None)

@@ -8,6 +8,7 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 WAIT_S = 0.25
 #: names tried for a new run directory within one second (``<time>-<name>-<n>``)
 RUN_DIR_TRIES = 1000
+#: where Ray unpacks a job's working dir (its cache, deleted when it fills)
+RAY_UPLOADS = "runtime_resources/working_dir_files/"
 
 
 def new_run_dir(directory: str | Path, name: str) -> Path:
@@ -41,7 +44,7 @@ def new_run_dir(directory: str | Path, name: str) -> Path:
     ``<time>-<name>``, or ``<time>-<name>-2``, ``-3``, ... when another run took that name in
     the same second. Each name is claimed by creating its folder (an atomic ``mkdir`` that
     fails where the folder exists), so two runs never share one."""
-    parent = Path(directory).resolve()
+    parent = Path(directory).expanduser().resolve()
     parent.mkdir(parents=True, exist_ok=True)
     base = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
     for n in range(1, RUN_DIR_TRIES + 1):
@@ -137,7 +140,16 @@ def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,
         path = Path(run_dir).resolve()
         path.mkdir(parents=True, exist_ok=True)
         return path
-    return new_run_dir(cfg.tracking.directory, cfg.name)
+    path = new_run_dir(cfg.tracking.directory, cfg.name)
+    if RAY_UPLOADS in path.as_posix() and cfg.tracking.storage is None:
+        warnings.warn(f"the run directory {path} is inside a Ray job's working-dir upload, "
+                      "which Ray deletes when its cache fills: set tracking.directory to an "
+                      "absolute folder, or tracking.storage", EphemeralRunWarning, stacklevel=3)
+    return path
+
+
+class EphemeralRunWarning(UserWarning):
+    """A run directory that Ray may delete (inside a job's working-dir upload)."""
 
 
 def _checked_storage(uri: str, what: str) -> Storage:
@@ -156,7 +168,7 @@ def _fetched_run(cfg: ExperimentConfig, uri: str) -> Path:
     ``cfg``'s storage set to where it is kept, so it goes on being kept there."""
     storage = _checked_storage(uri, "--resume")
     parent, _, name = storage.uri.rpartition("/")
-    local = Path(cfg.tracking.directory).resolve() / name
+    local = Path(cfg.tracking.directory).expanduser().resolve() / name
     try:
         storage.fetch_run(local)
     except StorageError as err:
