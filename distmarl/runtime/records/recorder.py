@@ -365,6 +365,7 @@ class Recorder:
                 "elite_model_uri": self.elite_model_uri, "resumed_from": self.resumed_from,
                 "storage": None if self.storage is None else self.storage.uri,
                 "checkpoints": {"written": report.written, "stored": report.stored,
+                                "superseded": report.superseded,
                                 "blocked_s": self.checkpoint_blocked_s,
                                 "write_s": report.write_s, "store_s": report.store_s,
                                 "stored_bytes": report.stored_bytes, "failed": report.failed}}
