@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 REMOTE_SCHEMES = ("s3", "gs", "gcs", "hdfs")
 #: a checkpoint's folder name prefix and the file written last (see distmarl.checkpoint)
 CHECKPOINT_PREFIX, MANIFEST = "step-", "manifest.json"
+#: words of URI query parameters that carry credentials (refused: they belong in the environment)
+SECRET_PARAMS = ("key", "secret", "token", "password", "credential")
 #: bytes per read or write of a copied file
 BLOCK = 8 << 20
 
@@ -59,7 +61,14 @@ class Storage:
 
     def __init__(self, uri: str | Path, *, attempts: int = 4, backoff_s: float = 0.5) -> None:
         self.uri = str(uri).rstrip("/")
-        scheme = urlparse(self.uri).scheme
+        parsed = urlparse(self.uri)
+        scheme = parsed.scheme
+        if parsed.username or parsed.password or any(
+                word in parsed.query.lower() for word in SECRET_PARAMS):
+            raise StorageError("storage URI carries credentials, which would be written into "
+                               "the run's config and MLflow: give them in the environment "
+                               "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, "
+                               "GOOGLE_APPLICATION_CREDENTIALS, ...)")
         if scheme and scheme not in (*REMOTE_SCHEMES, "file"):
             raise StorageError(f"storage {self.uri!r}: unknown scheme {scheme}:// (use a path, "
                                "s3://, gs:// or hdfs://)")

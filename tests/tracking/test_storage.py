@@ -125,6 +125,11 @@ def test_a_run_kept_on_s3_is_stopped_resumed_from_its_uri_and_evaluated(s3: S3Se
     out, err = info.communicate(timeout=120)
     assert info.returncode == 0, err
     assert json.loads(out)["counter"] > 0
+    exported = distmarl("export", f"{run.uri}/checkpoints/{run.checkpoints()[-1]}",
+                        str(tmp_path / "policy"), "--format", "torchscript")
+    out, err = exported.communicate(timeout=120)
+    assert exported.returncode == 0, err
+    assert any((tmp_path / "policy").iterdir())
 
 
 def test_a_store_that_goes_away_mid_run_costs_checkpoints_not_the_run(s3: S3Server,
@@ -185,6 +190,10 @@ def test_storage_that_cannot_be_used_fails_before_the_run(s3: S3Server, tmp_path
         run("ftp://x/runs")
     with pytest.raises(ConfigError, match=r"bucket 'no-such-bucket' does not exist"):
         run("s3://no-such-bucket/runs")
+    for secret in ("s3://AKIA:hunter2@bucket/runs", "s3://bucket/runs?secret_key=hunter2"):
+        with pytest.raises(ConfigError, match="carries credentials") as err:
+            run(secret)
+        assert "hunter2" not in str(err.value)
     assert not list(tmp_path.iterdir())  # no run directory was made
     with pytest.raises(StorageError, match="no complete checkpoint"):
         Storage(f"s3://{BUCKET}/nothing").fetch_checkpoint(None, tmp_path / "x")
