@@ -54,6 +54,9 @@ def stored_config(data: Mapping[str, Any]) -> ExperimentConfig:
                 spec.pop("dtype", None)
     _move_replay_keys(out)
     _ratios_of_zero(out)
+    tracking = out.get("tracking")
+    if isinstance(tracking, dict) and "keep_last" in tracking:  # (renamed keep_checkpoints)
+        tracking["keep_checkpoints"] = tracking.pop("keep_last")
     return ExperimentConfig.model_validate(out)
 
 

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "examples" / "configs").glob("*.yaml"))
 #: summary keys that differ between two runs of one seed: clocks, paths and tracking ids
 UNREPEATABLE = {"wall_seconds", "setup_seconds", "setup_phases", "env_steps_per_s", "run_dir",
-                "checkpoint", "mlflow", "elite_model_uri", "generation_marks", "tracking", "time"}
+                "checkpoint", "mlflow", "elite_model_uri", "generation_marks", "tracking", "time",
+                "checkpoints"}
 
 
 def shortened(path: Path, tmp: Path, *extra: str) -> ExperimentConfig:

@@ -230,6 +230,10 @@ class Recorder:
             out |= final_game_metrics(final.games or [])
         out |= self.generations.game.metrics()
         out |= self.time_metrics
+        report = self.checkpoints.report
+        out |= {"checkpoints/written": report.written, "checkpoints/failed": len(report.failed)}
+        if self.storage is not None:
+            out["checkpoints/stored"] = report.stored
         for i, m in enumerate(state.members):
             p = f"member/{i}/"
             if final is not None:
