@@ -28,7 +28,7 @@
   distmarl.
 
 :mod:`benchmarks.harness` runs the benchmarks that train (a config per seed and arm, each
-run's figures kept in a resumable JSON file), :mod:`benchmarks.stats` holds the mean, standard
+run's figures kept in a resumable JSON file), :mod:`distmarl.studies.stats` holds the mean, standard
 error and paired difference they report, and ``python -m benchmarks.report`` writes
 ``docs/benchmarks.md`` from the stored results in ``benchmarks/results``.
 """

@@ -219,6 +219,41 @@ def _config_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from distmarl.runtime.driver.stopping import exit_code
+    from distmarl.studies.report import Report, find_runs
+    from distmarl.studies.sweep import SweepPlan, run_sweep
+
+    config = _existing(args.config, "config file")
+    plan = SweepPlan.parse(config, args.seeds, args.grid or [], args.set or [])
+    out = Path(args.out) if args.out else Path("sweeps") / config.stem
+    summaries = run_sweep(plan, out, local=args.local, address=args.address,
+                          show_progress=not args.quiet)
+    stopped = summaries[-1].get("stop_signal") if summaries else None
+    if stopped is not None:
+        print(f"distmarl: sweep stopped by signal {stopped}; the same command resumes it",
+              file=sys.stderr)
+        return exit_code(stopped)
+    report = Report(find_runs([out]))
+    written = report.write(out / "report")
+    print(report.markdown(), end="")
+    print(f"distmarl: {len(plan.runs())} runs in {out}; report written to "
+          f"{', '.join(str(p) for p in written)}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from distmarl.studies.report import Report, find_runs
+
+    paths = [_existing(p, "run or sweep folder") for p in args.dirs]
+    report = Report(find_runs(paths), seed=args.seed)
+    out = Path(args.out) if args.out else paths[0] / "report"
+    written = report.write(out)
+    print(report.markdown(), end="")
+    print(f"distmarl: report written to {', '.join(str(p) for p in written)}")
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from distmarl.league.saved import evaluate_saved
 
@@ -429,6 +464,32 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int,
                     help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
+
+    sw = sub.add_parser("sweep", help="train every grid point with every seed, one run after "
+                        "another (resumable), then report them (as distmarl report)")
+    sw.add_argument("config", help="experiment YAML")
+    sw.add_argument("--seeds", required=True, help="seeds: a range (0-4) or a list (0,2,5)")
+    sw.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                    help="a config key and the values it takes (repeat: every combination)")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="an override of every run")
+    sw.add_argument("--out", help="the sweep's folder (default: sweeps/<config name>); the "
+                    "same command resumes it")
+    where = sw.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help="each run in this process")
+    where.add_argument("--address", help="each run on this Ray cluster")
+    sw.add_argument("--quiet", action="store_true", help="no progress bars")
+    sw.set_defaults(func=_sweep)
+
+    rp = sub.add_parser("report", help="many runs' final scores by arm: mean ± standard error, "
+                        "IQM and probability of improvement with 95%% bootstrap intervals, "
+                        "paired differences, curves and the performance profile")
+    rp.add_argument("dirs", nargs="+", metavar="DIR",
+                    help="run directories, or folders holding them (a sweep's)")
+    rp.add_argument("--out", help="where report.md, report.json (marl-eval's layout), "
+                    "curves.png and profile.png go (default: DIR/report of the first DIR)")
+    rp.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
+    rp.set_defaults(func=_report)
 
     ce = sub.add_parser("check-env", help="check an env for training: PettingZoo's API test, "
                                           "spaces, masks, state, render modes, which "

@@ -1,4 +1,4 @@
-"""The benchmarks' statistics (benchmarks.stats) on known values, and the lines the scripts
+"""The statistics the benchmarks report with (distmarl.studies.stats) on known values, and the lines the scripts
 print with them, which must read as they did when each script computed its own."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from benchmarks.learning import league, learning, population_value
-from benchmarks.stats import fmt_mean_se, mean_se, paired_difference, pm
+from distmarl.studies.stats import fmt_mean_se, mean_se, paired_difference, pm
 
 
 def test_mean_and_standard_error() -> None:

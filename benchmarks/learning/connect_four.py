@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks import CONFIGS
 from benchmarks.harness import Results, Run, run_all, train_cli
-from benchmarks.stats import mean_se
+from distmarl.studies.stats import mean_se
 
 CONFIG = CONFIGS / "connect_four_ippo.yaml"
 PLAYERS = ("player_0", "player_1")

@@ -44,7 +44,7 @@ from typing import Any
 
 from benchmarks import CONFIGS
 from benchmarks.harness import Results, Run, run_all, train_cli
-from benchmarks.stats import mean_se
+from distmarl.studies.stats import mean_se
 
 
 def _rate(summary: dict[str, Any], player: str, opponent: str, key: str,

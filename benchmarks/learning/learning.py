@@ -44,7 +44,7 @@ import numpy as np
 
 from benchmarks import CONFIGS, ROOT
 from benchmarks.harness import Results, Run, run_all
-from benchmarks.stats import paired_difference as paired_scores
+from distmarl.studies.stats import paired_difference as paired_scores
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
 TARGET = -30.0

@@ -57,7 +57,7 @@ from typing import Any
 
 from benchmarks import CONFIGS
 from benchmarks.harness import Results, Run, run_all, train_cli, train_seconds
-from benchmarks.stats import fmt_mean_se, paired_difference
+from distmarl.studies.stats import fmt_mean_se, paired_difference
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 from benchmarks.micro.against import PRELUDE, ROOT
-from benchmarks.stats import fmt_mean_se
+from distmarl.studies.stats import fmt_mean_se
 
 #: one way's figures in a fresh process: first call's seconds, then member-updates/s
 PROBE = PRELUDE + """

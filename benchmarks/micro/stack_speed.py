@@ -26,7 +26,7 @@ import argparse
 from pathlib import Path
 
 from benchmarks.micro.against import PRELUDE, alternate
-from benchmarks.stats import fmt_mean_se
+from distmarl.studies.stats import fmt_mean_se
 
 #: run in the measured tree (after :data:`~benchmarks.micro.against.PRELUDE`): one JSON line
 PROBE = PRELUDE + """

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from benchmarks.micro.against import ROOT, alternate
-from benchmarks.stats import fmt_mean_se
+from distmarl.studies.stats import fmt_mean_se
 
 #: run in the measured tree: prints one JSON line
 PROBE = """

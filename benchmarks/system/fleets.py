@@ -22,7 +22,7 @@ from typing import Any
 
 from benchmarks import CONFIGS
 from benchmarks.harness import Results, Run, run_all, train_in_process, train_seconds
-from benchmarks.stats import fmt_mean_se, paired_difference
+from distmarl.studies.stats import fmt_mean_se, paired_difference
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
 #: summary keys that differ between two runs of one seed: clocks, paths and tracking ids

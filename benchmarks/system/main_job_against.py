@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.micro.against import ROOT
-from benchmarks.stats import fmt_mean_se
+from distmarl.studies.stats import fmt_mean_se
 
 #: one run in the tree at ``argv[1]``: one JSON line
 PROBE = """

@@ -1,0 +1,1 @@
+"""Studies: many runs, one answer with its uncertainty (statistics, reports)."""

@@ -1,0 +1,151 @@
+"""``distmarl sweep``: every grid point of a config trained with every seed, one run after
+another, resumable, ending in a report (:mod:`distmarl.studies.report`).
+
+A sweep's folder holds ``sweep.json`` (the config file, its ``--set`` overrides, the grid and
+the seeds: what makes it this sweep) and a run directory per grid point and seed,
+``<arm>/seed-<s>``, each with a ``study.json`` naming its arm (the grid point, ``k=v,k=v``;
+``base`` without a grid). Run again with the same arguments, a sweep skips every finished run
+and resumes an interrupted one from its last checkpoint; a folder holding another sweep is
+refused. A signal stops the run in flight as it stops any run (a checkpoint, then the exit
+status of the signal), and the sweep with it.
+
+    plan = SweepPlan.parse("tiny.yaml", "0-2", ["training.lr=0.01,0.001"], [])
+    results = run_sweep(plan, Path("sweeps/lr"), local=True)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from distmarl.config import ConfigError, load_config
+from distmarl.studies.report import STUDY_FILE
+
+#: the file that says which sweep a folder holds
+SWEEP_FILE = "sweep.json"
+#: how a run ends that a sweep counts as finished
+FINISHED = ("max_steps", "target")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` / ``0,2,5`` / ``0-2,7`` as seeds; ConfigError naming ``--seeds`` otherwise."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            first, sep, last = part.strip().partition("-")
+            seeds += range(int(first), int(last) + 1) if sep else [int(first)]
+    except ValueError:
+        raise ConfigError(f"--seeds {text!r}: write a range (0-4) or a list (0,2,5)") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ConfigError(f"--seeds {text!r}: each seed once, none negative")
+    return seeds
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
+    """``KEY=V1,V2`` items as ``{key: [values]}``; ConfigError naming ``--grid`` otherwise."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values or key in grid:
+            raise ConfigError(f"--grid {item!r}: write KEY=V1,V2 (each key once)")
+        grid[key] = [v.strip() for v in values.split(",")]
+    return grid
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep runs: ``config`` with ``sets`` (``--set``), each grid point of ``grid``
+    (``{key: [values]}``, every combination) with each of ``seeds``."""
+
+    config: str
+    sets: tuple[str, ...]
+    grid: dict[str, list[str]]
+    seeds: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, config: str | Path, seeds: str, grid: Sequence[str], sets: Sequence[str]
+              ) -> SweepPlan:
+        """The plan of the command line's arguments, every grid point's config loaded once
+        (an unknown key or a bad value fails here, naming ``--grid``, before anything runs)."""
+        plan = cls(str(Path(config).resolve()), tuple(sets), parse_grid(grid),
+                   tuple(parse_seeds(seeds)))
+        for arm, point in plan.points():
+            try:
+                load_config(plan.config, [*plan.sets, *point])
+            except ConfigError as err:
+                raise ConfigError(f"--grid point {arm}: {err}") from None
+        return plan
+
+    def points(self) -> list[tuple[str, list[str]]]:
+        """Each grid point: its arm's name (``k=v,k=v``; ``base`` without a grid) and its
+        overrides."""
+        if not self.grid:
+            return [("base", [])]
+        keys = list(self.grid)
+        return [(",".join(f"{k}={v}" for k, v in zip(keys, values)),
+                 [f"{k}={v}" for k, v in zip(keys, values)])
+                for values in itertools.product(*self.grid.values())]
+
+    def runs(self) -> list[tuple[str, list[str], int]]:
+        """Every run, point by point: ``(arm, overrides, seed)``."""
+        return [(arm, point, seed) for arm, point in self.points() for seed in self.seeds]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "seeds": list(self.seeds), "sets": list(self.sets)}
+
+
+def claim(out: Path, plan: SweepPlan) -> None:
+    """Make ``out`` this sweep's folder: a new or empty one, or one of the same sweep
+    (resumed); ConfigError naming ``--out`` where it holds something else."""
+    marker = out / SWEEP_FILE
+    if marker.exists():
+        if json.loads(marker.read_text()) != plan.to_json():
+            raise ConfigError(f"--out {out} holds another sweep's runs (its {SWEEP_FILE} "
+                              "differs): give another folder, or the same arguments to resume "
+                              "it")
+        return
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"--out {out} is not empty and holds no sweep: give a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(plan.to_json(), indent=1))
+
+
+def run_state(run_dir: Path) -> str:
+    """``done`` (ended by itself), ``resume`` (has a checkpoint) or ``new``."""
+    summary = run_dir / "summary.json"
+    if summary.exists() and json.loads(summary.read_text()).get("stop_reason") in FINISHED:
+        return "done"
+    if any((run_dir / "checkpoints").glob("step-*/manifest.json")):
+        return "resume"
+    return "new"
+
+
+def run_sweep(plan: SweepPlan, out: Path, *, local: bool = False, address: str | None = None,
+              show_progress: bool = False) -> list[dict[str, Any]]:
+    """Train every run of ``plan`` not finished yet under ``out``, one after another; each
+    run's summary (a finished one's as stored). A run stopped by a signal ends the sweep
+    there: its summary is the last one, with its ``stop_signal``."""
+    from distmarl.runtime.driver.trainer import train
+
+    claim(out, plan)
+    summaries = []
+    for arm, point, seed in plan.runs():
+        run_dir = out / arm / f"seed-{seed}"
+        state = run_state(run_dir) if run_dir.exists() else "new"
+        if state == "done":
+            summaries.append(json.loads((run_dir / "summary.json").read_text()))
+            continue
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / STUDY_FILE).write_text(json.dumps({"arm": arm, "point": point, "seed": seed}))
+        cfg = load_config(plan.config, [*plan.sets, *point, f"seed={seed}"])
+        summary = train(cfg, address=address, local=local, show_progress=show_progress,
+                        resume=run_dir if state == "resume" else None,
+                        run_dir=None if state == "resume" else run_dir)
+        summaries.append(summary)
+        if summary.get("stop_signal") is not None:
+            break
+    return summaries
