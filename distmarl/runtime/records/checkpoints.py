@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from distmarl.checkpoint import PREFIX, list_checkpoints, save_checkpoint
-from distmarl.storage import Storage, StorageError
+from distmarl.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class CheckpointWriter:
             path = save_checkpoint(self.root, taken.step, taken.meta, taken.members,
                                    taken.buffer_state, keep_last=self.keep,
                                    snapshots=taken.snapshots, protect=self._kept())
-        except (OSError, ValueError, RuntimeError) as err:
+        except Exception as err:  # anything: the thread must outlive a failed checkpoint
             self._failed(taken.step, "here", err)
             return None
         self.report.written += 1
@@ -147,7 +147,7 @@ class CheckpointWriter:
             for old in self.storage.names("checkpoints"):
                 if old.startswith(PREFIX) and old not in kept and old < path.name:
                     self.storage.delete(f"checkpoints/{old}")
-        except (StorageError, FileNotFoundError) as err:
+        except Exception as err:  # StorageError, a folder pruned meanwhile: the thread goes on
             self._failed(int(path.name.removeprefix(PREFIX)), self.storage.uri, err)
 
     def _failed(self, step: int, where: str, err: BaseException) -> None:
