@@ -162,10 +162,13 @@ def test_a_store_that_goes_away_mid_run_costs_checkpoints_not_the_run(s3: S3Serv
     assert outage.get("to"), "the run ended before the server came back"
     assert summary["stop_reason"] == "max_steps"
     report = summary["checkpoints"]
-    assert report["failed"], report  # the outage cost checkpoints, each reported
+    # the outage cost checkpoints, each accounted for: failed after its retries (named), or
+    # passed over for a newer one while the copy in hand was retried (counted)
+    assert report["failed"] or report["superseded"], report
+    assert report["written"] == report["stored"] + report["superseded"] + len(report["failed"])
     # training went on meanwhile: taking the states is all it waited for
     assert report["blocked_s"] < 0.25 * summary["wall_seconds"], report
-    assert all(f["where"].startswith("s3://") for f in report["failed"])
+    assert all(f["where"].startswith("s3://") for f in report["failed"])  # (none: retried)
     assert report["stored"] >= 1  # and the ones after it were stored
     run = runs.child("run")
     stored = run.checkpoints()
