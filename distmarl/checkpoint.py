@@ -35,6 +35,8 @@ from distmarl.buffers.io import read_state, write_state
 
 FORMAT_VERSION = 1
 PREFIX = "step-"
+#: a checkpoint's file written last: a folder without it is not a checkpoint (yet)
+MANIFEST = "manifest.json"
 
 
 class CheckpointError(ValueError):
@@ -92,8 +94,8 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
     ``keep_last`` are kept, and those named in ``protect``. ``snapshots``: a league's frozen
     weights by snapshot id (``snapshot/<k>``)."""
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"{PREFIX}{step:012d}"
-    tmp = root / f".tmp-{PREFIX}{step:012d}-{os.getpid()}"
+    final = root / folder_name(step)
+    tmp = root / f".tmp-{folder_name(step)}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=_json_default))
@@ -106,7 +108,7 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
     files = {p.name: {"sha256": _sha256(p), "bytes": p.stat().st_size}
              for p in sorted(tmp.iterdir())}
     manifest = {"format": FORMAT_VERSION, "step": step, "members": len(members), "files": files}
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
     _fsync_dir(tmp)
     if final.exists():
         shutil.rmtree(final)
@@ -114,6 +116,11 @@ def save_checkpoint(root: Path, step: int, meta: dict[str, Any], members: list[d
     _fsync_dir(root)
     prune(root, keep_last, protect)
     return final
+
+
+def folder_name(step: int) -> str:
+    """A checkpoint's folder name at ``step`` (``step-000000012345``)."""
+    return f"{PREFIX}{step:012d}"
 
 
 def _snapshot_file(sid: str) -> str:
@@ -163,7 +170,7 @@ def list_checkpoints(root: Path) -> list[Path]:
     if not root.exists():
         return []
     return sorted(p for p in root.iterdir()
-                  if p.is_dir() and p.name.startswith(PREFIX) and (p / "manifest.json").exists())
+                  if p.is_dir() and p.name.startswith(PREFIX) and (p / MANIFEST).exists())
 
 
 def prune(root: Path, keep_last: int, protect: set[str] | frozenset[str] = frozenset()) -> None:
@@ -176,7 +183,7 @@ def prune(root: Path, keep_last: int, protect: set[str] | frozenset[str] = froze
 
 def verify(path: Path) -> dict[str, Any]:
     """Check the manifest and every file's size and checksum; returns the manifest."""
-    manifest_path = path / "manifest.json"
+    manifest_path = path / MANIFEST
     if not manifest_path.exists():
         raise CheckpointError(f"checkpoint {path} has no manifest.json (incomplete or not a checkpoint)")
     try:
@@ -205,7 +212,7 @@ def resolve(path: Path) -> Path:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist")
-    if not (path / "manifest.json").exists() and list_checkpoints(path):
+    if not (path / MANIFEST).exists() and list_checkpoints(path):
         path = list_checkpoints(path)[-1]
     return path
 
@@ -216,7 +223,7 @@ def read_meta(path: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     against the checkpoint in a moment."""
     path = resolve(path)
     try:
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = json.loads((path / MANIFEST).read_text())
         meta = json.loads((path / "meta.json").read_text())
     except FileNotFoundError as err:
         raise CheckpointError(f"checkpoint {path} is incomplete: {err.filename} is missing"

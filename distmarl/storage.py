@@ -29,12 +29,12 @@ from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
+from distmarl.checkpoint import MANIFEST, PREFIX
+
 log = logging.getLogger(__name__)
 
 #: schemes of object stores and remote filesystems that pyarrow reaches
 REMOTE_SCHEMES = ("s3", "gs", "gcs", "hdfs")
-#: a checkpoint's folder name prefix and the file written last (see distmarl.checkpoint)
-CHECKPOINT_PREFIX, MANIFEST = "step-", "manifest.json"
 #: words of URI query parameters that carry credentials (refused: they belong in the environment)
 SECRET_PARAMS = ("key", "secret", "token", "password", "credential")
 #: bytes per read or write of a copied file
@@ -127,17 +127,19 @@ class Storage:
 
     def names(self, rel: str = "") -> list[str]:
         """The names in the folder ``rel`` (none where it does not exist)."""
-        path = _join(self.root, rel)
-        selector = pafs.FileSelector(path, allow_not_found=True)
-        infos = self._retried(lambda: self.fs.get_file_info(selector), f"listing {rel or '.'}")
-        return sorted(i.base_name for i in infos)
+        return sorted(i.base_name for i in self._listing(rel, recursive=False))
 
     def files(self, rel: str = "") -> list[str]:
         """Every file under the folder ``rel``, recursively, as paths relative to it."""
         path = _join(self.root, rel)
-        selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
-        infos = self._retried(lambda: self.fs.get_file_info(selector), f"listing {rel or '.'}")
-        return sorted(i.path[len(path) + 1:] for i in infos if i.type == pafs.FileType.File)
+        return sorted(i.path[len(path) + 1:] for i in self._listing(rel, recursive=True)
+                      if i.type == pafs.FileType.File)
+
+    def _listing(self, rel: str, recursive: bool) -> list[pafs.FileInfo]:
+        selector = pafs.FileSelector(_join(self.root, rel), allow_not_found=True,
+                                     recursive=recursive)
+        return list(self._retried(lambda: self.fs.get_file_info(selector),
+                                  f"listing {rel or '.'}"))
 
     def put_tree(self, local: Path, skip: tuple[str, ...] = ()) -> int:
         """Copy every file under the folder ``local`` here (but those under its top-level
@@ -163,7 +165,7 @@ class Storage:
 
     def checkpoints(self, rel: str = "checkpoints") -> list[str]:
         """The complete checkpoints under ``rel`` (those with their manifest), oldest first."""
-        steps = [n for n in self.names(rel) if n.startswith(CHECKPOINT_PREFIX)]
+        steps = [n for n in self.names(rel) if n.startswith(PREFIX)]
         return [n for n in steps if MANIFEST in self.names(_join(rel, n))]
 
     def fetch_checkpoint(self, name: str | None, local: Path, rel: str = "checkpoints"
@@ -176,9 +178,7 @@ class Storage:
         name = done[-1] if name is None else name
         if name not in done:
             raise StorageError(f"{self.uri}: no complete checkpoint {_join(rel, name)}")
-        for file in self.names(_join(rel, name)):
-            self.get_file(_join(rel, name, file), local / name / file)
-        return local / name
+        return self._copy_folder(_join(rel, name), local / name)
 
     def fetch_any_checkpoint(self, local: Path) -> Path:
         """This folder as a checkpoint is named on the command line: a checkpoint folder, a
@@ -186,12 +186,16 @@ class Storage:
         ``local``; the local checkpoint folder."""
         names = self.names()
         if MANIFEST in names:
-            for file in names:
-                self.get_file(file, local / self.root.rsplit("/", 1)[-1] / file)
-            return local / self.root.rsplit("/", 1)[-1]
-        if any(n.startswith(CHECKPOINT_PREFIX) for n in names):
+            return self._copy_folder("", local / self.root.rsplit("/", 1)[-1])
+        if any(n.startswith(PREFIX) for n in names):
             return self.fetch_checkpoint(None, local, "")
         return self.fetch_checkpoint(None, local)
+
+    def _copy_folder(self, rel: str, local: Path) -> Path:
+        """Copy the files of the folder ``rel`` (not its subfolders) into ``local``."""
+        for file in self.names(rel):
+            self.get_file(_join(rel, file), local / file)
+        return local
 
     def fetch_run(self, local: Path) -> Path:
         """Copy this run folder to ``local``: everything but its checkpoints, and its latest

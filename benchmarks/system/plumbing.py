@@ -47,7 +47,7 @@ from distmarl.buffers.grants import UpdateGrants
 from distmarl.buffers.shards import ShardLayout
 from distmarl.config import load_config
 from distmarl.config.replay import UpdateRule
-from distmarl.runtime.actors.buffer import make_buffer_actor
+from distmarl.runtime.actors.buffer import chunk_rows, make_buffer_actor
 from distmarl.runtime.actors.clients import BufferClient, Later, RemoteBuffer
 from distmarl.runtime.actors.group import ROUND_UPDATES as ROUND
 from distmarl.runtime.actors.shards import sharded
@@ -97,7 +97,7 @@ class WriterShell:
         client = self.clients[member]
         chunk = TransitionChunk(self.chunk, member, self.env_steps)
         while not client.add(chunk).accepted:
-            while not client.room(member, self.env_steps):
+            while not client.room(member, chunk_rows(chunk)):
                 time.sleep(0.01)
         return self.env_steps
 

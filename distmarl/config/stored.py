@@ -54,10 +54,20 @@ def stored_config(data: Mapping[str, Any]) -> ExperimentConfig:
                 spec.pop("dtype", None)
     _move_replay_keys(out)
     _ratios_of_zero(out)
-    tracking = out.get("tracking")
-    if isinstance(tracking, dict) and "keep_last" in tracking:  # (renamed keep_checkpoints)
-        tracking["keep_checkpoints"] = tracking.pop("keep_last")
+    _renamed_keys(out)
     return ExperimentConfig.model_validate(out)
+
+
+def _renamed_keys(out: dict[str, Any]) -> None:
+    """Every section's keys of its ``RENAMED`` under their new names, quietly (a stored
+    config was written before the rename; a user's config is warned)."""
+    for name, f in ExperimentConfig.model_fields.items():
+        section, renamed = out.get(name), getattr(f.annotation, "RENAMED", None)
+        if not isinstance(section, dict) or not renamed:
+            continue
+        for old, new in renamed.items():
+            if old in section and new not in section:
+                section[new] = section.pop(old)
 
 
 def _move_replay_keys(out: dict[str, Any]) -> None:

@@ -102,6 +102,9 @@ class Report:
     seed: int = 0
     arms: list[str] = field(init=False)
     tasks: list[str] = field(init=False)
+    #: each task's normalisation: random play's mean score (0) and the best run's (1)
+    low: np.ndarray = field(init=False)
+    high: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.runs:
@@ -109,35 +112,33 @@ class Report:
                              "summary.json (a run's, or a sweep's folder of them)")
         self.arms = sorted({r.arm for r in self.runs})
         self.tasks = sorted({r.task for r in self.runs})
+        self.low = np.array([np.mean([r.random for r in self.runs
+                                      if r.task == t and r.random is not None] or [0.0])
+                             for t in self.tasks])
+        self.high = np.array([max(r.score for r in self.runs if r.task == t)
+                              for t in self.tasks])
+
+    def value(self, run: RunResult) -> float:
+        """``run``'s score as the report counts it: itself with one task, else normalised
+        on its task's scale."""
+        if len(self.tasks) == 1:
+            return run.score
+        t = self.tasks.index(run.task)
+        return float(normalised(np.array(run.score), self.low[t], self.high[t]))
 
     def scores(self, arm: str) -> np.ndarray:
-        """``arm``'s scores ``(runs, tasks)``, normalised where there are several tasks (runs
-        per task: the fewest any task has)."""
-        per_task = [[r.score for r in self.runs if r.arm == arm and r.task == t]
+        """``arm``'s scores ``(runs, tasks)`` (:meth:`value`; runs per task: the fewest any
+        task has)."""
+        per_task = [[self.value(r) for r in self.runs if r.arm == arm and r.task == t]
                     for t in self.tasks]
         n = min(len(s) for s in per_task)
-        table = np.array([s[:n] for s in per_task], dtype=np.float64).T
-        return table if len(self.tasks) == 1 else normalised(table, *self.bounds())
-
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each task's normalisation: random play's mean score (0) and the best run's (1)."""
-        low = [np.mean([r.random for r in self.runs if r.task == t and r.random is not None]
-                       or [0.0]) for t in self.tasks]
-        high = [max(r.score for r in self.runs if r.task == t) for t in self.tasks]
-        return np.array(low), np.array(high)
+        return np.array([s[:n] for s in per_task], dtype=np.float64).T
 
     def by_seed(self, arm: str) -> dict[int, float]:
-        """``arm``'s score per seed (one task: its own; several: their mean, normalised)."""
+        """``arm``'s score per seed: the mean of its runs' :meth:`value` (one per task)."""
         seeds = sorted({r.seed for r in self.runs if r.arm == arm})
-        low, high = self.bounds()
-        out = {}
-        for s in seeds:
-            mine = [r for r in self.runs if r.arm == arm and r.seed == s]
-            vals = [(r.score - low[self.tasks.index(r.task)])
-                    / ((high - low)[self.tasks.index(r.task)] or 1.0) if len(self.tasks) > 1
-                    else r.score for r in mine]
-            out[s] = float(np.mean(vals))
-        return out
+        return {s: float(np.mean([self.value(r) for r in self.runs
+                                  if r.arm == arm and r.seed == s])) for s in seeds}
 
     def iqm(self, arm: str) -> Estimate:
         return iqm_interval(self.scores(arm), np.random.default_rng(self.seed))

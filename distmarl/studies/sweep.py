@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from distmarl.checkpoint import list_checkpoints
 from distmarl.config import ConfigError, load_config
 from distmarl.studies.report import STUDY_FILE
 
@@ -115,11 +116,12 @@ def claim(out: Path, plan: SweepPlan) -> None:
 
 
 def run_state(run_dir: Path) -> str:
-    """``done`` (ended by itself), ``resume`` (has a checkpoint) or ``new``."""
+    """``done`` (ended by itself), ``resume`` (has a checkpoint) or ``new`` (also: no folder
+    yet)."""
     summary = run_dir / "summary.json"
     if summary.exists() and json.loads(summary.read_text()).get("stop_reason") in FINISHED:
         return "done"
-    if any((run_dir / "checkpoints").glob("step-*/manifest.json")):
+    if list_checkpoints(run_dir / "checkpoints"):
         return "resume"
     return "new"
 
@@ -135,7 +137,7 @@ def run_sweep(plan: SweepPlan, out: Path, *, local: bool = False, address: str |
     summaries = []
     for arm, point, seed in plan.runs():
         run_dir = out / arm / f"seed-{seed}"
-        state = run_state(run_dir) if run_dir.exists() else "new"
+        state = run_state(run_dir)
         if state == "done":
             summaries.append(json.loads((run_dir / "summary.json").read_text()))
             continue

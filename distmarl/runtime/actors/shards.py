@@ -45,9 +45,7 @@ class ShardedBuffer:
 
     # ------------------------------------------------------------------ reading
     def sample(self, requests: Sequence[SampleRequest]) -> list[list[SampleBatch]]:
-        parts = [shard.sample(mine) for shard, mine
-                 in zip(self.shards, self.layout.requests(requests), strict=True)]
-        return self.layout.batches(parts)
+        return self.layout.batches([shard.sample(mine) for shard, mine in self._split(requests)])
 
     def sample_joined(self, requests: Sequence[SampleRequest]) -> JoinedSample:
         return self.sample_joined_later(requests).result()
@@ -55,16 +53,19 @@ class ShardedBuffer:
     def sample_joined_later(self, requests: Sequence[SampleRequest]) -> Later:
         """Every shard's read sent now (under Ray they sample side by side), joined when
         taken."""
-        return _Joined(self.layout, [shard.sample_joined_later(mine) for shard, mine
-                                     in zip(self.shards, self.layout.requests(requests),
-                                            strict=True)])
+        return _Joined(self.layout, [shard.sample_joined_later(mine)
+                                     for shard, mine in self._split(requests)])
 
     def sample_then_stats(self, requests: Sequence[SampleRequest]
                           ) -> tuple[list[list[SampleBatch]], dict[str, Any]]:
-        answers = [shard.sample_then_stats(mine) for shard, mine
-                   in zip(self.shards, self.layout.requests(requests), strict=True)]
+        answers = [shard.sample_then_stats(mine) for shard, mine in self._split(requests)]
         return (self.layout.batches([a[0] for a in answers]),
                 merge_stats([a[1] for a in answers]))
+
+    def _split(self, requests: Sequence[SampleRequest]
+               ) -> list[tuple[BufferClient, list[SampleRequest]]]:
+        """Each shard with its part of ``requests`` (:meth:`ShardLayout.requests`)."""
+        return list(zip(self.shards, self.layout.requests(requests), strict=True))
 
 
 class _Joined:

@@ -118,6 +118,7 @@ def _store_run(cfg: ExperimentConfig, run_dir: Path, summary: dict[str, Any]) ->
     except StorageError as err:
         log.warning("the run directory was not copied to %s: %s", cfg.tracking.storage, err)
         summary["storage_errors"] = [str(err)]
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
 
 
 def _checked_run_dir(cfg: ExperimentConfig, resume: str | Path | None,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distmarl.checkpoint import PREFIX, list_checkpoints, save_checkpoint
+from distmarl.checkpoint import PREFIX, folder_name, list_checkpoints, save_checkpoint
 from distmarl.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -153,8 +153,3 @@ class CheckpointWriter:
     def _failed(self, step: int, where: str, err: BaseException) -> None:
         log.warning("checkpoint at step %d could not be written to %s: %s", step, where, err)
         self.report.failed.append({"step": step, "where": where, "error": str(err)})
-
-
-def folder_name(step: int) -> str:
-    """A checkpoint's folder name at ``step``."""
-    return f"{PREFIX}{step:012d}"

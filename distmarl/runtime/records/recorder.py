@@ -19,6 +19,7 @@ import logging
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -368,11 +369,7 @@ class Recorder:
                 "tracking": self.tracker.status(), "checkpoint": self.last_checkpoint,
                 "elite_model_uri": self.elite_model_uri, "resumed_from": self.resumed_from,
                 "storage": None if self.storage is None else self.storage.uri,
-                "checkpoints": {"written": report.written, "stored": report.stored,
-                                "superseded": report.superseded,
-                                "blocked_s": self.checkpoint_blocked_s,
-                                "write_s": report.write_s, "store_s": report.store_s,
-                                "stored_bytes": report.stored_bytes, "failed": report.failed}}
+                "checkpoints": {**asdict(report), "blocked_s": self.checkpoint_blocked_s}}
 
 
 def _torch_version() -> str:
