@@ -28,6 +28,7 @@ from distmarl.config.experiment import (
     DEFAULT_ALGORITHM,
     MOVED_TO_REPLAY,
     ExperimentConfig,
+    TrackingConfig,
 )
 from distmarl.config.hparams import on_policy
 from distmarl.config.replay import stored_hp, stored_ratio
@@ -59,15 +60,15 @@ def stored_config(data: Mapping[str, Any]) -> ExperimentConfig:
 
 
 def _renamed_keys(out: dict[str, Any]) -> None:
-    """Every section's keys of its ``RENAMED`` under their new names, quietly (a stored
-    config was written before the rename; a user's config is warned)."""
-    for name, f in ExperimentConfig.model_fields.items():
-        section, renamed = out.get(name), getattr(f.annotation, "RENAMED", None)
-        if not isinstance(section, dict) or not renamed:
-            continue
-        for old, new in renamed.items():
-            if old in section and new not in section:
-                section[new] = section.pop(old)
+    """The tracking section's keys of its ``RENAMED`` under their new names, quietly: every
+    checkpoint of a run before the rename holds them (a user's config is warned, and so is a
+    stored ``training.max_steps``)."""
+    tracking = out.get("tracking")
+    if not isinstance(tracking, dict):
+        return
+    for old, new in TrackingConfig.RENAMED.items():
+        if old in tracking and new not in tracking:
+            tracking[new] = tracking.pop(old)
 
 
 def _move_replay_keys(out: dict[str, Any]) -> None:
