@@ -220,26 +220,33 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    """Exits 0 when every run finished, 1 when one failed (the others ran), the signal's
+    status (130, 143) when stopped."""
+    from distmarl.config import ConfigError
     from distmarl.runtime.driver.stopping import exit_code
-    from distmarl.studies.report import Report, find_runs
+    from distmarl.studies.runner import Placement
     from distmarl.studies.sweep import SweepPlan, run_sweep
 
     config = _existing(args.config, "config file")
+    if args.parallel is not None and args.parallel < 1:
+        raise ConfigError(f"--parallel {args.parallel}: at least 1 run at a time")
     plan = SweepPlan.parse(config, args.seeds, args.grid or [], args.set or [])
     out = Path(args.out) if args.out else Path("sweeps") / config.stem
-    summaries = run_sweep(plan, out, local=args.local, address=args.address,
-                          show_progress=not args.quiet)
-    stopped = summaries[-1].get("stop_signal") if summaries else None
-    if stopped is not None:
-        print(f"distmarl: sweep stopped by signal {stopped}; the same command resumes it",
-              file=sys.stderr)
-        return exit_code(stopped)
-    report = Report(find_runs([out]))
-    written = report.write(out / "report")
-    print(report.markdown(), end="")
-    print(f"distmarl: {len(plan.runs())} runs in {out}; report written to "
-          f"{', '.join(str(p) for p in written)}")
-    return 0
+    say = (lambda line: None) if args.quiet else (
+        lambda line: print(f"distmarl: sweep: {line}", flush=True))
+    outcome = run_sweep(plan, out, Placement(args.local, args.address, args.parallel), say)
+    if outcome.stop_signal is not None:
+        print(f"distmarl: sweep stopped by signal {outcome.stop_signal}; the same command "
+              "resumes it", file=sys.stderr)
+        return exit_code(outcome.stop_signal)
+    report = out / "report" / "report.md"
+    if report.exists():
+        print(report.read_text(), end="")
+        print(f"distmarl: {len(plan.runs())} runs in {out}; report written to {report.parent}")
+    for name, code, log in outcome.failed:
+        print(f"distmarl: sweep run {name} failed (exit {code}); its log: {log}; the same "
+              "command runs it again", file=sys.stderr)
+    return 1 if outcome.failed else 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -465,8 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
 
-    sw = sub.add_parser("sweep", help="train every grid point with every seed, one run after "
-                        "another (resumable), then report them (as distmarl report)")
+    sw = sub.add_parser("sweep", help="train every grid point with every seed, each as a "
+                        "distmarl train process (resumable), then report them (as distmarl "
+                        "report)")
     sw.add_argument("config", help="experiment YAML")
     sw.add_argument("--seeds", required=True, help="seeds: a range (0-4) or a list (0,2,5)")
     sw.add_argument("--grid", action="append", metavar="KEY=V1,V2",
@@ -476,9 +484,15 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", help="the sweep's folder (default: sweeps/<config name>); the "
                     "same command resumes it")
     where = sw.add_mutually_exclusive_group()
-    where.add_argument("--local", action="store_true", help="each run in this process")
-    where.add_argument("--address", help="each run on this Ray cluster")
-    sw.add_argument("--quiet", action="store_true", help="no progress bars")
+    where.add_argument("--local", action="store_true",
+                       help="each run in a process of its own, without Ray")
+    where.add_argument("--address", help="the runs on this Ray cluster, side by side as it "
+                       "has room (default: $RAY_ADDRESS where set; else a local Ray each)")
+    sw.add_argument("--parallel", type=int, metavar="N",
+                    help="at most N runs at once (default: one on this machine; on a cluster "
+                         "as many as it has room for); on this machine each run's Ray gets "
+                         "1/N of the cores")
+    sw.add_argument("--quiet", action="store_true", help="no line as each run starts and ends")
     sw.set_defaults(func=_sweep)
 
     rp = sub.add_parser("report", help="many runs' final scores by arm: mean ± standard error, "

@@ -211,6 +211,8 @@ class TrackingConfig(Section):
     mlflow: bool = Field(True, description="track the run in MLflow")
     mlflow_uri: str | None = Field(None, description="tracking server URI (None: a local store in the run directory, or MLFLOW_TRACKING_URI)")
     experiment_name: str | None = Field(None, description="MLflow experiment (None: the config's name)")
+    parent_run: str | None = Field(None, description="an MLflow run id (in the same store and experiment) to nest this run's parent run under; distmarl sweep sets it to the sweep's run")
+    tags: dict[str, str] = Field(default_factory=dict, description="more tags on the run's MLflow parent run (distmarl sweep adds distmarl.sweep and distmarl.arm)")
     directory: str = Field("runs", description="where run directories are created (the run is written there as it goes)")
     storage: str | None = Field(None, description="where runs are kept: a shared folder, or an object store's URI (s3://bucket/runs, gs://bucket/runs, hdfs://host/runs; credentials and endpoints from the environment, as pyarrow reads them). Each run's folder is copied to <storage>/<run name>: every checkpoint once written (its manifest last, so a half-copied one is never read), the rest at the end; --resume, evaluate, play, export and buffer-info read from it. None: the run directory only")
     write_interval: int | Literal["auto"] = Field("auto", description="env steps per member between metric writes ('auto': training.max_steps_per_member / 100; <= 0 disables)")

@@ -1,30 +1,35 @@
-"""``distmarl sweep``: every grid point of a config trained with every seed, one run after
-another, resumable, ending in a report (:mod:`distmarl.studies.report`).
+"""``distmarl sweep``: every grid point of a config trained with every seed, resumable,
+ending in a report (:mod:`distmarl.studies.report`).
 
 A sweep's folder holds ``sweep.json`` (the config file, its ``--set`` overrides, the grid and
 the seeds: what makes it this sweep) and a run directory per grid point and seed,
 ``<arm>/seed-<s>``, each with a ``study.json`` naming its arm (the grid point, ``k=v,k=v``;
 ``base`` without a grid). Run again with the same arguments, a sweep skips every finished run
 and resumes an interrupted one from its last checkpoint; a folder holding another sweep is
-refused. A signal stops the run in flight as it stops any run (a checkpoint, then the exit
-status of the signal), and the sweep with it.
+refused. The runs are ``distmarl train`` processes, one after another or side by side
+(:mod:`~distmarl.studies.runner`); a signal stops the runs in flight as it stops any run (a
+checkpoint, then the exit status of the signal), and the sweep with them.
 
     plan = SweepPlan.parse("tiny.yaml", "0-2", ["training.lr=0.01,0.001"], [])
-    results = run_sweep(plan, Path("sweeps/lr"), local=True)
+    outcome = run_sweep(plan, Path("sweeps/lr"), Placement(local=True, parallel=2))
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from distmarl.checkpoint import list_checkpoints
 from distmarl.config import ConfigError, load_config
-from distmarl.studies.report import STUDY_FILE
+from distmarl.studies.report import STUDY_FILE, Report, find_runs
+from distmarl.studies.runner import Outcome, Placement, RunLaunch, run_launches
+from distmarl.studies.schedule import Need, Room, check_fits
+from distmarl.studies.tracking import SweepTracking
 
 #: the file that says which sweep a folder holds
 SWEEP_FILE = "sweep.json"
@@ -126,28 +131,56 @@ def run_state(run_dir: Path) -> str:
     return "new"
 
 
-def run_sweep(plan: SweepPlan, out: Path, *, local: bool = False, address: str | None = None,
-              show_progress: bool = False) -> list[dict[str, Any]]:
-    """Train every run of ``plan`` not finished yet under ``out``, one after another; each
-    run's summary (a finished one's as stored). A run stopped by a signal ends the sweep
-    there: its summary is the last one, with its ``stop_signal``."""
-    from distmarl.runtime.driver.trainer import train
+def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
+              say: Callable[[str], None] = lambda line: None) -> Outcome:
+    """Train every run of ``plan`` not finished yet under ``out`` as ``placement`` says, in
+    the sweep's MLflow run (:mod:`~distmarl.studies.tracking`), and end with the report of
+    its finished runs in ``out/report`` unless it was stopped. The outcome holds each ended run's summary,
+    the failed runs and the stop signal. A cluster that could never hold one of the runs
+    refuses the sweep (ConfigError) before anything starts."""
+    from distmarl.runtime.driver.cluster import cluster_address, cluster_resources
 
+    placement = placement or Placement()
     claim(out, plan)
-    summaries = []
+    base = load_config(plan.config, list(plan.sets))
+    address = None if placement.local else cluster_address(placement.address)
+    room = None
+    if address is not None:
+        cluster = cluster_resources(address)
+        needs = {f"{arm}/seed-{seed}": Need.of(load_config(plan.config, run_sets(plan, point,
+                                                                                  seed)),
+                                                cluster.get("GPU", 0.0))
+                 for arm, point, seed in plan.runs()}
+        check_fits(needs, cluster)
+        room, placement = Room.of(cluster), replace(placement, address=address)
+    tracking = SweepTracking(out, base, plan.to_json())
+    launches = []
     for arm, point, seed in plan.runs():
         run_dir = out / arm / f"seed-{seed}"
         state = run_state(run_dir)
         if state == "done":
-            summaries.append(json.loads((run_dir / "summary.json").read_text()))
             continue
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / STUDY_FILE).write_text(json.dumps({"arm": arm, "point": point, "seed": seed}))
-        cfg = load_config(plan.config, [*plan.sets, *point, f"seed={seed}"])
-        summary = train(cfg, address=address, local=local, show_progress=show_progress,
-                        resume=run_dir if state == "resume" else None,
-                        run_dir=None if state == "resume" else run_dir)
-        summaries.append(summary)
-        if summary.get("stop_signal") is not None:
-            break
-    return summaries
+        where = ["--resume" if state == "resume" else "--run-dir", str(run_dir)]
+        command = [sys.executable, "-m", "distmarl.cli", "train", plan.config, "--quiet", *where,
+                   *[a for s in run_sets(plan, point, seed) for a in ("--set", s)],
+                   *placement.train_args(), *tracking.run_args(arm)]
+        name = f"{arm}/seed-{seed}"
+        launches.append(RunLaunch(name, run_dir, command,
+                                  needs[name] if room is not None else Need(0.0)))
+    cap = placement.parallel if room is not None else (placement.parallel or 1)
+    outcome = run_launches(launches, room, cap, say)
+    finished = find_runs([out]) if outcome.stop_signal is None else []
+    if finished:  # failed runs aside
+        report = Report(finished)
+        report.write(out / "report")
+        tracking.log_report(report, out / "report")
+    tracking.finish("KILLED" if outcome.stop_signal is not None
+                    else "FAILED" if outcome.failed else "FINISHED")
+    return outcome
+
+
+def run_sets(plan: SweepPlan, point: Sequence[str], seed: int) -> list[str]:
+    """A run's ``--set`` values: the sweep's, its grid point's, its seed."""
+    return [*plan.sets, *point, f"seed={seed}"]

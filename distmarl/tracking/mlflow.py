@@ -65,11 +65,12 @@ class MlflowTracker:
     :param artifact_dir: where a local store keeps artifacts (None: MLflow's default).
     :param resume: ``run_ids()`` of an earlier tracker: the same parent and child runs continue.
     :param flush_interval_s: seconds between background flushes.
+    :param parent_run: a run id the parent run is nested under (a sweep's run), or None.
     """
 
     def __init__(self, uri: str, experiment_name: str, run_name: str,
                  artifact_dir: Path | None = None, resume: Mapping[str, Any] | None = None,
-                 flush_interval_s: float = 2.0) -> None:
+                 flush_interval_s: float = 2.0, parent_run: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
         self.uri = uri
@@ -77,6 +78,7 @@ class MlflowTracker:
         self.client = MlflowClient(tracking_uri=uri)
         self.experiment_name = experiment_name
         self.run_name = run_name
+        self.parent_run = parent_run
         self.artifact_dir = artifact_dir
         self.resume = dict(resume or {})
         self.parent_id: str | None = self.resume.get("parent")
@@ -107,8 +109,9 @@ class MlflowTracker:
         self._start_attempts += 1
         exp_id = self._experiment_id()
         if self.parent_id is None:
+            nested = {} if self.parent_run is None else {"mlflow.parentRunId": self.parent_run}
             self.parent_id = self._create_run(exp_id, self.run_name,
-                                              {k: str(v) for k, v in tags.items()})
+                                              {**{k: str(v) for k, v in tags.items()}, **nested})
         else:
             self.client.update_run(self.parent_id, status="RUNNING")
         self._log_params_once(self.parent_id, params)

@@ -84,9 +84,7 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
     # Inside a Ray job (and after `ray start`) RAY_ADDRESS names the cluster: join it, since
     # ray.init refuses num_cpus there. An http:// value (the job server) is left to ray.init,
     # whose error says what to do.
-    env_address = os.environ.get("RAY_ADDRESS", "")
-    if not address and env_address and not env_address.startswith(("http://", "https://")):
-        address = env_address
+    address = cluster_address(address)
     if address:
         ctx = ray.init(address=address, **kwargs)
     else:
@@ -137,3 +135,22 @@ def _start_local(*, num_cpus: int | None, num_gpus: int | None, dashboard: bool,
             "within Ray's 30 s (the machine is overloaded, or a Ray process failed to start); "
             "retry when the load is lower, or join a running Ray with --address "
             "(`ray start --head` first)") from None
+
+
+def cluster_resources(address: str) -> dict[str, float]:
+    """The total resources of the Ray cluster at ``address`` (``CPU``, ``GPU``, ...), asked
+    by joining it for a moment."""
+    init_ray(address, logging_level=logging.WARNING, log_to_driver=False)
+    try:
+        return {k: float(v) for k, v in ray.cluster_resources().items()}
+    finally:
+        ray.shutdown()
+
+
+def cluster_address(address: str | None) -> str | None:
+    """The cluster a command joins: ``address``, else ``$RAY_ADDRESS`` (set inside a Ray job
+    and after ``ray start``) unless it names a job server (http://); None: none."""
+    env = os.environ.get("RAY_ADDRESS", "")
+    if address:
+        return address
+    return env if env and not env.startswith(("http://", "https://")) else None

@@ -42,8 +42,7 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
     a cluster, oversubscribed), and ask for GPUs only where the cluster has them."""
     res, pop = resources, population
     size = pop.size if members is None else members
-    wanted = (size * (res.num_cpus_per_learner + pop.workers_per_member * res.num_cpus_per_worker)
-              + res.num_cpus_buffer * shards)
+    wanted = wanted_cpus(res, pop, size, shards)
     cpus = float(cluster.get("CPU", 0.0))
     scale = 1.0 if wanted <= cpus or wanted == 0 else cpus / wanted * 0.999
     if scale < 1.0:
@@ -68,6 +67,15 @@ def plan_resources(resources: ResourceConfig, population: PopulationConfig,
         scale=scale,
         colocate=colocates(res.colocate, size, cluster),
     )
+
+
+def wanted_cpus(resources: ResourceConfig, population: PopulationConfig, members: int,
+                shards: int = 1) -> float:
+    """The CPUs a run of ``members`` members and ``shards`` buffer actors asks for before any
+    shrinking: each member's learner and rollout workers, and the buffer actors."""
+    return (members * (resources.num_cpus_per_learner
+                       + population.workers_per_member * resources.num_cpus_per_worker)
+            + resources.num_cpus_buffer * shards)
 
 
 def check_learner_step(resources: ResourceConfig, gpu_learners: bool, gpus: float = 0.0

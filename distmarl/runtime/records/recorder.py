@@ -37,7 +37,7 @@ from distmarl.runtime.records.checkpoints import CheckpointWriter, Taken
 from distmarl.runtime.records.policies import PublishedPolicies
 from distmarl.runtime.records.videos import VideoRecorder
 from distmarl.storage import Storage
-from distmarl.tracking.base import NullTracker, Tracker
+from distmarl.tracking.base import NullTracker, Tracker, make_tracker
 from distmarl.version import __version__
 
 log = logging.getLogger(__name__)
@@ -56,21 +56,6 @@ def interval(value: int | str, max_steps: int, parts: int) -> int:
     if value == "auto":
         return max(1, max_steps // parts)
     return max(0, int(value))
-
-
-def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
-                 resume: dict[str, Any] | None = None) -> Tracker:
-    """MLflow tracking into experiment ``tracking.experiment_name`` (default: ``name``, the
-    config's), a parent run named as the run directory (``resume``: an earlier tracker's
-    ``run_ids()``, whose runs go on); a no-op tracker when tracking is off."""
-    if not tracking.mlflow:
-        return NullTracker()
-    from distmarl.tracking.mlflow import MlflowTracker, resolve_tracking_uri
-
-    uri = resolve_tracking_uri(run_dir, tracking.mlflow_uri)
-    return MlflowTracker(uri, tracking.experiment_name or name, run_dir.name,
-                         artifact_dir=run_dir / "mlartifacts", resume=resume)
-
 
 
 def final_game_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -170,7 +155,7 @@ class Recorder:
     def start(self) -> None:
         """Open the tracking runs (retried; tracking goes off rather than stop the run), write
         the config, and set the metric and checkpoint cadence from the current step."""
-        tags = {**self.tags, RUN_DIR_TAG: str(self.run_dir.resolve())}
+        tags = {**self.tags, **self.tracking.tags, RUN_DIR_TAG: str(self.run_dir.resolve())}
         commit = _git_commit()
         if commit:
             tags["git.commit"] = commit
