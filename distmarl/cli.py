@@ -231,7 +231,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.parallel is not None and args.parallel < 1:
         raise ConfigError(f"--parallel {args.parallel}: at least 1 run at a time")
     plan = SweepPlan.parse(config, args.seeds, args.grid or [], args.set or [])
-    out = Path(args.out) if args.out else Path("sweeps") / config.stem
+    out = Path(args.out).expanduser() if args.out else Path("sweeps") / config.stem
     say = (lambda line: None) if args.quiet else (
         lambda line: print(f"distmarl: sweep: {line}", flush=True))
     outcome = run_sweep(plan, out, Placement(args.local, args.address, args.parallel), say)
@@ -345,11 +345,36 @@ def _submit(args: argparse.Namespace) -> int:
     request = job_request.prepare_submission(  # config errors exit 2 here, before any connection
         args.config, args.set or [], working_dir=args.working_dir,
         runtime_env_file=args.runtime_env, mlflow_uri=args.mlflow_uri,
-        forward_mlflow_env=not args.no_mlflow_env, submission_id=args.submission_id)
+        forward_mlflow_env=not args.no_mlflow_env, submission_id=args.submission_id,
+        sweep=_sweep_job_args(args))
     address = args.address or jobs.default_address()
     return _talk_to_cluster(address, lambda client: jobs.run_submit(
         client, request, address=address, wait=not args.no_wait,
         agent_wait_s=args.agent_wait, out=sys.stdout, err=sys.stderr))
+
+
+def _sweep_job_args(args: argparse.Namespace) -> list[str]:
+    """``distmarl sweep``'s arguments for a sweep job (``submit --sweep``), checked here as
+    the sweep would check them; none for a training job."""
+    from distmarl.config import ConfigError
+    from distmarl.studies.sweep import SweepPlan
+
+    given = [f"--{k}" for k in ("seeds", "grid", "parallel", "out") if getattr(args, k)]
+    if not args.sweep:
+        if given:
+            raise ConfigError(f"{', '.join(given)}: only with --sweep")
+        return []
+    if not args.seeds:
+        raise ConfigError("--sweep needs --seeds (a range, 0-4, or a list, 0,2,5)")
+    SweepPlan.parse(_existing(args.config, "config file"), args.seeds, args.grid or [],
+                    args.set or [])
+    if args.out and not (Path(args.out).is_absolute() or args.out.startswith("~")):
+        raise ConfigError(f"--out {args.out}: give the sweep's folder on the head as an "
+                          "absolute path (or ~/...): a relative one would be inside the job's "
+                          "working-dir upload, which Ray deletes")
+    return [*("--seeds", args.seeds), *[a for g in args.grid or [] for a in ("--grid", g)],
+            *(("--parallel", str(args.parallel)) if args.parallel else ()),
+            *(("--out", args.out) if args.out else ())]
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -391,6 +416,15 @@ def _add_submit_parsers(sub: Any) -> None:
                     help="do not forward this shell's MLFLOW_TRACKING_* variables")
     sm.add_argument("--submission-id", help="job id (default: distmarl-<name>-<time>-<random>)")
     sm.add_argument("--no-wait", action="store_true", help="return once submitted")
+    sm.add_argument("--sweep", action="store_true",
+                    help="run `distmarl sweep CONFIG` as the job instead: its runs side by "
+                         "side as the cluster has room, then its report")
+    sm.add_argument("--seeds", help="with --sweep: the sweep's seeds (0-4, 0,2,5)")
+    sm.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                    help="with --sweep: a config key and its values (repeat: every combination)")
+    sm.add_argument("--parallel", type=int, metavar="N", help="with --sweep: at most N runs at once")
+    sm.add_argument("--out", metavar="DIR", help="with --sweep: the sweep's folder on the head, "
+                    "absolute or ~/... (default: tracking.directory/sweeps/<name>)")
     sm.add_argument("--agent-wait", type=float, default=AGENT_WAIT_S, metavar="SECONDS",
                     help="while the head's job agent is still starting (Ray: 'please try again "
                          "later'), ask again with growing pauses for up to SECONDS "

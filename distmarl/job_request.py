@@ -28,6 +28,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import sys
 import tempfile
 import time
@@ -134,8 +135,11 @@ def mlflow_env(*, mlflow_uri: str | None, config_uri: str | None, file_env: Mapp
     return env, source
 
 
-def entrypoint(python: str = "python") -> str:
-    """The job's command: plain arguments only (no secrets, no overrides: they are in the file)."""
+def entrypoint(python: str = "python", sweep: Sequence[str] = ()) -> str:
+    """The job's command: plain arguments only (no secrets, no overrides: they are in the
+    file). ``sweep``: ``distmarl sweep``'s arguments (seeds, grid, folder) for a sweep job."""
+    if sweep:
+        return f"{python} -m distmarl.cli sweep {JOB_CONFIG} {shlex.join(sweep)}"
     return f"{python} -m distmarl.cli train {JOB_CONFIG} --quiet"
 
 
@@ -164,9 +168,13 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
                        runtime_env_file: str | Path | None = None,
                        mlflow_uri: str | None = None, forward_mlflow_env: bool = True,
                        submission_id: str | None = None,
-                       environ: Mapping[str, str] = os.environ) -> JobRequest:
+                       environ: Mapping[str, str] = os.environ,
+                       sweep: Sequence[str] = ()) -> JobRequest:
     """Validate the config locally and build the job: raises ``ConfigError`` (exit 2) on a bad
-    config, runtime env file or working dir, before anything talks to the cluster."""
+    config, runtime env file or working dir, before anything talks to the cluster.
+    ``sweep``: the job is ``distmarl sweep`` with these arguments (checked by the caller;
+    without ``--out`` the sweep's folder is ``<tracking.directory>/sweeps/<name>`` on the
+    head), else ``distmarl train``."""
     cfg = load_config(config, overrides)
     runtime_env = load_runtime_env(runtime_env_file)
     file_env = runtime_env.get("env_vars", {})
@@ -174,6 +182,10 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
                               file_env=file_env, environ=environ if forward_mlflow_env else None)
     cfg.tracking.mlflow_uri = None  # travels as MLFLOW_TRACKING_URI only
     keeping = kept_runs(cfg.tracking)
+    if sweep and "--out" not in sweep:
+        sweep = [*sweep, "--out", f"{cfg.tracking.directory}/sweeps/{cfg.name}"]
+    if sweep:  # its runs go into its folder
+        keeping = [f"sweep folder: {sweep[list(sweep).index('--out') + 1]} on the head"]
     runtime_env["env_vars"] = {**file_env, **env}
     if not runtime_env["env_vars"]:
         del runtime_env["env_vars"]
@@ -184,7 +196,7 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
                    f"(distmarl {__version__}); tracking.mlflow_uri travels as MLFLOW_TRACKING_URI\n"
                    + cfg.to_yaml())
     return JobRequest(
-        name=cfg.name, entrypoint=entrypoint(), config_yaml=config_yaml, runtime_env=runtime_env,
+        name=cfg.name, entrypoint=entrypoint(sweep=sweep), config_yaml=config_yaml, runtime_env=runtime_env,
         metadata={"distmarl.config": Path(config).name, "distmarl.name": cfg.name,
                   "distmarl.version": __version__,
                   "distmarl.config_sha256": hashlib.sha256(config_yaml.encode()).hexdigest()[:16]},

@@ -18,7 +18,8 @@ from typing import Any
 
 from distmarl.config import ExperimentConfig, flatten_dict
 from distmarl.studies.report import Report
-from distmarl.tracking.base import Tracker, make_tracker
+from distmarl.tracking.base import Tracker
+from distmarl.tracking.mlflow import make_tracker
 
 #: where a sweep's folder keeps its MLflow run's ids
 SWEEP_RUN_FILE = "sweep-run.json"
@@ -46,10 +47,15 @@ class SweepTracking:
     def run_args(self, arm: str) -> list[str]:
         """A training run's arguments that nest it under the sweep's run (none without
         tracking)."""
+        from distmarl.tracking.mlflow import is_local_store
+
         if self.parent is None or self.uri is None:
             return []
         tags = {SWEEP_TAG: self.out.name, ARM_TAG: arm}
-        return ["--mlflow-uri", self.uri, "--set", f"tracking.parent_run={self.parent}",
+        # a server's URI (which may hold credentials) reaches the run as it reached the sweep,
+        # by the config or the environment, never on a command line
+        store = ["--mlflow-uri", self.uri] if is_local_store(self.uri) else []
+        return [*store, "--set", f"tracking.parent_run={self.parent}",
                 "--set", f"tracking.experiment_name={self.experiment}",
                 "--set", f"tracking.tags={json.dumps(tags)}"]
 

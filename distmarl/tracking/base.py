@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from distmarl.config import TrackingConfig
+from typing import Any, Protocol
 
 
 def split_key(key: str) -> tuple[int | None, str]:
@@ -86,18 +83,3 @@ class NullTracker:
 
     def status(self) -> dict[str, Any]:
         return {}
-
-
-def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
-                 resume: dict[str, Any] | None = None) -> Tracker:
-    """MLflow tracking into experiment ``tracking.experiment_name`` (default: ``name``, the
-    config's), a parent run named as the run directory (``resume``: an earlier tracker's
-    ``run_ids()``, whose runs go on); a no-op tracker when tracking is off."""
-    if not tracking.mlflow:
-        return NullTracker()
-    from distmarl.tracking.mlflow import MlflowTracker, resolve_tracking_uri
-
-    uri = resolve_tracking_uri(run_dir, tracking.mlflow_uri)
-    return MlflowTracker(uri, tracking.experiment_name or name, run_dir.name,
-                         artifact_dir=run_dir / "mlartifacts", resume=resume,
-                         parent_run=tracking.parent_run)

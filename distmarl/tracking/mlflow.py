@@ -17,9 +17,12 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from distmarl.tracking.base import split_key
+if TYPE_CHECKING:
+    from distmarl.config import TrackingConfig
+
+from distmarl.tracking.base import NullTracker, Tracker, split_key
 from distmarl.tracking.blank_store import start_from_blank
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,19 @@ def resolve_tracking_uri(run_dir: Path, uri: str | None = None) -> str:
 
 def is_local_store(uri: str) -> bool:
     return uri.startswith(("sqlite:", "file:")) or "://" not in uri
+
+
+def make_tracker(tracking: TrackingConfig, name: str, run_dir: Path,
+                 resume: dict[str, Any] | None = None) -> Tracker:
+    """MLflow tracking into experiment ``tracking.experiment_name`` (default: ``name``, the
+    config's), a parent run named as the run directory (``resume``: an earlier tracker's
+    ``run_ids()``, whose runs go on); a no-op tracker when tracking is off."""
+    if not tracking.mlflow:
+        return NullTracker()
+    uri = resolve_tracking_uri(run_dir, tracking.mlflow_uri)
+    return MlflowTracker(uri, tracking.experiment_name or name, run_dir.name,
+                         artifact_dir=run_dir / "mlartifacts", resume=resume,
+                         parent_run=tracking.parent_run)
 
 
 class MlflowTracker:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from distmarl.config import load_config
 from distmarl.runtime.driver.trainer import new_run_dir
-from distmarl.tracking.base import make_tracker
+from distmarl.tracking.mlflow import make_tracker
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.yaml"
 

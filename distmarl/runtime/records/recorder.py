@@ -37,7 +37,8 @@ from distmarl.runtime.records.checkpoints import CheckpointWriter, Taken
 from distmarl.runtime.records.policies import PublishedPolicies
 from distmarl.runtime.records.videos import VideoRecorder
 from distmarl.storage import Storage
-from distmarl.tracking.base import NullTracker, Tracker, make_tracker
+from distmarl.tracking.base import NullTracker, Tracker
+from distmarl.tracking.mlflow import make_tracker
 from distmarl.version import __version__
 
 log = logging.getLogger(__name__)
