@@ -2,7 +2,8 @@
 last, a node of that cluster lost mid-run (``node_loss.py``).
 
 One tiny training job is shared by the assertions on its outcome (a job costs ~30-70 s here,
-most of it process start-up); a job that fails runs beside it, one that is stopped follows.
+most of it process start-up); a job that fails and a sweep job run beside it, one that is
+stopped follows.
 The cluster has token authentication on; the clients find its token in each place Ray looks
 (``token=`` of ``run_cli``), or nowhere.
 """
@@ -30,34 +31,32 @@ SECRET = "pw-d0-not-print-7f3a"
 SUMMARY = re.compile(r"^distmarl: max_steps after ([\d,]+) env steps .* run in (\S+)$", re.M)
 
 
-class BadEnvJob:
-    """``distmarl submit`` of a job whose env spec passes local validation (a string) but does
-    not exist on the cluster, started beside the tiny job: its entrypoint fails before asking
-    Ray for any actor."""
+class BackgroundJob:
+    """``distmarl submit ARGS`` in a subprocess, started when first needed (beside the tiny
+    job) and followed to its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
+        self.args = args
         self.proc: subprocess.Popen | None = None
 
     def start(self, cluster) -> None:
         if self.proc is None:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "distmarl.cli", "submit", str(TINY),
-                 "--address", cluster.address, "--set", "env.spec=no_such_env_pkg_zz:env",
-                 "--set", "tracking.mlflow=false", "--submission-id", "bad-env-job"],
+                [sys.executable, "-m", "distmarl.cli", "submit", *self.args,
+                 "--address", cluster.address],
                 env=cluster.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True)
 
-    def result(self, cluster, timeout: float = 180) -> tuple[int, str]:
-        """Its exit code and stderr (started now if the tiny job did not start it)."""
+    def result(self, cluster, timeout: float = 180) -> tuple[int, str, str]:
+        """Its exit code, stdout and stderr (started now if the tiny job did not start it)."""
         self.start(cluster)
         assert self.proc is not None
         try:
-            _, err = self.proc.communicate(timeout=timeout)
+            out, err = self.proc.communicate(timeout=timeout)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-        return self.proc.returncode, err
-
+        return self.proc.returncode, out, err
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -66,14 +65,31 @@ class BadEnvJob:
 
 
 @pytest.fixture(scope="module")
-def bad_env_job() -> Iterator[BadEnvJob]:
-    job = BadEnvJob()
+def bad_env_job() -> Iterator[BackgroundJob]:
+    """A job whose env spec passes local validation (a string) but does not exist on the
+    cluster: its entrypoint fails before asking Ray for any actor."""
+    job = BackgroundJob(str(TINY), "--set", "env.spec=no_such_env_pkg_zz:env",
+                        "--set", "tracking.mlflow=false", "--submission-id", "bad-env-job")
     yield job
     job.close()
 
 
 @pytest.fixture(scope="module")
-def tiny_job(cluster, bad_env_job, tmp_path_factory):
+def sweep_job(tmp_path_factory) -> Iterator[tuple[BackgroundJob, Path]]:
+    """``submit --sweep`` of tiny.yaml x 2 seeds into a folder of its own: each run asks for
+    1 CPU of the cluster's 6, so both start at once (they wait for the tiny job's actors to
+    leave room)."""
+    out = tmp_path_factory.mktemp("sweep-job") / "sweep"
+    job = BackgroundJob(str(TINY), "--sweep", "--seeds", "0-1", "--out", str(out),
+                        "--set", "training.max_steps_per_member=200",
+                        "--set", "evolution.evo_steps=100", "--set", "tracking.mlflow=false",
+                        "--set", "tracking.videos=false", "--submission-id", "sweep-job-test")
+    yield job, out
+    job.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_job(cluster, bad_env_job, sweep_job, tmp_path_factory):
     """`distmarl submit` of tiny.yaml, its MLflow store in tmp given through --set, each member's
     learner and rollout worker in one process (colocated) asking 1.5 + 1.5 CPU: the two fill
     the cluster's 6 CPUs, 3 per node, so they must spread across both nodes. The token is only
@@ -81,6 +97,7 @@ def tiny_job(cluster, bad_env_job, tmp_path_factory):
     where a local `ray.init` or `ray get-auth-token --generate` wrote it."""
     tmp = tmp_path_factory.mktemp("tiny-job")
     bad_env_job.start(cluster)  # meanwhile: it fails in its entrypoint, asking Ray for nothing
+    sweep_job[0].start(cluster)  # and the sweep's runs wait for room
     db = tmp / "mlflow.db"
     uri = f"sqlite:///{db}"
     proc = run_cli(cluster, "submit", str(TINY), "--address", cluster.address,
@@ -183,9 +200,8 @@ def test_actors_spread_across_both_nodes(tiny_job, cluster) -> None:
 
 
 def test_job_that_fails_on_the_cluster_reports_failed(bad_env_job, cluster) -> None:
-    """The env spec passes local validation (a string) but does not exist on the cluster
-    (:class:`BadEnvJob`)."""
-    code, err = bad_env_job.result(cluster)
+    """The env spec passes local validation (a string) but does not exist on the cluster."""
+    code, _, err = bad_env_job.result(cluster)
     assert code == 1, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("distmarl: job bad-env-job FAILED: Job entrypoint command failed "
@@ -193,6 +209,20 @@ def test_job_that_fails_on_the_cluster_reports_failed(bad_env_job, cluster) -> N
     assert "env.spec 'no_such_env_pkg_zz:env'" in last and "no_such_env_pkg_zz" in last
     status = run_cli(cluster, "jobs", "status", "bad-env-job", "--json", "--address", cluster.address)
     assert json.loads(status.stdout)["status"] == "FAILED"
+
+
+def test_a_sweep_job_runs_its_runs_side_by_side_then_reports(sweep_job, cluster) -> None:
+    job, out = sweep_job
+    code, stdout, err = job.result(cluster, timeout=400)
+    assert code == 0, err[-3000:] + stdout[-3000:]
+    assert "sweep folder: " + str(out) in err
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("distmarl: sweep: ")]
+    # both runs started before either ended
+    assert [ln.split()[2] for ln in lines] == ["started", "started", "finished", "finished"]
+    assert "| base | 2 | 0, 1 |" in stdout
+    assert (out / "report" / "report.md").exists()
+    assert {json.loads(p.read_text())["stop_reason"]
+            for p in out.glob("base/seed-*/summary.json")} == {"max_steps"}
 
 
 def test_stopping_a_followed_job_makes_submit_exit_3(cluster) -> None:
