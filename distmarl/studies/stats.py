@@ -106,9 +106,14 @@ class Estimate:
 def iqm_interval(scores: np.ndarray, rng: np.random.Generator, level: float = 0.95,
                  resamples: int = RESAMPLES) -> Estimate:
     """:func:`iqm` of ``scores`` ``(runs, tasks)`` with its stratified bootstrap interval."""
-    tasks = list(_runs_by_task(scores).T)
-    return _bootstrapped(lambda *task: iqm(np.concatenate(task)), tasks, iqm(scores), rng,
-                         level, resamples)
+    from scipy.stats import trim_mean
+
+    def statistic(*tasks: np.ndarray, axis: int = -1) -> np.ndarray:
+        """The IQM of each resample: ``tasks`` ``(..., runs)`` each."""
+        return np.asarray(trim_mean(np.concatenate(tasks, axis=-1), 0.25, axis=-1))
+
+    return _bootstrapped(statistic, list(_runs_by_task(scores).T), iqm(scores), rng, level,
+                         resamples)
 
 
 def improvement_interval(x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
@@ -118,25 +123,31 @@ def improvement_interval(x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
     x, y = _runs_by_task(x), _runs_by_task(y)
     tasks = x.shape[1]
 
-    def statistic(*samples: np.ndarray) -> float:
-        xs, ys = samples[:tasks], samples[tasks:]
-        return float(np.mean([probability_of_improvement(a[:, None], b[:, None])
-                              for a, b in zip(xs, ys, strict=True)]))
+    def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        """``P(X > Y)`` of each resample: ``samples`` ``(..., runs)`` each, x's tasks then
+        y's."""
+        per_task = [(a[..., :, None] > b[..., None, :]).mean(axis=(-2, -1))
+                    + 0.5 * (a[..., :, None] == b[..., None, :]).mean(axis=(-2, -1))
+                    for a, b in zip(samples[:tasks], samples[tasks:], strict=True)]
+        return np.asarray(np.mean(per_task, axis=0))
+
     return _bootstrapped(statistic, [*x.T, *y.T], probability_of_improvement(x, y), rng,
                          level, resamples)
 
 
-def _bootstrapped(statistic: Callable[..., float], samples: Sequence[np.ndarray], value: float,
-                  rng: np.random.Generator, level: float, resamples: int) -> Estimate:
-    """``statistic`` over ``samples`` (one per stratum) with a percentile interval from
-    ``resamples`` resamples of each sample on its own (scipy's ``bootstrap``)."""
+def _bootstrapped(statistic: Callable[..., np.ndarray], samples: Sequence[np.ndarray],
+                  value: float, rng: np.random.Generator, level: float, resamples: int
+                  ) -> Estimate:
+    """``statistic`` (vectorised: over samples whose last axis holds the runs) over
+    ``samples`` (one per stratum) with a percentile interval from ``resamples`` resamples of
+    each sample on its own (scipy's ``bootstrap``)."""
     from scipy.stats import bootstrap
 
     if all(len(s) < 2 for s in samples):
         return Estimate(value, value, value, level)  # one run each: nothing to resample
     result = bootstrap([np.asarray(s, dtype=np.float64) for s in samples], statistic,
                        n_resamples=resamples, confidence_level=level, method="percentile",
-                       vectorized=False, random_state=rng)
+                       vectorized=True, random_state=rng)
     low, high = result.confidence_interval
     return Estimate(value, float(low), float(high), level)
 
