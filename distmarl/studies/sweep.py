@@ -135,40 +135,17 @@ def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
               say: Callable[[str], None] = lambda line: None) -> Outcome:
     """Train every run of ``plan`` not finished yet under ``out`` as ``placement`` says, in
     the sweep's MLflow run (:mod:`~distmarl.studies.tracking`), and end with the report of
-    its finished runs in ``out/report`` unless it was stopped. The outcome holds each ended run's summary,
-    the failed runs and the stop signal. A cluster that could never hold one of the runs
-    refuses the sweep (ConfigError) before anything starts."""
-    from distmarl.runtime.driver.cluster import cluster_address, cluster_resources
-
+    its finished runs in ``out/report`` unless it was stopped. The outcome holds each ended
+    run's summary, the failed runs and the stop signal. A cluster that could never hold one
+    of the runs refuses the sweep (ConfigError) before anything starts."""
     placement = placement or Placement()
     claim(out, plan)
-    base = load_config(plan.config, list(plan.sets))
-    address = None if placement.local else cluster_address(placement.address)
-    room = None
-    if address is not None:
-        cluster = cluster_resources(address)
-        needs = {f"{arm}/seed-{seed}": Need.of(load_config(plan.config, run_sets(plan, point,
-                                                                                  seed)),
-                                                cluster.get("GPU", 0.0))
-                 for arm, point, seed in plan.runs()}
-        check_fits(needs, cluster)
-        room, placement = Room.of(cluster), replace(placement, address=address)
-    tracking = SweepTracking(out, base, plan.to_json())
-    launches = []
-    for arm, point, seed in plan.runs():
-        run_dir = out / arm / f"seed-{seed}"
-        state = run_state(run_dir)
-        if state == "done":
-            continue
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / STUDY_FILE).write_text(json.dumps({"arm": arm, "point": point, "seed": seed}))
-        where = ["--resume" if state == "resume" else "--run-dir", str(run_dir)]
-        command = [sys.executable, "-m", "distmarl.cli", "train", plan.config, "--quiet", *where,
-                   *[a for s in run_sets(plan, point, seed) for a in ("--set", s)],
-                   *placement.train_args(), *tracking.run_args(arm)]
-        name = f"{arm}/seed-{seed}"
-        launches.append(RunLaunch(name, run_dir, command,
-                                  needs[name] if room is not None else Need(0.0)))
+    room, needs, placement = _cluster_room(plan, placement)
+    tracking = SweepTracking(out, load_config(plan.config, list(plan.sets)), plan.to_json())
+    launches = [_launch(plan, out, arm, point, seed, placement.train_args()
+                        + tracking.run_args(arm), needs.get(f"{arm}/seed-{seed}", Need(0.0)))
+                for arm, point, seed in plan.runs()
+                if run_state(out / arm / f"seed-{seed}") != "done"]
     cap = placement.parallel if room is not None else (placement.parallel or 1)
     outcome = run_launches(launches, room, cap, say)
     finished = find_runs([out]) if outcome.stop_signal is None else []
@@ -179,6 +156,38 @@ def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
     tracking.finish("KILLED" if outcome.stop_signal is not None
                     else "FAILED" if outcome.failed else "FINISHED")
     return outcome
+
+
+def _cluster_room(plan: SweepPlan, placement: Placement
+                  ) -> tuple[Room | None, dict[str, Need], Placement]:
+    """On a cluster (``placement``'s address, or ``$RAY_ADDRESS``): its room, each run's
+    need by name (checked to fit), and the placement naming the cluster; else nothing to
+    count."""
+    from distmarl.runtime.driver.cluster import cluster_address, cluster_resources
+
+    address = None if placement.local else cluster_address(placement.address)
+    if address is None:
+        return None, {}, placement
+    cluster = cluster_resources(address)
+    needs = {f"{arm}/seed-{seed}": Need.of(load_config(plan.config, run_sets(plan, point, seed)),
+                                            cluster.get("GPU", 0.0))
+             for arm, point, seed in plan.runs()}
+    check_fits(needs, cluster)
+    return Room.of(cluster), needs, replace(placement, address=address)
+
+
+def _launch(plan: SweepPlan, out: Path, arm: str, point: list[str], seed: int,
+            args: list[str], need: Need) -> RunLaunch:
+    """The run of ``point`` and ``seed``: its folder made and named (``study.json``), a new
+    run or the resumption of an interrupted one; ``args``: more ``distmarl train``
+    arguments (where it runs, its MLflow parent)."""
+    run_dir = out / arm / f"seed-{seed}"
+    where = ["--resume" if run_state(run_dir) == "resume" else "--run-dir", str(run_dir)]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / STUDY_FILE).write_text(json.dumps({"arm": arm, "point": point, "seed": seed}))
+    command = [sys.executable, "-m", "distmarl.cli", "train", plan.config, "--quiet", *where,
+               *[a for s in run_sets(plan, point, seed) for a in ("--set", s)], *args]
+    return RunLaunch(f"{arm}/seed-{seed}", run_dir, command, need)
 
 
 def run_sets(plan: SweepPlan, point: Sequence[str], seed: int) -> list[str]:
