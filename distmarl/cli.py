@@ -242,7 +242,9 @@ def _sweep(args: argparse.Namespace) -> int:
     report = out / "report" / "report.md"
     if report.exists():
         print(report.read_text(), end="")
-        print(f"distmarl: {len(plan.runs())} runs in {out}; report written to {report.parent}")
+        n = len(plan.runs())
+        print(f"distmarl: {n} run{'' if n == 1 else 's'} in {out}; report written to "
+              f"{report.parent}")
     for name, code, log in outcome.failed:
         print(f"distmarl: sweep run {name} failed (exit {code}); its log: {log}; the same "
               "command runs it again", file=sys.stderr)
