@@ -245,9 +245,9 @@ class LocalRayCluster:
         return json.dumps(reply["data"]["result"]["result"])
 
     def alive_actors(self) -> list[str]:
-        """``class name@node id`` of every live actor."""
-        return [f"{a['class_name']}@{str(a['node_id'])[:8]}" for a in json.loads(self.state("actors"))
-                if a["state"] == "ALIVE"]
+        """``class name@node id (job id)`` of every live actor."""
+        return [f"{a['class_name']}@{str(a['node_id'])[:8]} (job {a.get('job_id')})"
+                for a in json.loads(self.state("actors")) if a["state"] == "ALIVE"]
 
     def wait_for_no_actors(self, timeout_s: float) -> list[str]:
         """Wait until no actor is alive; those still alive after ``timeout_s``

@@ -247,7 +247,8 @@ def test_stopping_a_followed_job_makes_submit_exit_3(cluster) -> None:
     again = run_cli(cluster, "jobs", "stop", "long-job", "--address", cluster.address)
     assert again.returncode == 0 and "already STOPPED, nothing to stop" in again.stdout
     left = cluster.wait_for_no_actors(timeout_s=60)  # a stopped job frees what it held
-    assert not left, f"actors still alive a minute after the stop: {left}"
+    assert not left, (f"actors still alive a minute after the stop: {left}; jobs: "
+                      + run_cli(cluster, "jobs", "list", "--address", cluster.address).stdout)
 
 
 def test_unknown_job_id_exits_4(cluster) -> None:
