@@ -18,6 +18,7 @@ sweep alone, which passes it on) and, on Linux, get SIGTERM should the sweep its
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -130,11 +131,15 @@ def _start(launch: RunLaunch) -> _Running:
 
 def _end_with_parent() -> None:
     """In the child before it runs the command: SIGTERM when the sweep's process ends
-    (``prctl(PR_SET_PDEATHSIG)``), so a sweep killed outright leaves no run behind."""
-    import ctypes
+    (``prctl(PR_SET_PDEATHSIG)``), so a sweep killed outright leaves no run behind. One
+    call into a C library loaded beforehand: between fork and exec the child may run little
+    (another thread of the sweep's may have held a lock when it forked)."""
+    assert _LIBC is not None  # Linux only
+    _LIBC.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:

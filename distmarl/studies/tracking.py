@@ -12,14 +12,17 @@ in the same run. With ``tracking.mlflow: false`` there is none (:class:`NullTrac
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
 
 from distmarl.config import ExperimentConfig, flatten_dict
 from distmarl.studies.report import Report
-from distmarl.tracking.base import Tracker
+from distmarl.tracking.base import NullTracker, Tracker
 from distmarl.tracking.mlflow import make_tracker
+
+log = logging.getLogger(__name__)
 
 #: where a sweep's folder keeps its MLflow run's ids
 SWEEP_RUN_FILE = "sweep-run.json"
@@ -37,8 +40,13 @@ class SweepTracking:
         ids_file = out / SWEEP_RUN_FILE
         stored = json.loads(ids_file.read_text()) if ids_file.exists() else None
         self.tracker: Tracker = make_tracker(base.tracking, base.name, out, resume=stored)
-        ids = self.tracker.start(flatten_dict({"sweep": plan}),
-                                 {SWEEP_TAG: out.name, **base.tracking.tags}, [])
+        try:
+            ids = self.tracker.start(flatten_dict({"sweep": plan}),
+                                     {SWEEP_TAG: out.name, **base.tracking.tags}, [])
+        except Exception as err:  # the runs track on their own, as any run does
+            log.warning("MLflow could not start the sweep's run (%s): its runs are not "
+                        "nested under one", err)
+            self.tracker, ids = NullTracker(), {}
         self.parent: str | None = ids.get("parent")
         self.uri: str | None = ids.get("uri")
         if self.parent is not None:
@@ -55,8 +63,9 @@ class SweepTracking:
         # a server's URI (which may hold credentials) reaches the run as it reached the sweep,
         # by the config or the environment, never on a command line
         store = ["--mlflow-uri", self.uri] if is_local_store(self.uri) else []
-        return [*store, "--set", f"tracking.parent_run={self.parent}",
-                "--set", f"tracking.experiment_name={self.experiment}",
+        # JSON strings: YAML would read an id such as 123e45 as a number
+        return [*store, "--set", f"tracking.parent_run={json.dumps(self.parent)}",
+                "--set", f"tracking.experiment_name={json.dumps(self.experiment)}",
                 "--set", f"tracking.tags={json.dumps(tags)}"]
 
     def log_report(self, report: Report, folder: Path) -> None:

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from distmarl.config import TrackingConfig
-
 from distmarl.tracking.base import NullTracker, Tracker, split_key
 from distmarl.tracking.blank_store import start_from_blank
+
+if TYPE_CHECKING:
+    from distmarl.config import TrackingConfig
 
 log = logging.getLogger(__name__)
 
