@@ -20,7 +20,7 @@ from distmarl.studies.sweep import SweepPlan, claim, parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
-SHORT = ["tracking.videos=false", "training.max_steps_per_member=300",
+SHORT = ["tracking.videos=false", "training.max_steps_per_member=300", "tracking.tags={team: a}",
          "evolution.evo_steps=100", "evolution.final_episodes=2",
          "tracking.checkpoint_interval=50"]
 GRID = "replay.replay_ratio=0.25,0.75"
@@ -91,7 +91,7 @@ def check_sweep_mlflow(out: Path) -> None:
     training = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == sweep_id]
     assert sorted((r.data.tags["distmarl.arm"], r.data.params["seed"]) for r in training) == [
         (f"replay.replay_ratio={v}", str(s)) for v in (0.25, 0.75) for s in range(3)]
-    assert all(r.info.status == "FINISHED" for r in training)
+    assert all(r.info.status == "FINISHED" and r.data.tags["team"] == "a" for r in training)
 
 
 def test_runs_start_as_the_cluster_has_room() -> None:

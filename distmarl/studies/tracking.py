@@ -37,6 +37,7 @@ class SweepTracking:
     def __init__(self, out: Path, base: ExperimentConfig, plan: dict[str, Any]) -> None:
         self.out = out
         self.experiment = base.tracking.experiment_name or base.name
+        self.tags = dict(base.tracking.tags)  # the config's own, kept on every run
         ids_file = out / SWEEP_RUN_FILE
         stored = json.loads(ids_file.read_text()) if ids_file.exists() else None
         self.tracker: Tracker = make_tracker(base.tracking, base.name, out, resume=stored)
@@ -59,7 +60,7 @@ class SweepTracking:
 
         if self.parent is None or self.uri is None:
             return []
-        tags = {SWEEP_TAG: self.out.name, ARM_TAG: arm}
+        tags = {**self.tags, SWEEP_TAG: self.out.name, ARM_TAG: arm}
         # a server's URI (which may hold credentials) reaches the run as it reached the sweep,
         # by the config or the environment, never on a command line
         store = ["--mlflow-uri", self.uri] if is_local_store(self.uri) else []
