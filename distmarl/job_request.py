@@ -182,10 +182,11 @@ def prepare_submission(config: str | Path, overrides: Sequence[str] = (), *,
                               file_env=file_env, environ=environ if forward_mlflow_env else None)
     cfg.tracking.mlflow_uri = None  # travels as MLFLOW_TRACKING_URI only
     keeping = kept_runs(cfg.tracking)
-    if sweep and "--out" not in sweep:
-        sweep = [*sweep, "--out", f"{cfg.tracking.directory}/sweeps/{cfg.name}"]
     if sweep:  # its runs go into its folder
-        keeping = [f"sweep folder: {sweep[list(sweep).index('--out') + 1]} on the head"]
+        sweep = list(sweep)
+        if "--out" not in sweep:
+            sweep += ["--out", f"{cfg.tracking.directory}/sweeps/{cfg.name}"]
+        keeping = [f"sweep folder: {sweep[sweep.index('--out') + 1]} on the head"]
     runtime_env["env_vars"] = {**file_env, **env}
     if not runtime_env["env_vars"]:
         del runtime_env["env_vars"]

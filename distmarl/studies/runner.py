@@ -47,15 +47,15 @@ class Placement:
     address: str | None = None
     parallel: int | None = None
 
-    def train_args(self, cores: int | None = None) -> list[str]:
-        """``distmarl train``'s arguments for this placement (``cores``: this machine's, for
-        runs sharing it on local Rays)."""
+    def train_args(self) -> list[str]:
+        """``distmarl train``'s arguments for this placement (runs sharing this machine on
+        local Rays each get its cores divided among them)."""
         if self.local:
             return ["--local"]
         if self.address is not None:
             return ["--address", self.address]
         if self.parallel is not None and self.parallel > 1:
-            share = max(1, (cores or os.cpu_count() or 1) // self.parallel)
+            share = max(1, (os.cpu_count() or 1) // self.parallel)
             return ["--num-cpus", str(share), "--no-dashboard"]
         return []
 
@@ -95,11 +95,11 @@ def run_launches(launches: Sequence[RunLaunch], room: Room | None, cap: int | No
     pending, outcome = list(launches), Outcome()
     running: list[_Running] = []
     by_name = {launch.name: launch for launch in launches}
+    room = room if room is not None else Room.of({"CPU": float("inf")})
     with StopSignals() as signals:
         while pending or running:
             if signals.received is None and pending:
-                free = room if room is not None else Room.of({"CPU": float("inf")})
-                for name in free.start([(x.name, x.need) for x in pending], len(running), cap):
+                for name in room.start([(x.name, x.need) for x in pending], len(running), cap):
                     launch = by_name[name]
                     pending.remove(launch)
                     running.append(_start(launch))
@@ -112,8 +112,7 @@ def run_launches(launches: Sequence[RunLaunch], room: Room | None, cap: int | No
             for run in [r for r in running if r.proc.poll() is not None]:
                 running.remove(run)
                 run.log.close()
-                if room is not None:
-                    room.free(run.launch.need)
+                room.free(run.launch.need)
                 _ended(run, outcome, say)
             time.sleep(POLL_S)
     return outcome

@@ -87,15 +87,14 @@ class Room:
         held = need.within({"CPU": self.total.cpus})
         return held.cpus <= self.cpus + SLACK and held.gpus <= self.gpus + SLACK
 
-    def take(self, need: Need) -> None:
+    def take(self, need: Need, sign: float = 1.0) -> None:
+        """Take what a run of ``need`` holds (``sign`` -1: give it back, as it ends)."""
         held = need.within({"CPU": self.total.cpus})
-        self.cpus -= held.cpus
-        self.gpus -= held.gpus
+        self.cpus -= sign * held.cpus
+        self.gpus -= sign * held.gpus
 
     def free(self, need: Need) -> None:
-        held = need.within({"CPU": self.total.cpus})
-        self.cpus = min(self.total.cpus, self.cpus + held.cpus)
-        self.gpus = min(self.total.gpus, self.gpus + held.gpus)
+        self.take(need, sign=-1.0)
 
     def start(self, pending: Sequence[tuple[str, Need]], running: int,
               cap: int | None) -> list[str]:

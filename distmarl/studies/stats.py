@@ -88,9 +88,14 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     ``y``'s (ties half), the Mann-Whitney U statistic over ``runs_x * runs_y``; averaged over
     tasks. ``x`` ``(runs_x, tasks)``, ``y`` ``(runs_y, tasks)``."""
     x, y = _runs_by_task(x), _runs_by_task(y)
-    per_task = [((xt[:, None] > yt[None, :]).mean() + 0.5 * (xt[:, None] == yt[None, :]).mean())
-                for xt, yt in zip(x.T, y.T, strict=True)]
-    return float(np.mean(per_task))
+    return float(np.mean([_beats(xt, yt) for xt, yt in zip(x.T, y.T, strict=True)]))
+
+
+def _beats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The share of run pairs where ``a``'s run beats ``b``'s (ties half): ``a`` ``(..., n)``,
+    ``b`` ``(..., m)`` (one task's runs, after any batch axes) -> ``(...)``."""
+    return ((a[..., :, None] > b[..., None, :]).mean(axis=(-2, -1))
+            + 0.5 * (a[..., :, None] == b[..., None, :]).mean(axis=(-2, -1)))
 
 
 @dataclass(frozen=True)
@@ -126,10 +131,9 @@ def improvement_interval(x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
     def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
         """``P(X > Y)`` of each resample: ``samples`` ``(..., runs)`` each, x's tasks then
         y's."""
-        per_task = [(a[..., :, None] > b[..., None, :]).mean(axis=(-2, -1))
-                    + 0.5 * (a[..., :, None] == b[..., None, :]).mean(axis=(-2, -1))
-                    for a, b in zip(samples[:tasks], samples[tasks:], strict=True)]
-        return np.asarray(np.mean(per_task, axis=0))
+        return np.asarray(np.mean([_beats(a, b) for a, b in zip(samples[:tasks],
+                                                                 samples[tasks:], strict=True)],
+                                  axis=0))
 
     return _bootstrapped(statistic, [*x.T, *y.T], probability_of_improvement(x, y), rng,
                          level, resamples)

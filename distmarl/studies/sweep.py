@@ -142,10 +142,11 @@ def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
     claim(out, plan)
     room, needs, placement = _cluster_room(plan, placement)
     tracking = SweepTracking(out, load_config(plan.config, list(plan.sets)), plan.to_json())
-    launches = [_launch(plan, out, arm, point, seed, placement.train_args()
-                        + tracking.run_args(arm), needs.get(f"{arm}/seed-{seed}", Need(0.0)))
-                for arm, point, seed in plan.runs()
-                if run_state(out / arm / f"seed-{seed}") != "done"]
+    states = {(arm, seed): run_state(out / arm / f"seed-{seed}") for arm, _, seed in plan.runs()}
+    launches = [_launch(plan, out, arm, point, seed, states[arm, seed] == "resume",
+                        placement.train_args() + tracking.run_args(arm),
+                        needs.get(f"{arm}/seed-{seed}", Need(0.0)))
+                for arm, point, seed in plan.runs() if states[arm, seed] != "done"]
     cap = placement.parallel if room is not None else (placement.parallel or 1)
     outcome = run_launches(launches, room, cap, say)
     finished = find_runs([out]) if outcome.stop_signal is None else []
@@ -176,13 +177,13 @@ def _cluster_room(plan: SweepPlan, placement: Placement
     return Room.of(cluster), needs, replace(placement, address=address)
 
 
-def _launch(plan: SweepPlan, out: Path, arm: str, point: list[str], seed: int,
+def _launch(plan: SweepPlan, out: Path, arm: str, point: list[str], seed: int, resume: bool,
             args: list[str], need: Need) -> RunLaunch:
     """The run of ``point`` and ``seed``: its folder made and named (``study.json``), a new
-    run or the resumption of an interrupted one; ``args``: more ``distmarl train``
-    arguments (where it runs, its MLflow parent)."""
+    run or (``resume``) the resumption of an interrupted one; ``args``: more ``distmarl
+    train`` arguments (where it runs, its MLflow parent)."""
     run_dir = out / arm / f"seed-{seed}"
-    where = ["--resume" if run_state(run_dir) == "resume" else "--run-dir", str(run_dir)]
+    where = ["--resume" if resume else "--run-dir", str(run_dir)]
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / STUDY_FILE).write_text(json.dumps({"arm": arm, "point": point, "seed": seed}))
     command = [sys.executable, "-m", "distmarl.cli", "train", plan.config, "--quiet", *where,
