@@ -223,14 +223,14 @@ def _sweep(args: argparse.Namespace) -> int:
     """Exits 0 when every run finished, 1 when one failed (the others ran), the signal's
     status (130, 143) when stopped."""
     from distmarl.config import ConfigError
-    from distmarl.runtime.driver.stopping import exit_code
+    from distmarl.studies.plan import SweepPlan
     from distmarl.studies.runner import Placement
-    from distmarl.studies.sweep import SweepPlan, run_sweep
+    from distmarl.studies.sweep import run_sweep
 
     config = _existing(args.config, "config file")
     if args.parallel is not None and args.parallel < 1:
         raise ConfigError(f"--parallel {args.parallel}: at least 1 run at a time")
-    plan = SweepPlan.parse(config, args.seeds, args.grid or [], args.set or [])
+    plan = SweepPlan.parse(config, args.seeds, args.grid or [], args.set or [], args.arm or [])
     out = Path(args.out).expanduser() if args.out else Path("sweeps") / config.stem
     say = (lambda line: None) if args.quiet else (
         lambda line: print(f"distmarl: sweep: {line}", flush=True))
@@ -238,17 +238,17 @@ def _sweep(args: argparse.Namespace) -> int:
     if outcome.stop_signal is not None:
         print(f"distmarl: sweep stopped by signal {outcome.stop_signal}; the same command "
               "resumes it", file=sys.stderr)
-        return exit_code(outcome.stop_signal)
+        return outcome.exit_status()
     report = out / "report" / "report.md"
     if report.exists():
         print(report.read_text(), end="")
-        n = len(plan.runs())
+        n = len(plan.runs(out))
         print(f"distmarl: {n} run{'' if n == 1 else 's'} in {out}; report written to "
               f"{report.parent}")
     for name, code, log in outcome.failed:
         print(f"distmarl: sweep run {name} failed (exit {code}); its log: {log}; the same "
               "command runs it again", file=sys.stderr)
-    return 1 if outcome.failed else 0
+    return outcome.exit_status()
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -359,9 +359,9 @@ def _sweep_job_args(args: argparse.Namespace) -> list[str]:
     """``distmarl sweep``'s arguments for a sweep job (``submit --sweep``), checked here as
     the sweep would check them; none for a training job."""
     from distmarl.config import ConfigError
-    from distmarl.studies.sweep import SweepPlan
+    from distmarl.studies.plan import SweepPlan
 
-    given = [f"--{k}" for k in ("seeds", "grid", "parallel", "out") if getattr(args, k)]
+    given = [f"--{k}" for k in ("seeds", "grid", "arm", "parallel", "out") if getattr(args, k)]
     if not args.sweep:
         if given:
             raise ConfigError(f"{', '.join(given)}: only with --sweep")
@@ -369,12 +369,13 @@ def _sweep_job_args(args: argparse.Namespace) -> list[str]:
     if not args.seeds:
         raise ConfigError("--sweep needs --seeds (a range, 0-4, or a list, 0,2,5)")
     SweepPlan.parse(_existing(args.config, "config file"), args.seeds, args.grid or [],
-                    args.set or [])
+                    args.set or [], args.arm or [])
     if args.out and not (Path(args.out).is_absolute() or args.out.startswith("~")):
         raise ConfigError(f"--out {args.out}: give the sweep's folder on the head as an "
                           "absolute path (or ~/...): a relative one would be inside the job's "
                           "working-dir upload, which Ray deletes")
     return [*("--seeds", args.seeds), *[a for g in args.grid or [] for a in ("--grid", g)],
+            *[a for arm in args.arm or [] for a in ("--arm", *arm)],
             *(("--parallel", str(args.parallel)) if args.parallel else ()),
             *(("--out", args.out) if args.out else ())]
 
@@ -424,6 +425,8 @@ def _add_submit_parsers(sub: Any) -> None:
     sm.add_argument("--seeds", help="with --sweep: the sweep's seeds (0-4, 0,2,5)")
     sm.add_argument("--grid", action="append", metavar="KEY=V1,V2",
                     help="with --sweep: a config key and its values (repeat: every combination)")
+    sm.add_argument("--arm", action="append", nargs="+", metavar=("NAME", "KEY=VALUE"),
+                    help="with --sweep: a named arm and its overrides (repeat: one per arm)")
     sm.add_argument("--parallel", type=int, metavar="N", help="with --sweep: at most N runs at once")
     sm.add_argument("--out", metavar="DIR", help="with --sweep: the sweep's folder on the head, "
                     "absolute or ~/... (default: tracking.directory/sweeps/<name>)")
@@ -508,17 +511,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seed of the episodes (default: the run's evolution.final_seed)")
     ev.set_defaults(func=_evaluate)
 
-    sw = sub.add_parser("sweep", help="train every grid point with every seed, each as a "
+    sw = sub.add_parser("sweep", help="train every arm with every seed, each as a "
                         "distmarl train process (resumable), then report them (as distmarl "
                         "report)")
     sw.add_argument("config", help="experiment YAML")
     sw.add_argument("--seeds", required=True, help="seeds: a range (0-4) or a list (0,2,5)")
     sw.add_argument("--grid", action="append", metavar="KEY=V1,V2",
-                    help="a config key and the values it takes (repeat: every combination)")
+                    help="a config key and the values it takes (repeat: every combination, "
+                         "each an arm named k=v,k=v)")
+    sw.add_argument("--arm", action="append", nargs="+", metavar=("NAME", "KEY=VALUE"),
+                    help="an arm named NAME with its overrides (repeat: one per arm; not with "
+                         "--grid)")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="an override of every run")
     sw.add_argument("--out", help="the sweep's folder (default: sweeps/<config name>); the "
-                    "same command resumes it")
+                    "same command resumes it, more arms or seeds extend it")
     where = sw.add_mutually_exclusive_group()
     where.add_argument("--local", action="store_true",
                        help="each run in a process of its own, without Ray")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from distmarl.config import ConfigError, load_config
+from distmarl.studies.plan import SweepPlan, claim, parse_seeds
 from distmarl.studies.schedule import Need, Room, check_fits
-from distmarl.studies.sweep import SweepPlan, claim, parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "configs" / "tiny.yaml"
@@ -119,18 +119,35 @@ def test_bad_sweep_arguments_are_refused_before_anything_runs(tmp_path: Path) ->
     for bad in ("0-x", "3,3", ""):
         with pytest.raises(ConfigError, match="--seeds"):
             parse_seeds(bad)
-    with pytest.raises(ConfigError, match=r"--grid point training\.no_such_key=1"):
+    with pytest.raises(ConfigError, match=r"--grid point: arm training\.no_such_key=1"):
         SweepPlan.parse(TINY, "0", ["training.no_such_key=1,2"], [])
     with pytest.raises(ConfigError, match="--grid"):
         SweepPlan.parse(TINY, "0", ["replay.replay_ratio"], [])
+    with pytest.raises(ConfigError, match=r"(?s)--arm: arm fast: .*no_such_key"):
+        SweepPlan.parse(TINY, "0", arms=[["fast", "training.no_such_key=1"]])
+    with pytest.raises(ConfigError, match="--arm fast lr: write NAME KEY=VALUE"):
+        SweepPlan.parse(TINY, "0", arms=[["fast", "lr"]])
+    with pytest.raises(ConfigError, match="--grid and --arm"):
+        SweepPlan.parse(TINY, "0", [GRID], arms=[["fast"]])
+    with pytest.raises(ConfigError, match="arm 'a/b': not a folder name"):
+        SweepPlan.of(TINY, [0], {"a/b": []})
     plan = SweepPlan.parse(TINY, "0-1", ["replay.replay_ratio=0.25,0.75"], [])
-    assert [arm for arm, _ in plan.points()] == ["replay.replay_ratio=0.25",
-                                                 "replay.replay_ratio=0.75"]
+    assert list(plan.arms) == ["replay.replay_ratio=0.25", "replay.replay_ratio=0.75"]
+    # seed by seed: a sweep stopped part way has its arms paired on the seeds it finished
+    assert [r.name for r in plan.runs(tmp_path)] == [
+        "replay.replay_ratio=0.25/seed-0", "replay.replay_ratio=0.75/seed-0",
+        "replay.replay_ratio=0.25/seed-1", "replay.replay_ratio=0.75/seed-1"]
     claim(tmp_path / "a", plan)
-    claim(tmp_path / "a", plan)  # the same sweep: resumed
-    other = SweepPlan.parse(TINY, "0-2", [], [])
+    assert claim(tmp_path / "a", plan) == plan  # the same sweep: resumed
     with pytest.raises(ConfigError, match="holds another sweep's runs"):
-        claim(tmp_path / "a", other)
+        claim(tmp_path / "a", SweepPlan.parse(TINY, "0-2", [], ["training.max_steps_per_member=64"]))
+    with pytest.raises(ConfigError, match=r"holds arm replay.replay_ratio=0.25 run with "
+                                          r"\['replay.replay_ratio=0.25'\], not \[\]"):
+        claim(tmp_path / "a", SweepPlan.of(TINY, [0], {"replay.replay_ratio=0.25": []}))
+    # more seeds and a new arm extend the sweep; the folder's plan holds all of it
+    more = claim(tmp_path / "a", SweepPlan.parse(TINY, "1-2", arms=[["plain"]]))
+    assert list(more.arms) == [*plan.arms, "plain"] and more.seeds == (0, 1, 2)
+    assert SweepPlan.from_json(json.loads((tmp_path / "a" / "sweep.json").read_text())) == more
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "x").write_text("")
     with pytest.raises(ConfigError, match="not empty and holds no sweep"):
@@ -143,6 +160,8 @@ def test_bad_sweep_jobs_are_refused_before_anything_is_sent(capsys) -> None:
 
     for args, message in [
             (["--grid", GRID], "--grid: only with --sweep"),
+            (["--arm", "x"], "--arm: only with --sweep"),
+            (["--sweep", "--seeds", "0", "--arm", "x", "nope"], "--arm x nope: write NAME"),
             (["--sweep"], "--sweep needs --seeds"),
             (["--sweep", "--seeds", "0-1", "--out", "rel"], "--out rel: give the sweep's "
              "folder on the head as an absolute path"),

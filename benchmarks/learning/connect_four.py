@@ -7,8 +7,8 @@ the two players sharing one self-play policy), then its elite (from the last che
 half as the first player, half as the second. Every move goes through the env, which refuses
 an illegal one: a finished benchmark is also a check that no masked action was played. Prints
 the win, draw and loss rates per seed and the win rate's mean and standard error, beside
-random against random on the same games (the first mover's edge). ``--json`` stores each
-seed's run as it ends (:mod:`benchmarks.harness`); a second call with the same file runs only
+random against random on the same games (the first mover's edge). The runs are a sweep
+(:mod:`distmarl.studies.sweep`) in ``--out``: a second call with the same folder trains only
 the seeds it lacks.
 
 :mod:`benchmarks.learning.league` measures the league configs, whose runs play their own final
@@ -16,7 +16,7 @@ games against reference players; this benchmark measures the configs without a l
 (``connect_four_ippo.yaml``, ``connect_four_maddpg.yaml``), whose runs play none.
 
     .venv/bin/python -m benchmarks.learning.connect_four [--config PATH] [--seeds 0 1 2]
-        [--steps 200000] [--games 200] [--json results.json]
+        [--steps 200000] [--games 200] [--out DIR]
 """
 
 from __future__ import annotations
@@ -26,19 +26,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS
-from benchmarks.harness import Results, Run, run_all, train_cli
+from benchmarks import CONFIGS, ROOT
+from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import mean_se
+from distmarl.studies.sweep import finished_runs, run_sweep
 
 CONFIG = CONFIGS / "connect_four_ippo.yaml"
 PLAYERS = ("player_0", "player_1")
-
-
-def measure(run: Run, games: int) -> dict[str, Any]:
-    """Train ``run`` in its own process, then play its elite (:func:`play`)."""
-    assert run.seed is not None
-    trained = train_cli(run.config, run.sets, prefix=f"c4-{run.seed}-")
-    return {"train_wall_seconds": trained.seconds, **play(trained.run_dir, games, run.seed)}
 
 
 def play(run_dir: Path, games: int, seed: int) -> dict[str, Any]:
@@ -77,27 +71,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=200_000, help="env steps per member")
     ap.add_argument("--games", type=int, default=200)
-    ap.add_argument("--json", type=Path, help="results file: each run stored as it ends; "
-                                               "runs already there are not run again")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "connect_four",
+                    help="the sweep's folder: runs finished there are not trained again")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every training run (repeatable)")
     args = ap.parse_args(argv)
-
-    def progress(row: dict[str, Any]) -> None:
-        print(f"seed {row['seed']}: trained elite wins {row['trained_win']:.1%}, draws "
+    plan = SweepPlan.of(args.config, args.seeds, None, [
+        "tracking.mlflow=false", f"training.max_steps_per_member={args.steps}", *args.set])
+    outcome = run_sweep(plan, args.out, say=lambda line: print(line, flush=True))
+    rows = []
+    for run, summary in finished_runs(plan, args.out):
+        row = play(run.run_dir, args.games, run.seed)
+        rows.append(row)
+        print(f"seed {run.seed}: trained elite wins {row['trained_win']:.1%}, draws "
               f"{row['trained_draw']:.1%}, loses {row['trained_loss']:.1%} of {args.games} "
               f"games against random legal play (random against random wins "
-              f"{row['random_win']:.1%}); {row['train_wall_seconds']:.0f} s", flush=True)
+              f"{row['random_win']:.1%}); {summary['wall_seconds']:.0f} s", flush=True)
+    if rows:
+        m, se = mean_se([r["trained_win"] for r in rows])
+        se_shown = float("nan") if se is None else se  # one seed: no standard error
+        print(f"win rate against random legal play: {m:.1%} +- {se_shown:.1%} "
+              f"(seeds {[r.seed for r, _ in finished_runs(plan, args.out)]}, {args.games} "
+              f"games each, {args.steps:,} env steps per member)")
+    return outcome.exit_status()
 
-    runs = [Run.of(args.config, seed, [f"training.max_steps_per_member={args.steps}", *args.set],
-                   games=args.games) for seed in args.seeds]
-    rows = run_all(runs, lambda run: measure(run, args.games), Results(args.json),
-                   on_record=progress)
-    m, se = mean_se([r["trained_win"] for r in rows])
-    se_shown = float("nan") if se is None else se  # one seed: no standard error
-    print(f"win rate against random legal play: {m:.1%} +- {se_shown:.1%} "
-          f"(seeds {args.seeds}, {args.games} games each, {args.steps:,} env steps per member)")
-    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

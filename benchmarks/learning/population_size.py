@@ -1,9 +1,10 @@
 """Sixteen members against the main job's four, at about the same wall-clock.
 
     .venv/bin/python -m benchmarks.learning.population_size [--seeds 0 1 2] [--arms 4 16 16_mf]
-        [--steps16 28000] [--set key=value ...] [--json PATH]
+        [--steps16 28000] [--set key=value ...] [--out DIR]
 
-Arms, each a run of examples/configs/speaker_listener_maddpg.yaml on a local Ray per seed:
+Arms, each a ``distmarl train`` of examples/configs/speaker_listener_maddpg.yaml on a local
+Ray per seed:
 
 * ``4``: the main job as it is (4 members, its ``training.max_steps_per_member`` each);
 * ``16``: 16 members in generation-synchronous tournaments, ``--steps16`` env steps each;
@@ -15,8 +16,9 @@ wall-clock at the population env steps/s ``benchmarks.system.scaling`` measured 
 (``members_per_learner: auto``); every run's training seconds are printed, so the budgets
 can be compared. Printed per run and per arm (mean and standard error over the seeds): the
 elite's final score on the 100 fixed episodes, population env steps/s, training and start-up
-seconds; and per 16-member arm the paired difference, seed by seed, against ``4``. ``--json``
-stores each run as it ends; a second call with the same file runs only what it lacks.
+seconds; and per 16-member arm the paired difference, seed by seed, against ``4``. The runs
+are a sweep (:mod:`distmarl.studies.sweep`) in ``--out``: a second call with the same folder
+runs only what it lacks, and ``distmarl report`` reads it.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS
-from benchmarks.harness import Results, Run, run_all, train_in_process, train_seconds
+from benchmarks import CONFIGS, ROOT
+from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import fmt_mean_se, paired_difference
+from distmarl.studies.sweep import finished_runs, run_sweep
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
 
@@ -43,22 +46,23 @@ ARMS: dict[str, list[str]] = {
 }
 
 
-def arm_run(arm: str, seed: int, steps16: int, extra: Sequence[str]) -> Run:
-    """The run of ``arm`` at ``seed`` (``extra``: the user's overrides, applied last)."""
-    steps = [] if arm == "4" else [f"training.max_steps_per_member={steps16}"]
-    return Run.of(CONFIG, seed, [*ARMS[arm], *steps, *extra], arm=arm)
+def plan(arms: Sequence[str], seeds: Sequence[int], steps16: int, extra: Sequence[str]
+         ) -> SweepPlan:
+    """The sweep of ``arms`` at ``seeds`` (``extra``: the user's overrides, of every run)."""
+    return SweepPlan.of(CONFIG, seeds, {
+        arm: [*ARMS[arm], *([] if arm == "4" else [f"training.max_steps_per_member={steps16}"])]
+        for arm in arms}, ["tracking.mlflow=false", *extra])
 
 
-def measure(run: Run) -> dict[str, Any]:
-    """One run on a local Ray; its figures."""
-    summary = train_in_process(run.config, run.sets)
-    seconds = train_seconds(summary)
+def figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """One run's figures, from its summary."""
+    seconds = summary["wall_seconds"] - summary["setup_seconds"]
     return {"final_score": summary["final_score"],
             "env_steps_per_s": summary["env_steps"] / seconds,
             "train_seconds": seconds, "setup_seconds": summary["setup_seconds"]}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
@@ -66,33 +70,32 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="env steps per member of the 16-member arms")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value of every run")
-    parser.add_argument("--json", type=Path, help="results file: each run stored as it ends; "
-                                                  "runs already there are not run again")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "population_size",
+                        help="the sweep's folder: runs finished there are not run again")
     args = parser.parse_args(argv)
-    store = Results(args.json)
-
-    def progress(r: dict[str, Any]) -> None:
+    sweep = plan(args.arms, args.seeds, args.steps16, args.set)
+    outcome = run_sweep(sweep, args.out, say=lambda line: print(line, flush=True))
+    rows = [{"arm": run.arm, "seed": run.seed, **figures(summary)}
+            for run, summary in finished_runs(sweep, args.out)]
+    for r in rows:
         print(f"seed {r['seed']} arm {r['arm']:>5}: final score {r['final_score']:.1f}, "
               f"{r['env_steps_per_s']:,.0f} env steps/s, training {r['train_seconds']:.0f} s, "
-              f"start-up {r['setup_seconds']:.1f} s", flush=True)
-
-    runs = [arm_run(arm, seed, args.steps16, args.set)
-            for seed in args.seeds for arm in args.arms]
-    rows = run_all(runs, measure, store, on_record=progress)
+              f"start-up {r['setup_seconds']:.1f} s")
     by = {a: [r for r in rows if r["arm"] == a] for a in args.arms}
     for arm, rs in by.items():
         print(f"arm {arm}: final score {fmt_mean_se([r['final_score'] for r in rs])}, env "
               f"steps/s {fmt_mean_se([r['env_steps_per_s'] for r in rs])}, training "
               f"{fmt_mean_se([r['train_seconds'] for r in rs])} s, start-up "
-              f"{fmt_mean_se([r['setup_seconds'] for r in rs])} s (seeds {args.seeds})")
-    diffs = {}
+              f"{fmt_mean_se([r['setup_seconds'] for r in rs])} s (seeds "
+              f"{[r['seed'] for r in rs]})")
     if "4" in by:
         four = {r["seed"]: r["final_score"] for r in by["4"]}
         for arm in (a for a in args.arms if a != "4"):
             paired = paired_difference({r["seed"]: r["final_score"] for r in by[arm]}, four)
-            diffs[arm] = [] if paired is None else paired.differences
-            print(f"paired difference {arm} - 4: {fmt_mean_se(diffs[arm])} ({diffs[arm]})")
-    store.save(paired_difference=diffs)
+            diffs = [] if paired is None else paired.differences
+            print(f"paired difference {arm} - 4: {fmt_mean_se(diffs)} ({diffs})")
+    return outcome.exit_status()
+
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,15 +1,15 @@
 """The main job on Ray and in one process: the same result, and each one's speed.
 
-    .venv/bin/python -m benchmarks.system.fleets [--seeds 0 1 2] [--set key=value ...] [--json PATH]
+    .venv/bin/python -m benchmarks.system.fleets [--seeds 0 1 2] [--set key=value ...] [--out DIR]
 
 Runs examples/configs/speaker_listener_maddpg.yaml (the README's main job) once per seed on a
-local Ray and once with ``--local`` (the whole population in this process), then prints, per
+local Ray and once with ``--local`` (the whole population in one process), each a ``distmarl
+train`` process of a sweep (:mod:`distmarl.studies.sweep`), then prints, per
 seed and as a mean with its standard error: the elite's final score on the fixed episodes,
 random play's, the paired difference (Ray - in process), population env steps/s over the
 training time and the start-up seconds. A second in-process run of the first seed checks that
-the summary repeats exactly (clocks, paths and tracking ids aside). ``--json`` stores each run
-as it ends (:mod:`benchmarks.harness`); a second call with the same file runs only what it
-lacks.
+the summary repeats exactly (clocks, paths and tracking ids aside). A second call with the
+same ``--out`` runs only what its sweeps lack.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS
-from benchmarks.harness import Results, Run, run_all, train_in_process, train_seconds
+from benchmarks import CONFIGS, ROOT
+from distmarl.studies.plan import SweepPlan
+from distmarl.studies.runner import Placement
 from distmarl.studies.stats import fmt_mean_se, paired_difference
+from distmarl.studies.sweep import finished_runs, run_sweep
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
 #: summary keys that differ between two runs of one seed: clocks, paths and tracking ids
@@ -31,32 +34,45 @@ UNREPEATABLE = {"wall_seconds", "setup_seconds", "setup_phases", "env_steps_per_
                 "ray", "stop_signal"}
 
 
-def measure(run: Run) -> dict[str, Any]:
-    """One run of the main job (label ``fleet``: ``ray`` or ``local``); its figures and a
-    digest of the summary's repeatable part (two runs repeat exactly when the digests agree)."""
-    summary = train_in_process(run.config, run.sets, local=run.label("fleet") == "local")
+def figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """One run's figures and a digest of the summary's repeatable part (two runs repeat
+    exactly when the digests agree)."""
     repeatable = {k: v for k, v in summary.items() if k not in UNREPEATABLE}
     digest = hashlib.sha256(json.dumps(repeatable, sort_keys=True, default=str).encode())
+    seconds = summary["wall_seconds"] - summary["setup_seconds"]
     return {"final_score": summary["final_score"], "random_score": summary["random_score"],
-            "env_steps_per_s": summary["env_steps"] / train_seconds(summary),
+            "env_steps_per_s": summary["env_steps"] / seconds,
             "setup_seconds": summary["setup_seconds"], "summary_digest": digest.hexdigest()}
 
 
-def main() -> None:
+def sweeps(seeds: Sequence[int], sets: Sequence[str]
+           ) -> list[tuple[str, SweepPlan, Placement]]:
+    """The sweeps, by folder: the main job per seed on a local Ray (arm ``ray``) and in one
+    process (``local``), and the first seed once more in one process (``again``)."""
+    sets = ["tracking.mlflow=false", *sets]
+    return [("ray", SweepPlan.of(CONFIG, seeds, {"ray": []}, sets), Placement()),
+            ("local", SweepPlan.of(CONFIG, seeds, {"local": []}, sets), Placement(local=True)),
+            ("local", SweepPlan.of(CONFIG, seeds[:1], {"again": []}, sets),
+             Placement(local=True))]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value of every run")
-    parser.add_argument("--json", type=Path, help="results file: each run stored as it ends; "
-                                                  "runs already there are not run again")
-    args = parser.parse_args()
-    store = Results(args.json)
-    runs = [Run.of(CONFIG, seed, args.set, fleet=fleet)
-            for seed in args.seeds for fleet in ("ray", "local")]
-    again = Run.of(CONFIG, args.seeds[0], args.set, fleet="local", repeat=2)
-    *rows, second = run_all([*runs, again], measure, store)
-    first = next(r for r in rows if r["fleet"] == "local" and r["seed"] == args.seeds[0])
-    repeats = first["summary_digest"] == second["summary_digest"]
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "fleets",
+                        help="the sweeps' folder: runs finished there are not run again")
+    args = parser.parse_args(argv)
+    rows, status = [], 0
+    for folder, plan, placement in sweeps(args.seeds, args.set):
+        status = max(status, run_sweep(plan, args.out / folder, placement,
+                                       lambda line: print(line, flush=True)).exit_status())
+        rows += [{"fleet": run.arm, "seed": run.seed, **figures(summary)}
+                 for run, summary in finished_runs(plan, args.out / folder)]
+    digests = {r["fleet"]: r["summary_digest"] for r in rows if r["seed"] == args.seeds[0]}
+    repeats = digests.get("local") == digests.get("again") is not None
+    rows = [r for r in rows if r["fleet"] != "again"]
     print(f"{'seed':>4} {'fleet':>6} {'final score':>12} {'random':>8} {'env steps/s':>12} "
           f"{'setup s':>8}")
     for r in rows:
@@ -73,8 +89,8 @@ def main() -> None:
     print(f"paired difference ray - local: {fmt_mean_se(diffs)}")
     print(f"in process, seed {args.seeds[0]} twice: summaries "
           f"{'identical' if repeats else 'DIFFER'}")
-    store.save(paired_difference=diffs, local_repeats=repeats)
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,8 +1,7 @@
 """A study's report: many runs' results read from their run directories, grouped into arms,
 with honest statistics (:mod:`distmarl.studies.stats`).
 
-A run's arm is what ``study.json`` in its directory names (a sweep writes it: the grid
-point), else the name of the folder of runs it was found in, else (a run directory given
+A run's arm is what ``study.json`` in its directory names (a sweep writes it: the arm), else the name of the folder of runs it was found in, else (a run directory given
 itself) its config's ``name``; its task is its env (``env.spec``); its score is the
 final evaluation's (the elite on the fixed final episodes), else its best fitness. Per arm:
 the final score's mean and standard error, the IQM with its 95% stratified bootstrap interval;
@@ -37,7 +36,7 @@ from distmarl.studies.stats import (
     paired_difference,
 )
 
-#: the file a sweep writes into each run directory: its arm and grid point
+#: the file a sweep writes into each run directory: its arm, the arm's overrides and the seed
 STUDY_FILE = "study.json"
 
 

@@ -79,6 +79,15 @@ class Outcome:
     failed: list[tuple[str, int, Path]] = field(default_factory=list)
     stop_signal: int | None = None
 
+    def exit_status(self) -> int:
+        """The sweep's exit status: the signal's (130, 143) when stopped, 1 when a run
+        failed, else 0."""
+        from distmarl.runtime.driver.stopping import exit_code
+
+        if self.stop_signal is not None:
+            return exit_code(self.stop_signal)
+        return 1 if self.failed else 0
+
 
 @dataclass
 class _Running:

@@ -3,7 +3,7 @@
 The sweep opens one run (named as its folder) in the store and experiment its config tracks
 into (``tracking.mlflow_uri``, ``$MLFLOW_TRACKING_URI``, else a SQLite store in the sweep's
 folder), with the sweep's plan as parameters. Each training run's parent run is nested under
-it (``tracking.parent_run``), tagged with its arm (``distmarl.arm``); the grid point's keys and
+it (``tracking.parent_run``), tagged with its arm (``distmarl.arm``); the arm's overrides and
 the seed are among its parameters, as every config value is. The member runs stay nested
 under their training run. Its ids are kept in ``sweep-run.json``, so a resumed sweep goes on
 in the same run. With ``tracking.mlflow: false`` there is none (:class:`NullTracker`).
@@ -31,8 +31,8 @@ SWEEP_TAG, ARM_TAG = "distmarl.sweep", "distmarl.arm"
 
 
 class SweepTracking:
-    """The sweep's MLflow run in ``out`` for ``base`` (the config without grid point or seed),
-    its parameters ``plan`` (the sweep's ``sweep.json``)."""
+    """The sweep's MLflow run in ``out`` for ``base`` (the config without arm or seed), its
+    parameters ``plan`` (:meth:`~distmarl.studies.plan.SweepPlan.params`)."""
 
     def __init__(self, out: Path, base: ExperimentConfig, plan: dict[str, Any]) -> None:
         self.out = out
