@@ -27,10 +27,12 @@
 * ``baselines``: the third-party trainers and buffers (AgileRL, RLlib) measured beside
   distmarl.
 
-:mod:`benchmarks.harness` runs the benchmarks that train (a config per seed and arm, each
-run's figures kept in a resumable JSON file), :mod:`distmarl.studies.stats` holds the mean, standard
-error and paired difference they report, and ``python -m benchmarks.report`` writes
-``docs/benchmarks.md`` from the stored results in ``benchmarks/results``.
+:mod:`distmarl.studies.sweep` runs the benchmarks that train per seed and arm (a sweep in a
+folder, ``--out``, resumed where it stopped; ``distmarl report`` reads it too), and
+:mod:`distmarl.studies.stats` holds the mean, standard error and paired difference they
+report; :mod:`benchmarks.system.training` times one run for the system benchmarks. ``python
+-m benchmarks.report`` writes ``docs/benchmarks.md`` from the stored results in
+``benchmarks/results``.
 """
 
 from pathlib import Path

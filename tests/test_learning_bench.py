@@ -1,8 +1,9 @@
-"""The learning benchmark's measuring parts (benchmarks.learning.learning): the paired difference
-between two algorithms, and saved members scoring exactly as they did when trained."""
+"""The learning benchmark (benchmarks.learning.learning): the paired difference between two
+algorithms, and its runs trained as a sweep, their members scoring again exactly as they did."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -38,27 +39,45 @@ def test_paired_difference_is_second_minus_first_over_shared_seeds() -> None:
     assert learning.last_minus_first(results, ["IPPO", "IPPO"]) is None
 
 
-def test_a_saved_member_rescores_to_its_trained_score(tmp_path: Path) -> None:
-    sets = ("env.num_envs=2", "algorithm.hp.learn_step=16", "algorithm.hp.batch_size=32")
-    result = learning.run_one("MAPPO", 3, 64, 0, SPREAD, sets, final_episodes=6,
-                              save_dir=tmp_path)
-    assert result["saved"] == str(tmp_path / "MAPPO_seed3.pt") and result["updates"] == 2
-    assert result["final_eval"]["episodes"] == 6
-    again = learning.rescore(tmp_path, SPREAD, sets, episodes=6)
-    assert [(r["algo"], r["seed"]) for r in again] == [("MAPPO", 3)]
-    assert again[0]["final_eval"] == result["final_eval"]
-    # a fresh member of the same seed scores differently: the saved weights were used
-    fresh = learning.load("MAPPO", SPREAD, sets)
-    from distmarl.factory import env_spaces, make_algorithm
-
-    untrained = learning.score_policy(fresh, make_algorithm(fresh.algorithm,
-                                                            env_spaces(fresh.env), seed=3), 6)
-    assert untrained["mean"] != result["final_eval"]["mean"]
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A learning benchmark's folder: MAPPO, seed 3, 64 env steps, through the sweep."""
+    out = tmp_path_factory.mktemp("learning") / "out"
+    assert learning.main(["--config", str(SPREAD), "--algos", "MAPPO", "--seeds", "3",
+                          "--steps", "64", "--eval-every", "32", "--final-episodes", "6",
+                          "--out", str(out), *SETS]) == 0
+    return out
 
 
-def test_rescore_names_the_directory_without_members(tmp_path: Path) -> None:
+SETS = [a for s in ("env.num_envs=2", "algorithm.hp.learn_step=16", "algorithm.hp.batch_size=32")
+        for a in ("--set", s)]
+
+
+def test_a_run_is_a_sweep_whose_member_rescores_to_its_trained_score(
+        trained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.learning import spread_reference
+
+    run = trained / "MAPPO" / "seed-3"
+    summary = json.loads((run / "summary.json").read_text())
+    assert json.loads((run / "study.json").read_text())["arm"] == "MAPPO"
+    assert summary["env_steps"] >= 64 and len(summary["members"]) == 1
+    assert learning.main(["--config", str(SPREAD), "--algos", "MAPPO", "--seeds", "3",
+                          "--steps", "64", "--eval-every", "32", "--final-episodes", "6",
+                          "--out", str(trained), "--rescore", *SETS]) == 0
+    assert f"MAPPO      seed   3: {summary['final_score']:.2f}" in capsys.readouterr().out
+    # the member comes back with its weights: on the run's own final episodes it scores its
+    # final score again (a fresh member scores otherwise)
+    members = spread_reference.saved_members(trained)
+    assert list(members) == ["MAPPO seed 3"]
+    cfg = learning.load("MAPPO", SPREAD, ["env.num_envs=2"])
+    again = learning.fixed_score(cfg, members["MAPPO seed 3"], 6)
+    assert again["mean"] == pytest.approx(summary["final_score"])
+
+
+def test_rescore_names_the_folder_without_runs(tmp_path: Path) -> None:
+    plan = learning.plan(["MAPPO"], [0], 64, 32, 6, SPREAD)
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
-        learning.rescore(tmp_path, SPREAD)
+        learning.rescore(tmp_path, plan, 6)
 
 
 def test_final_episodes_below_one_is_refused_by_name() -> None:
@@ -69,4 +88,3 @@ def test_final_episodes_below_one_is_refused_by_name() -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "--final-episodes must be >= 1, got 0" in out.stderr
-

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from mpe2 import simple_spread_v3
 
-from benchmarks.learning import learning
 from benchmarks.learning import spread_reference as ref
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,25 +82,6 @@ def test_end_profile_tells_coordinated_from_uncoordinated_policies() -> None:
 def test_saved_members_refuses_a_directory_without_members(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
         ref.saved_members(tmp_path)
-
-
-def test_saved_members_come_back_with_their_weights(tmp_path: Path) -> None:
-    import torch
-
-    from distmarl.factory import env_spaces, make_algorithm
-
-    cfg = learning.load("IPPO", ref.SPREAD_CONFIG)
-    member = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=7)
-    with torch.no_grad():  # weights no fresh seed-7 member has
-        for p in member.policy_net("agent").parameters():
-            p.add_(0.25)
-    learning.save_member(member, tmp_path, "IPPO", 7)
-    loaded = ref.saved_members(tmp_path)
-    assert list(loaded) == ["IPPO seed 7"]
-    ours, theirs = member.get_weights()["params"], loaded["IPPO seed 7"].get_weights()["params"]
-    assert ours.keys() == theirs.keys()
-    for name, w in ours.items():
-        np.testing.assert_array_equal(theirs[name], w)
 
 
 @pytest.mark.parametrize("flag", ["--episodes", "--profile-episodes"])

@@ -1,2 +1,2 @@
-"""Learning benchmarks: what members learn, trained per seed through :mod:`benchmarks.harness`
-(``python -m benchmarks.learning.NAME``)."""
+"""Learning benchmarks: what members learn, each trained as a sweep of seeds and arms
+(:mod:`distmarl.studies.sweep`; ``python -m benchmarks.learning.NAME``)."""

@@ -22,29 +22,30 @@ did best in these games). Printed per seed and as mean +- standard error over th
 Also printed: each side's best rating after the first generation and at the end (ratings are
 OpenSkill ordinals on a scale where random play stays at 0).
 
-``--resume EARLIER.json`` continues each seed's run of an earlier ``--json`` (a copy of it:
-the earlier run stays as it was) from its last checkpoint to ``--steps``, so a longer budget
-can be measured in stages; give the same ``--set`` overrides as the earlier runs had.
-``--json`` stores each run as it ends (:mod:`benchmarks.harness`); a second call with the same
-file runs only the runs it lacks.
+Each game's runs are a sweep (:mod:`distmarl.studies.sweep`) in ``--out``/<game>: a second
+call with the same folder trains only the runs it lacks. ``--resume EARLIER`` continues each
+seed's run of an earlier ``--out`` (a copy of it: the earlier run stays as it was) from its
+last checkpoint to ``--steps``, so a longer budget can be measured in stages; give the same
+``--set`` overrides as the earlier runs had.
 
     .venv/bin/python -m benchmarks.learning.league [--games-list tictactoe connect_four simple_tag]
-        [--seeds 0 1 2] [--steps N] [--games 200] [--json results.json] [--set KEY=VALUE]
-        [--resume earlier.json]
+        [--seeds 0 1 2] [--steps N] [--games 200] [--out DIR] [--set KEY=VALUE]
+        [--resume EARLIER]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS
-from benchmarks.harness import Results, Run, run_all, train_cli
+from benchmarks import CONFIGS, ROOT
+from distmarl.studies.plan import SweepPlan, claim
 from distmarl.studies.stats import mean_se
+from distmarl.studies.sweep import finished_runs, run_sweep
 
 
 def _rate(summary: dict[str, Any], player: str, opponent: str, key: str,
@@ -120,47 +121,47 @@ GAMES: dict[str, tuple[str, int, Callable[[dict[str, Any], Path], dict[str, floa
 }
 
 
-def game_run(game: str, seed: int, steps: int, games: int, overrides: Sequence[str] = (),
-             resumed_from: str | None = None) -> Run:
-    """The run of ``game``'s example league at ``seed``: ``steps`` env steps per member,
-    ``games`` final games per opponent, the user's ``overrides`` last; ``resumed_from``: the
-    earlier ``--json`` whose run of this game and seed it continues."""
-    return Run.of(CONFIGS / GAMES[game][0], seed,
-                  [f"training.max_steps_per_member={steps}",
-                   f"evolution.final_episodes={games}", *overrides],
-                  game=game, resumed_from=resumed_from)
+def game_plan(game: str, seeds: Sequence[int], steps: int, games: int,
+              overrides: Sequence[str] = ()) -> SweepPlan:
+    """The sweep of ``game``'s example league at ``seeds``: ``steps`` env steps per member,
+    ``games`` final games per opponent, the user's ``overrides`` last."""
+    return SweepPlan.of(CONFIGS / GAMES[game][0], seeds, None, [
+        "tracking.mlflow=false", f"training.max_steps_per_member={steps}",
+        f"evolution.final_episodes={games}", *overrides])
 
 
-def measure(run: Run, earlier: dict[tuple[str, int], Path]) -> dict[str, Any]:
-    """Train ``run`` in its own process (continuing its earlier run directory in ``earlier``,
-    if any) and read its final games: the figures, the target, ratings and the run
-    directory."""
-    game = run.label("game")
-    assert run.seed is not None
+def measure(game: str, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A finished run's final games: the figures, the target, ratings and seconds."""
     _, _, figures, met = GAMES[game]
-    trained = train_cli(run.config, run.sets, resume=earlier.get((game, run.seed)),
-                        prefix=f"league-{game}-{run.seed}-")
-    assert trained.summary is not None
-    f = figures(trained.summary, trained.run_dir)
-    return {"figures": f, "met": met(f), "seconds": trained.seconds,
-            "ratings": ratings(trained.summary), "run_dir": str(trained.run_dir)}
+    f = figures(summary, run_dir)
+    return {"figures": f, "met": met(f), "seconds": summary["wall_seconds"],
+            "ratings": ratings(summary)}
 
 
-def earlier_runs(path: Path, games: Sequence[str], seeds: Sequence[int]
+def earlier_runs(earlier: Path, games: Sequence[str], seeds: Sequence[int]
                  ) -> dict[tuple[str, int], Path]:
-    """(game, seed) -> its run directory in an earlier ``--json`` (ValueError naming what is
-    missing: every game and seed asked for must be there, its run directory still on disk)."""
-    records = Results(path).records
+    """(game, seed) -> its run directory in an earlier ``--out`` (ValueError naming what is
+    missing: every game and seed asked for must be there, with its checkpoints)."""
     runs: dict[tuple[str, int], Path] = {}
     for game in games:
-        by_seed = {r["seed"]: Path(r["run_dir"]) for r in records if r.get("game") == game}
         for seed in seeds:
-            run = by_seed.get(seed)
-            if run is None or not (run / "checkpoints").is_dir():
-                raise ValueError(f"--resume {path}: no {game} run of seed {seed} with "
-                                 f"checkpoints (found {run})")
+            run = earlier / game / "base" / f"seed-{seed}"
+            if not (run / "checkpoints").is_dir():
+                raise ValueError(f"--resume {earlier}: no {game} run of seed {seed} with "
+                                 f"checkpoints ({run})")
             runs[game, seed] = run
     return runs
+
+
+def continue_runs(plan: SweepPlan, out: Path, earlier: dict[tuple[str, int], Path],
+                  game: str) -> None:
+    """Start each run of ``plan`` in ``out`` not there yet as a copy of its earlier run
+    (without its summary: the sweep resumes it from its last checkpoint)."""
+    claim(out, plan)
+    for run in plan.runs(out):
+        source = earlier.get((game, run.seed))
+        if source is not None and not run.run_dir.exists():
+            shutil.copytree(source, run.run_dir, ignore=shutil.ignore_patterns("summary.json"))
 
 
 def ratings(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -185,36 +186,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--steps", type=int, help="env steps per member (default: per game)")
     ap.add_argument("--games", type=int, default=200, help="final games per opponent")
-    ap.add_argument("--json", type=Path, help="results file: each run stored as it ends; "
-                                               "runs already there are not run again")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "league",
+                    help="the sweeps' folder (one per game): runs finished there are not "
+                         "trained again")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for every game's runs (repeatable)")
-    ap.add_argument("--resume", metavar="EARLIER.json",
-                    help="continue each seed's run of an earlier --json to --steps")
+    ap.add_argument("--resume", type=Path, metavar="EARLIER",
+                    help="continue each seed's run of an earlier --out to --steps")
     args = ap.parse_args(argv)
-    earlier = earlier_runs(Path(args.resume), args.games_list, args.seeds) if args.resume else {}
-    store = Results(args.json)
+    earlier = earlier_runs(args.resume, args.games_list, args.seeds) if args.resume else {}
+    status = 0
     for game in args.games_list:
         steps = args.steps or GAMES[game][1]
-
-        def progress(r: dict[str, Any], game: str = game) -> None:
-            f = r["figures"]
-            print(f"{game} seed {r['seed']} ({r['seconds']:.0f} s): "
-                  + ", ".join(f"{k} {100 * v:.1f}%" for k, v in f.items())
+        plan = game_plan(game, args.seeds, steps, args.games, args.set)
+        continue_runs(plan, args.out / game, earlier, game)
+        outcome = run_sweep(plan, args.out / game, say=lambda line: print(line, flush=True))
+        status = max(status, outcome.exit_status())
+        runs = []
+        for run, summary in finished_runs(plan, args.out / game):
+            r = measure(game, summary, run.run_dir)
+            runs.append(r)
+            print(f"{game} seed {run.seed} ({r['seconds']:.0f} s): "
+                  + ", ".join(f"{k} {100 * v:.1f}%" for k, v in r["figures"].items())
                   + f"; ratings {r['ratings']}; target {'met' if r['met'] else 'missed'}",
                   flush=True)
-
-        runs = run_all([game_run(game, seed, steps, args.games, args.set, args.resume)
-                        for seed in args.seeds],
-                       functools.partial(measure, earlier=earlier), store, on_record=progress)
         print(f"\n{game}: {steps:,} env steps per member, {args.games} games per opponent, "
               f"seeds {args.seeds}" + (f", overrides {args.set}" if args.set else "")
               + (f", resumed from {args.resume}" if args.resume else ""))
-        for key in runs[0]["figures"]:
+        for key in runs[0]["figures"] if runs else []:
             print(f"  {key}: {percent_mean_se([r['figures'][key] for r in runs])}")
         print(f"  target met in {sum(r['met'] for r in runs)} of {len(runs)} seeds\n",
               flush=True)
-    return 0
+    return status
+
 
 if __name__ == "__main__":
     sys.exit(main())

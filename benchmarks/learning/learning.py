@@ -1,28 +1,25 @@
 """Does a member learn? Evaluation score against env steps on mpe2 speaker-listener (not a test).
 
-Each (algorithm, seed) job trains one member with the single-process trainer of its family
-(:func:`distmarl.reference.train_reference`) on ``simple_speaker_listener_v4`` (continuous actions,
-25-step episodes, score summed over agents), evaluating every ``--eval-every`` env steps on 32
-episodes (4 per sub-env of the 8-sub-env eval venv, seeded per run and per evaluation). Reported
-per job: the evaluation history, the final score (mean of the last 3 evaluations), the env steps
-at which the score first reached ``--target`` and the wall seconds; per algorithm: the mean final
-score over seeds and how many seeds reached the target. A uniform random policy is scored in the
-same run (~100 episodes, same scoring code).
+Each (algorithm, seed) run trains one member (``population.size=1``, evolution off) with
+``distmarl train --local`` on ``simple_speaker_listener_v4`` (continuous actions, 25-step
+episodes, score summed over agents), evaluating every ``--eval-every`` env steps on 32
+episodes (4 per sub-env of the 8-sub-env eval venv). The runs are a sweep
+(:mod:`distmarl.studies.sweep`) in ``--out``, an arm per algorithm, at most ``--workers`` (2)
+at a time; a second call with the same folder trains only the runs it lacks. Reported per
+run: the evaluation history, the final score (mean of the last 3 evaluations), the env steps
+at which the score first reached ``--target`` and the wall seconds; per algorithm: the mean
+final score over seeds and how many seeds reached the target.
 
-Jobs run as separate processes (:func:`benchmarks.harness.run_all`), at most ``--workers`` (2)
-at a time, each with one torch thread and ``os.nice(10)``; on Linux they end with the
-benchmark's process, even when it is killed. ``--json`` stores each job's figures as it ends,
-and a second call with the same file runs only the jobs it lacks.
-
-    .venv/bin/python -m benchmarks.learning.learning --algos MADDPG MATD3 --seeds 0 1 2 \
-        --steps 300000 --eval-every 10000 --json out.json [--set algorithm.hp.batch_size=256]
-
-``--final-episodes N`` scores each trained member (and the baselines) on N fixed episodes (one
-spread episode's score varies by about +-13, so 100 episodes leave a standard error of about 1.3
-points per member, 1000 about 0.4); ``--save-dir DIR`` keeps the trained members, and
-``--rescore DIR`` (same ``--config`` / ``--set``) scores them again without training. With two
+Each trained member is also scored on ``--final-episodes`` fixed episodes (the run's own final
+evaluation, ``evolution.final_episodes``: one spread episode's score varies by about +-13, so
+100 episodes leave a standard error of about 1.3 points per member, 1000 about 0.4), beside a
+uniform random policy (the run's) and, where zero is a valid action, standing still, on the
+same episodes. ``--rescore`` scores the members of ``--out`` again without training. With two
 or more ``--algos`` the report ends with the last one's fixed-episode score minus the first's,
 seed by seed, its mean and standard error.
+
+    .venv/bin/python -m benchmarks.learning.learning --algos MADDPG MATD3 --seeds 0 1 2 \
+        --steps 300000 --eval-every 10000 [--out DIR] [--set algorithm.hp.batch_size=256]
 
 Target: MADDPG and MATD3 both reach -30 within 300k env steps on at least 2 of 3 seeds.
 """
@@ -30,11 +27,7 @@ Target: MADDPG and MATD3 both reach -30 within 300k env steps on at least 2 of 3
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import math
-import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,18 +36,19 @@ from typing import Any
 import numpy as np
 
 from benchmarks import CONFIGS, ROOT
-from benchmarks.harness import Results, Run, run_all
+from distmarl.studies.plan import SweepPlan, SweepRun
+from distmarl.studies.runner import Placement
 from distmarl.studies.stats import paired_difference as paired_scores
+from distmarl.studies.sweep import finished_runs, run_sweep
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"
 TARGET = -30.0
 FINAL_EVALS = 3  # final score = mean of the last 3 evaluations
-#: The trained policies and the baselines are also scored on the same fixed ~100 episodes (the
+#: The trained members and the baselines are also scored on the same fixed 100 episodes (the
 #: training-time evaluations use 32 episodes; one episode's score varies by about +-60, so a
 #: small evaluation can land on easy episodes: on 8 of them a standing-still policy once scored
 #: -24 against its -66 mean).
 BASELINE_EPISODES = 100
-BASELINE_SEED = 12345
 MIN_SEEDS_AT_TARGET = 2
 
 
@@ -62,6 +56,20 @@ def load(algo: str, config_path: str | Path | None = None, sets: Sequence[str] =
     from distmarl.config import load_config
 
     return load_config(config_path or CONFIG, [f"algorithm.name={algo}", *sets])
+
+
+def plan(algos: Sequence[str], seeds: Sequence[int], steps: int, eval_every: int,
+         final_episodes: int, config_path: str | Path | None = None,
+         sets: Sequence[str] = ()) -> SweepPlan:
+    """The sweep: one member per run, evaluated every ``eval_every`` env steps (its fitness
+    history), ``steps`` env steps, ``final_episodes`` fixed episodes at the end; an arm per
+    algorithm; the user's ``sets`` last."""
+    return SweepPlan.of(config_path or CONFIG, seeds,
+                        {algo: [f"algorithm.name={algo}"] for algo in algos},
+                        ["tracking.mlflow=false", "population.size=1",
+                         "evolution.mode=independent", f"evolution.evo_steps={eval_every}",
+                         f"training.max_steps_per_member={steps}", "training.target=null",
+                         f"evolution.final_episodes={final_episodes}", *sets])
 
 
 def steps_to(history: Sequence[tuple[int, float]], target: float) -> int | None:
@@ -78,96 +86,62 @@ def steps_to_smoothed(history: Sequence[tuple[int, float]], target: float,
                  if np.mean(scores[i - window + 1:i + 1]) >= target), None)
 
 
-def score_policy(cfg: Any, policy: Any, episodes: int = BASELINE_EPISODES,
-                 seed: int = BASELINE_SEED) -> dict[str, Any]:
-    """Mean score of ``policy`` (anything with ``act(obs, explore)``) over at least ``episodes``
-    episodes of fixed seeds, acting without exploration."""
-    from distmarl.collect import evaluate
+def final_score(history: Sequence[tuple[int, float]], last: int = FINAL_EVALS) -> float:
+    return float(np.mean([score for _, score in history[-last:]])) if history else math.nan
+
+
+def figures(run: SweepRun, summary: dict[str, Any], eval_every: int,
+            target: float = TARGET) -> dict[str, Any]:
+    """A finished run's figures, from its summary: the member's evaluations (one every
+    ``eval_every`` env steps) against its env steps (as counted at each evaluation where the
+    run recorded them), the final score, steps to ``target`` and its fixed-episode score."""
+    fitness = summary["members"][0]["fitness"]
+    marks = [int(steps) for _, steps in summary["generation_marks"]]
+    if len(marks) != len(fitness):
+        marks = [(k + 1) * eval_every for k in range(len(fitness))]
+    history = [(steps, float(f)) for steps, f in zip(marks, fitness)]
+    return {"algo": run.arm, "seed": run.seed, "steps": int(summary["env_steps"]),
+            "history": history, "final_score": final_score(history),
+            "final_eval": {"mean": summary["final_score"],
+                           "episodes": summary["final_episodes"]},
+            "random_eval": summary["random_score"],
+            "steps_to_target": steps_to(history, target),
+            "steps_to_target_smoothed": steps_to_smoothed(history, target), "target": target,
+            "wall_seconds": summary["wall_seconds"]}
+
+
+def fixed_score(cfg: Any, policy: Any, episodes: int, seed: int | None = None
+                ) -> dict[str, Any]:
+    """Mean score of ``policy`` (anything with ``act(obs, explore)``) over ``episodes`` fixed
+    episodes, acting without exploration: the episodes of a run's final evaluation
+    (``evolution.final_seed`` unless ``seed``)."""
+    from distmarl.collect.evaluation import fixed_scores
     from distmarl.factory import make_venv
 
+    seed = cfg.evolution.final_seed if seed is None else seed
     venv = make_venv(cfg.env, mode="sync", seed=seed)
     try:
-        scores = evaluate(venv, policy, episodes=math.ceil(episodes / venv.num_envs), seed=seed)
+        scores = fixed_scores(venv, policy, episodes, seed)
     finally:
         venv.close()
     return {"mean": float(np.mean(scores)), "std": float(np.std(scores)), "episodes": len(scores)}
 
 
-def final_score(history: Sequence[tuple[int, float]], last: int = FINAL_EVALS) -> float:
-    return float(np.mean([score for _, score in history[-last:]])) if history else math.nan
+def rescore(out: Path, sweep: SweepPlan, episodes: int) -> list[dict[str, Any]]:
+    """Score every finished member of the sweep in ``out`` on ``episodes`` fixed episodes,
+    without training: ``[{"algo", "seed", "final_eval"}]``."""
+    from distmarl.collect.evaluation import evaluate_checkpoint
 
-
-def run_one(algo: str, seed: int, steps: int, eval_every: int,
-            config_path: str | Path | None = None, sets: Sequence[str] = (),
-            target: float = TARGET, log: bool = False,
-            final_episodes: int = BASELINE_EPISODES,
-            save_dir: str | Path | None = None) -> dict[str, Any]:
-    """Train one member of ``algo`` for ``steps`` env steps; figures as plain JSON-able data.
-    The trained member is scored on ``final_episodes`` fixed episodes and, with ``save_dir``,
-    its ``state_dict()`` is saved there (``<algo>_seed<seed>.pt``, see :func:`rescore`)."""
-    import torch
-
-    from distmarl.reference import train_reference
-
-    torch.set_num_threads(1)
-    cfg = load(algo, config_path, sets)
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(_Prefixed(f"{algo} seed {seed}: ")) if log \
-            else contextlib.nullcontext():
-        result = train_reference(cfg, steps, seed, eval_every, log)
-    wall = time.perf_counter() - start
-    history = [(int(s), float(score)) for s, score in result.history]
-    final_eval = score_policy(cfg, result.algo, final_episodes)
-    saved = None if not save_dir else \
-        save_member(result.algo, save_dir, cfg.algorithm.name, seed)
-    return {"algo": cfg.algorithm.name, "seed": seed, "steps": int(result.env_steps),
-            "sets": list(sets), "updates": int(result.updates),
-            "history": history, "final_score": final_score(history),
-            "final_eval": final_eval,
-            "steps_to_target": steps_to(history, target),
-            "steps_to_target_smoothed": steps_to_smoothed(history, target), "target": target,
-            "wall_seconds": wall, "saved": saved}
-
-
-def save_member(algo: Any, save_dir: str | Path, name: str, seed: int) -> str:
-    """``algo.state_dict()`` to ``save_dir/<name>_seed<seed>.pt``; returns the path."""
-    import torch
-
-    path = Path(save_dir) / f"{name}_seed{seed}.pt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"algorithm": name, "seed": seed, "state": algo.state_dict()}, path)
-    return str(path)
-
-
-def load_members(save_dir: str | Path, config_path: str | Path | None = None,
-                 sets: Sequence[str] = ()) -> list[tuple[str, int, Any, Any]]:
-    """Every member saved in ``save_dir`` (by ``--save-dir``), in file-name order:
-    ``[(algo name, seed, config, algorithm with the saved state)]``. ``config_path`` and ``sets``
-    must be those of the run that saved them."""
-    import torch
-
-    from distmarl.factory import env_spaces, make_algorithm
-
-    paths = sorted(Path(save_dir).glob("*_seed*.pt"))
-    if not paths:
-        raise FileNotFoundError(f"no saved members (<algo>_seed<seed>.pt) in {save_dir}")
-    out = []
-    for path in paths:
-        saved = torch.load(path, weights_only=False)
-        cfg = load(saved["algorithm"], config_path, sets)
-        algo = make_algorithm(cfg.algorithm, env_spaces(cfg.env), seed=saved["seed"])
-        algo.load_state_dict(saved["state"])
-        out.append((saved["algorithm"], int(saved["seed"]), cfg, algo))
-    return out
-
-
-def rescore(save_dir: str | Path, config_path: str | Path | None = None,
-            sets: Sequence[str] = (), episodes: int = BASELINE_EPISODES) -> list[dict[str, Any]]:
-    """Score every member saved in ``save_dir`` (by ``--save-dir``) on ``episodes`` fixed
-    episodes, without training: ``[{"algo", "seed", "final_eval"}]``. ``config_path`` and
-    ``sets`` must be those of the run that saved them."""
-    return [{"algo": name, "seed": seed, "final_eval": score_policy(cfg, algo, episodes)}
-            for name, seed, cfg, algo in load_members(save_dir, config_path, sets)]
+    out_rows = []
+    for run, _ in finished_runs(sweep, out):
+        scored = evaluate_checkpoint(run.run_dir / "checkpoints", episodes)
+        out_rows.append({"algo": run.arm, "seed": run.seed,
+                         "final_eval": {"mean": scored["mean_score"], "std": scored["std_score"],
+                                        "episodes": scored["episodes"]}})
+    if not out_rows:
+        raise FileNotFoundError(f"no finished runs of {list(sweep.arms)} at seeds "
+                                f"{list(sweep.seeds)} in {out}")
+    return out_rows
 
 
 def paired_difference(results: Sequence[dict[str, Any]], first: str, second: str
@@ -202,25 +176,6 @@ def print_paired(d: dict[str, Any] | None) -> None:
               f"mean {d['mean']:+.2f} (standard error {se}); per seed {per}")
 
 
-class _Prefixed:
-    """A stdout that starts each line with ``prefix`` (jobs running side by side log to one
-    terminal)."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix, self.out, self.at_line_start = prefix, sys.__stdout__, True
-
-    def write(self, text: str) -> int:
-        for piece in text.splitlines(keepends=True):
-            if self.at_line_start:
-                self.out.write(self.prefix)
-            self.out.write(piece)
-            self.at_line_start = piece.endswith("\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self.out.flush()
-
-
 class StillPolicy:
     """The all-zero action where the action spaces allow it (in mpe2: no force, nobody moves)."""
 
@@ -232,14 +187,12 @@ class StillPolicy:
                 for a, o in obs.items()}
 
 
-def baseline_scores(config_path: str | Path | None = None, sets: Sequence[str] = (),
-                    episodes: int = BASELINE_EPISODES) -> dict[str, dict[str, Any]]:
-    """Scores of a uniform random policy and (where zero is a valid action) of standing still,
-    on the same episodes as the trained policies' final evaluation (the env overrides among
-    ``sets`` apply)."""
+def still_score(config_path: str | Path | None = None, sets: Sequence[str] = (),
+                episodes: int = BASELINE_EPISODES) -> dict[str, Any] | None:
+    """Standing still's score on the trained members' fixed episodes (the env overrides among
+    ``sets`` apply); None where zero is not a valid action."""
     from gymnasium import spaces as gym_spaces
 
-    from distmarl.collect import RandomPolicy
     from distmarl.config import load_config
     from distmarl.factory import env_spaces
 
@@ -247,21 +200,10 @@ def baseline_scores(config_path: str | Path | None = None, sets: Sequence[str] =
     # names may not fit the config's)
     cfg = load_config(config_path or CONFIG, [s for s in sets if s.startswith("env.")])
     act_spaces = env_spaces(cfg.env)[1]
-    out = {"random": score_policy(cfg, RandomPolicy(act_spaces, BASELINE_SEED), episodes)}
-    if all(isinstance(sp, gym_spaces.Box) and sp.contains(np.zeros(sp.shape, sp.dtype))
-           for sp in act_spaces.values()):
-        out["still"] = score_policy(cfg, StillPolicy(act_spaces), episodes)
-    return out
-
-
-def measure(run: Run, log: bool = False, save_dir: str | Path | None = None
-            ) -> dict[str, Any]:
-    """:func:`run_one` of a harness run (labels ``algo``, ``max_steps``, ``eval_every``,
-    ``target``, ``final_episodes``): the job a worker process does."""
-    assert run.seed is not None
-    return run_one(run.label("algo"), run.seed, run.label("max_steps"), run.label("eval_every"),
-                   run.config, run.overrides, run.label("target"), log,
-                   run.label("final_episodes"), save_dir)
+    if not all(isinstance(sp, gym_spaces.Box) and sp.contains(np.zeros(sp.shape, sp.dtype))
+               for sp in act_spaces.values()):
+        return None
+    return fixed_score(cfg, StillPolicy(act_spaces), episodes)
 
 
 def _fmt_steps(s: int | None) -> str:
@@ -287,7 +229,7 @@ def _fmt(x: float | None) -> str:
 
 
 def print_report(results: list[dict[str, Any]], summary: dict[str, dict[str, Any]],
-                 baselines: dict[str, dict[str, Any]], steps: int) -> None:
+                 still: dict[str, Any] | None, steps: int) -> None:
     t = f"{TARGET:.0f}"
     n_ep = next((r["final_eval"]["episodes"] for r in results if r.get("final_eval")), 0)
     print(f"\n{'algorithm':<10} {'seed':>4} {'final score':>12} {'steps to ' + t:>12} {'wall s':>8}"
@@ -306,11 +248,14 @@ def print_report(results: list[dict[str, Any]], summary: dict[str, dict[str, Any
               f"{steps} env steps (target: >= {min(MIN_SEEDS_AT_TARGET, n)}) -> "
               f"{'MET' if s['target_met'] else 'MISSED'}; 3-eval mean reached it on "
               f"{s['seeds_reaching_target_smoothed']}/{n}")
-    for name, b in baselines.items():
-        print(f"{name} policy: {b['mean']:.1f} (std {b['std']:.1f}, {b['episodes']} episodes)")
+    if results:
+        print(f"random policy: {results[0]['random_eval']:.1f} on the same {n_ep} episodes")
+    if still is not None:
+        print(f"still policy: {still['mean']:.1f} (std {still['std']:.1f}, "
+              f"{still['episodes']} episodes)")
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algos", nargs="+", default=["MADDPG", "MATD3"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -318,62 +263,47 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=10_000)
     parser.add_argument("--config", default=None, help=f"default {CONFIG.relative_to(ROOT)}")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every job (repeatable)")
-    parser.add_argument("--workers", type=int, default=2, help="jobs at a time")
-    parser.add_argument("--json", default=None,
-                        help="results file: each run stored as it ends; runs already there "
-                             "are not run again")
-    parser.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
+                        help="config override for every run (repeatable)")
+    parser.add_argument("--workers", type=int, default=2, help="runs at a time")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "learning",
+                        help="the sweep's folder: runs finished there are not run again")
     parser.add_argument("--final-episodes", type=int, default=BASELINE_EPISODES,
                         help="fixed episodes scoring each trained member and the baselines")
-    parser.add_argument("--save-dir", default=None,
-                        help="save each trained member's state_dict here")
-    parser.add_argument("--rescore", default=None, metavar="DIR",
-                        help="no training: score the members saved in DIR (same --config/--set)")
-    args = parser.parse_args()
+    parser.add_argument("--rescore", action="store_true",
+                        help="no training: score the members of --out again on "
+                             "--final-episodes episodes")
+    args = parser.parse_args(argv)
     if args.final_episodes < 1:
         parser.error(f"--final-episodes must be >= 1, got {args.final_episodes}")
-
-    os.nice(10)
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
     start = time.perf_counter()
+    sweep = plan(args.algos, args.seeds, args.steps, args.eval_every, args.final_episodes,
+                 args.config, args.set)
     if args.rescore:
-        scored = rescore(args.rescore, args.config, args.set, args.final_episodes)
+        scored = rescore(args.out, sweep, args.final_episodes)
         for r in scored:
             fe = r["final_eval"]
             print(f"{r['algo']:<10} seed {r['seed']:>3}: {fe['mean']:.2f} (std {fe['std']:.1f}, "
                   f"{fe['episodes']} episodes)")
-        have = {r["algo"] for r in scored}
-        print_paired(last_minus_first(scored, [a for a in args.algos if a in have]
-                                      or sorted(have)))
-        return
-    baselines = baseline_scores(args.config, args.set, args.final_episodes)
-    for name, b in baselines.items():
-        print(f"{name} policy: {b['mean']:.1f} over {b['episodes']} episodes", flush=True)
-    store = Results(Path(args.json) if args.json else None)
-    runs = [Run.of(Path(args.config or CONFIG), s, args.set, algo=a, max_steps=args.steps,
-                   eval_every=args.eval_every, target=TARGET,
-                   final_episodes=args.final_episodes)
-            for a in args.algos for s in args.seeds]
-
-    def progress(r: dict[str, Any]) -> None:
+        print_paired(last_minus_first(scored, args.algos))
+        return 0
+    outcome = run_sweep(sweep, args.out, Placement(local=True, parallel=args.workers),
+                        lambda line: print(f"[{time.perf_counter() - start:6.0f} s] {line}",
+                                           flush=True))
+    results = [figures(run, summary, args.eval_every)
+               for run, summary in finished_runs(sweep, args.out)]
+    for r in results:
         evals = " ".join(f"{score:.0f}" for _, score in r["history"])
-        print(f"[{time.perf_counter() - start:6.0f} s] {r['algo']} seed {r['seed']}: final "
-              f"{r['final_score']:.1f}, steps to {TARGET:.0f} {_fmt_steps(r['steps_to_target'])}, "
-              f"{r['wall_seconds']:.0f} s; fixed-episode eval "
-              f"{_fmt(r['final_eval'] and r['final_eval']['mean'])}; evals: {evals}", flush=True)
-
-    job = functools.partial(measure, log=not args.quiet, save_dir=args.save_dir)
-    results = run_all(runs, job, store, workers=args.workers, on_record=progress)
-    summary = summarise(results)
-    print_report(results, summary, baselines, args.steps)
-    paired = last_minus_first(results, args.algos)
-    print_paired(paired)
-    total = time.perf_counter() - start
-    print(f"total wall time {total:.0f} s")
-    store.save(steps=args.steps, eval_every=args.eval_every, sets=args.set,
-               config=str(args.config or CONFIG), baselines=baselines, summary=summary,
-               paired=paired, wall_seconds=total)
+        print(f"{r['algo']} seed {r['seed']}: final {r['final_score']:.1f}, steps to "
+              f"{TARGET:.0f} {_fmt_steps(r['steps_to_target'])}, {r['wall_seconds']:.0f} s; "
+              f"fixed-episode eval {_fmt(r['final_eval']['mean'])}; evals: {evals}")
+    print_report(results, summarise(results), still_score(args.config, args.set,
+                                                          args.final_episodes), args.steps)
+    print_paired(last_minus_first(results, args.algos))
+    print(f"total wall time {time.perf_counter() - start:.0f} s")
+    return outcome.exit_status()
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

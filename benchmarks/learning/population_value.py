@@ -37,11 +37,12 @@ fitness first reached the task's target (``never`` counts as not reached; the me
 over the seeds that reached it, with how many did); and the paired difference, seed by seed, of
 ``evolving``'s elite minus ``independent``'s best member, with its standard error.
 
-Runs go one at a time, each a ``distmarl train`` process with its own local Ray on every core;
-results are appended to ``--json`` as they finish, and a second call with the same ``--json``
-skips the runs already there.
+Each task's runs are a sweep (:mod:`distmarl.studies.sweep`) in ``--out``/<task>, one run at a
+time, each a ``distmarl train`` process with its own local Ray on every core; a second call
+with the same ``--out`` skips the runs finished there (more arms and seeds extend it), and
+``--report-only`` prints the report of the runs it holds.
 
-    .venv/bin/python -m benchmarks.learning.population_value --json pv.json \
+    .venv/bin/python -m benchmarks.learning.population_value [--out DIR] \
         [--tasks speaker_listener spread] [--seeds 0 1 2 3 4] [--arms evolving independent single]
         [--steps speaker_listener=60000 spread=150000]
 """
@@ -55,9 +56,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS
-from benchmarks.harness import Results, Run, run_all, train_cli, train_seconds
+from benchmarks import CONFIGS, ROOT
+from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import fmt_mean_se, paired_difference
+from distmarl.studies.sweep import finished_runs, run_sweep
 
 
 @dataclass(frozen=True)
@@ -148,31 +150,29 @@ def to_target(summary: dict[str, Any], target: float, evo_steps: int
     return None, None
 
 
-def task_run(task_name: str, arm: str, seed: int, steps: int | None) -> Run:
-    """The run of ``arm`` on ``task_name`` at ``seed`` (``steps``: env steps per member of the
-    population arms; None: the task's, else the config's)."""
+def task_plan(task_name: str, arms: Sequence[str], seeds: Sequence[int], steps: int | None
+              ) -> SweepPlan:
+    """The sweep of ``arms`` on ``task_name`` at ``seeds`` (``steps``: env steps per member
+    of the population arms; None: the task's, else the config's)."""
     from distmarl.config import load_config
 
     task = TASKS[task_name]
     cfg = load_config(task.config)
     per_member = steps or task.steps or cfg.training.max_steps_per_member
-    sets = ["training.target=null",
-            *arm_overrides(arm, cfg.population.size, cfg.evolution.evo_steps, per_member)]
-    return Run.of(task.config, seed, sets, task=task_name, arm=arm)
+    return SweepPlan.of(task.config, seeds, {
+        arm: arm_overrides(arm, cfg.population.size, cfg.evolution.evo_steps, per_member)
+        for arm in arms}, ["tracking.mlflow=false", "training.target=null"])
 
 
-def measure(run: Run) -> dict[str, Any]:
-    """One training run as its own ``distmarl train`` process; its figures."""
+def figures(task_name: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """One run's figures, from its summary."""
     from distmarl.config import load_config
 
-    task = TASKS[run.label("task")]
-    trained = train_cli(run.config, run.sets, prefix=f"pv-{run.label('task')}-{run.label('arm')}-")
-    summary = trained.summary
-    assert summary is not None
+    task = TASKS[task_name]
     evo_steps = load_config(task.config).evolution.evo_steps
     reached_steps, reached_s = to_target(summary, task.target, evo_steps)
-    return {"env_steps": summary["env_steps"], "wall_seconds": trained.seconds,
-            "train_seconds": train_seconds(summary),
+    return {"env_steps": summary["env_steps"], "wall_seconds": summary["wall_seconds"],
+            "train_seconds": summary["wall_seconds"] - summary["setup_seconds"],
             "final_score": summary["final_score"],
             "best_member_score": max(summary["final_scores"]),
             "final_scores": summary["final_scores"], "random_score": summary["random_score"],
@@ -275,24 +275,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", nargs="*", default=[], metavar="TASK=N",
                     help="env steps per member of a task's population arms (default: the "
                          "task's; the single arm gets population size times as many)")
-    ap.add_argument("--json", type=Path, help="results file: each run stored as it ends; "
-                                               "runs already there are not run again")
-    ap.add_argument("--report-only", action="store_true", help="print the report of --json")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "population_value",
+                    help="the sweeps' folder (one per task): runs finished there are not run "
+                         "again")
+    ap.add_argument("--report-only", action="store_true",
+                    help="print the report of the runs of --tasks, --arms and --seeds that "
+                         "--out holds, training nothing")
     args = ap.parse_args(argv)
     steps = {k: int(v) for k, v in (s.split("=", 1) for s in args.steps)}
-    store = Results(args.json)
+    rows, status = [], 0
+    for task in args.tasks:
+        plan = task_plan(task, args.arms, args.seeds, steps.get(task))
+        if not args.report_only:
+            outcome = run_sweep(plan, args.out / task, say=lambda line: print(line, flush=True))
+            status = max(status, outcome.exit_status())
+        for run, summary in finished_runs(plan, args.out / task):
+            r = {"task": task, "arm": run.arm, "seed": run.seed, **figures(task, summary)}
+            rows.append(r)
+            print(f"{task} {r['arm']} seed {r['seed']}: elite {r['final_score']:.1f}, best "
+                  f"member {r['best_member_score']:.1f}, to target {r['steps_to_target']} "
+                  f"steps, {r['wall_seconds']:.0f} s", flush=True)
+    print("\n".join(report(rows)))
+    return status
 
-    def progress(r: dict[str, Any]) -> None:
-        print(f"{r['task']} {r['arm']} seed {r['seed']}: elite {r['final_score']:.1f}, best "
-              f"member {r['best_member_score']:.1f}, to target {r['steps_to_target']} steps, "
-              f"{r['wall_seconds']:.0f} s", flush=True)
-
-    if not args.report_only:  # seed-major: an interrupted benchmark still pairs its arms
-        runs = [task_run(task, arm, seed, steps.get(task))
-                for seed in args.seeds for task in args.tasks for arm in args.arms]
-        run_all(runs, measure, store, on_record=progress)
-    print("\n".join(report(store.records)))
-    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,8 +1,8 @@
 """Hand-written controllers for mpe2 ``simple_spread_v3``: what a spread score means (not a test).
 
 Scored on the same fixed episodes as :mod:`benchmarks.learning.learning`'s trained members and
-baselines (its ``score_policy``, same ``--config`` / ``--set`` / ``--episodes``), summed over
-agents:
+baselines (a run's final evaluation: same ``--config`` / ``--set``, ``--episodes`` as its
+``--final-episodes``), summed over agents:
 
 * ``greedy``: every agent steers to the landmark nearest to itself. Agents that share a nearest
   landmark crowd it and leave another uncovered: the score of a policy without coordination.
@@ -11,8 +11,9 @@ agents:
   relative to itself) and steers to its own landmark. All agents find the same assignment, so
   this is a decentralised policy that covers every landmark: spread's coordination solved.
 
-``--members DIR`` (members saved by ``python -m benchmarks.learning.learning --save-dir``, with
-the config they were trained on) adds a profile of what each policy does by the end of an episode, next to the controllers':
+``--members DIR`` (the runs of a ``python -m benchmarks.learning.learning --out DIR``: each
+run's member from its last checkpoint) adds a profile of what each policy does by the end of
+an episode, next to the controllers':
 the sum over landmarks of the nearest agent's distance, the landmarks with an agent within 0.1
 (mpe2's "covered"), and how many different landmarks the agents are nearest to.
 
@@ -95,7 +96,7 @@ class SpreadController:
 
 def reference_scores(config_path: str | Path = SPREAD_CONFIG, sets: Sequence[str] = (),
                      episodes: int = 100) -> dict[str, dict[str, Any]]:
-    """``{"greedy" | "matched": score_policy's {"mean", "std", "episodes"}}`` on the fixed
+    """``{"greedy" | "matched": fixed_score's {"mean", "std", "episodes"}}`` on the fixed
     evaluation episodes of :mod:`benchmarks.learning.learning` for this config."""
     from distmarl.config import load_config
 
@@ -103,7 +104,7 @@ def reference_scores(config_path: str | Path = SPREAD_CONFIG, sets: Sequence[str
     if "simple_spread" not in cfg.env.spec:
         raise ValueError(f"the controllers are for simple_spread; the config's env is "
                          f"{cfg.env.spec!r}")
-    return {rule: learning.score_policy(cfg, SpreadController(rule), episodes)
+    return {rule: learning.fixed_score(cfg, SpreadController(rule), episodes)
             for rule in ("greedy", "matched")}
 
 
@@ -135,12 +136,16 @@ def end_profile(policy: Any, episodes: int = 200, seed: int = 10_000, max_cycles
                     (float(x) for x in np.mean(rows, axis=0)), strict=True))
 
 
-def saved_members(save_dir: str | Path, config_path: str | Path = SPREAD_CONFIG,
-                  sets: Sequence[str] = ()) -> dict[str, Any]:
-    """``{"<algo> seed <seed>": algorithm}`` for every member that ``benchmarks.learning.learning
-    --save-dir`` saved in ``save_dir`` (built with the config it was trained with)."""
-    return {f"{name} seed {seed}": algo
-            for name, seed, _, algo in learning.load_members(save_dir, config_path, sets)}
+def saved_members(out: str | Path) -> dict[str, Any]:
+    """``{"<algo> seed <seed>": policy}`` for every run of a learning benchmark's ``--out``
+    (``<algo>/seed-<s>``), its member from its last checkpoint."""
+    from distmarl.collect.evaluation import load_member
+
+    runs = sorted(Path(out).glob("*/seed-*/checkpoints"))
+    if not runs:
+        raise FileNotFoundError(f"no runs with checkpoints (<algo>/seed-<s>) in {out}")
+    return {f"{ckpt.parent.parent.name} seed {ckpt.parent.name.removeprefix('seed-')}":
+            load_member(ckpt)[1] for ckpt in runs}
 
 
 def main() -> None:
@@ -162,7 +167,7 @@ def main() -> None:
               f"episodes)")
     policies = {f"{rule} controller": SpreadController(rule) for rule in ("greedy", "matched")}
     if args.members:
-        policies.update(saved_members(args.members, args.config, args.set))
+        policies.update(saved_members(args.members))
     profiles = {}
     print(f"\nat the end of {args.profile_episodes} episodes (single env, seeds 10000+):")
     print(f"{'policy':20s} {'score':>7s} {'sum min dist':>13s} {'covered':>8s} {'distinct':>9s}")

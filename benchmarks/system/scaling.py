@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Literal
 
 from benchmarks import CONFIGS, ROOT
-from benchmarks.harness import train_cli, train_seconds
+from benchmarks.system.training import train_cli, train_seconds
 from distmarl.runtime.logic.grouping import learner_groups, members_per_learner
 
 CONFIG = CONFIGS / "speaker_listener_maddpg.yaml"

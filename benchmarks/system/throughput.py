@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import CONFIGS
-from benchmarks.harness import train_in_process, train_seconds
+from benchmarks.system.training import train_in_process, train_seconds
 
 CONFIG = CONFIGS / "speaker_listener_maddpg_agilerl.yaml"
 
