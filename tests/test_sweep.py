@@ -139,6 +139,10 @@ def test_bad_sweep_arguments_are_refused_before_anything_runs(tmp_path: Path) ->
         "replay.replay_ratio=0.25/seed-1", "replay.replay_ratio=0.75/seed-1"]
     claim(tmp_path / "a", plan)
     assert claim(tmp_path / "a", plan) == plan  # the same sweep: resumed
+    copy = tmp_path / "job" / "_distmarl_job.yaml"  # a Ray job's copy of the same file
+    copy.parent.mkdir()
+    copy.write_bytes(TINY.read_bytes())
+    assert claim(tmp_path / "a", SweepPlan.parse(copy, "0-1", [GRID])).arms == plan.arms
     with pytest.raises(ConfigError, match="holds another sweep's runs"):
         claim(tmp_path / "a", SweepPlan.parse(TINY, "0-2", [], ["training.max_steps_per_member=64"]))
     with pytest.raises(ConfigError, match=r"holds arm replay.replay_ratio=0.25 run with "

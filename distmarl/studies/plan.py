@@ -3,11 +3,11 @@ its seeds, every arm with every seed; and the folder that holds it.
 
 Arms come from a grid (``--grid KEY=V1,V2``: every combination, each named ``k=v,k=v``), from
 names given with their overrides (``--arm NAME KEY=VALUE ...``), or neither (one arm,
-``base``). A sweep's folder holds ``sweep.json`` (the config file, the sweep's own ``--set``
-overrides, the arms and the seeds) and each run's directory, ``<arm>/seed-<s>``. The same
+``base``). A sweep's folder holds ``sweep.json`` (the config file and its digest, the sweep's
+own ``--set`` overrides, the arms and the seeds) and each run's directory, ``<arm>/seed-<s>``. The same
 folder takes the same sweep again (resumed), or more of it: new arms and more seeds are added
-to what it holds, while an arm it holds under other overrides, or another config or
-``--set``, is refused.
+to what it holds, while an arm it holds under other overrides, or another config (by content:
+a Ray job's copy of the same file, elsewhere, is the same) or ``--set``, is refused.
 
     plan = SweepPlan.parse("tiny.yaml", "0-2", grid=["training.lr=0.01,0.001"])
     plan = SweepPlan.of("tiny.yaml", [0, 1], {"small": ["population.size=2"], "big": []})
@@ -15,6 +15,7 @@ to what it holds, while an arm it holds under other overrides, or another config
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Mapping, Sequence
@@ -100,6 +101,8 @@ class SweepPlan:
     sets: tuple[str, ...]
     arms: dict[str, list[str]]
     seeds: tuple[int, ...]
+    #: the config file's SHA-256: what names it, wherever it lies (a Ray job's copy moves)
+    digest: str = ""
 
     @classmethod
     def of(cls, config: str | Path, seeds: Sequence[int],
@@ -108,7 +111,9 @@ class SweepPlan:
         """The plan of ``arms`` (None: one, ``base``), every arm's config loaded once: an
         unknown key or a bad value fails here, naming the arm, before anything runs."""
         given = {"base": []} if not arms else {k: list(v) for k, v in arms.items()}
-        plan = cls(str(Path(config).resolve()), tuple(sets), given, tuple(seeds))
+        path = Path(config).resolve()
+        plan = cls(str(path), tuple(sets), given, tuple(seeds),
+                   hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "")
         for name, overrides in plan.arms.items():
             if not name or "/" in name or name.startswith(".") or name in RESERVED:
                 raise ConfigError(f"arm {name!r}: not a folder name an arm may take (no '/', "
@@ -155,7 +160,7 @@ class SweepPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {"config": self.config, "sets": list(self.sets), "arms": self.arms,
-                "seeds": list(self.seeds)}
+                "seeds": list(self.seeds), "digest": self.digest}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SweepPlan:
@@ -164,7 +169,15 @@ class SweepPlan:
         if arms is None:  # the grid form
             grid = [f"{k}={','.join(v)}" for k, v in data.get("grid", {}).items()]
             arms = parse_grid(grid) if grid else {"base": []}
-        return cls(data["config"], tuple(data["sets"]), dict(arms), tuple(data["seeds"]))
+        return cls(data["config"], tuple(data["sets"]), dict(arms), tuple(data["seeds"]),
+                   data.get("digest", ""))
+
+    def same_config(self, other: SweepPlan) -> bool:
+        """Whether ``other`` trains the same config file (by content where both know it,
+        else by path) with the same ``--set``."""
+        same_file = (self.digest == other.digest if self.digest and other.digest
+                     else self.config == other.config)
+        return same_file and self.sets == other.sets
 
 
 def claim(out: Path, plan: SweepPlan) -> SweepPlan:
@@ -180,7 +193,7 @@ def claim(out: Path, plan: SweepPlan) -> SweepPlan:
         marker.write_text(json.dumps(plan.to_json(), indent=1))
         return plan
     held = SweepPlan.from_json(json.loads(marker.read_text()))
-    if (held.config, held.sets) != (plan.config, plan.sets):
+    if not held.same_config(plan):
         raise ConfigError(f"--out {out} holds another sweep's runs ({held.config} with --set "
                           f"{list(held.sets)}): give another folder, or the same config and "
                           "--set to resume or extend it")
@@ -189,7 +202,7 @@ def claim(out: Path, plan: SweepPlan) -> SweepPlan:
             raise ConfigError(f"--out {out} holds arm {name} run with {held.arms[name]}, not "
                               f"{plan.arms[name]}: give another folder or arm name")
     merged = SweepPlan(plan.config, plan.sets, {**held.arms, **plan.arms},
-                       tuple(sorted({*held.seeds, *plan.seeds})))
+                       tuple(sorted({*held.seeds, *plan.seeds})), plan.digest)
     if merged != held:
         marker.write_text(json.dumps(merged.to_json(), indent=1))
     return merged

@@ -1,8 +1,9 @@
 """A study's report: many runs' results read from their run directories, grouped into arms,
 with honest statistics (:mod:`distmarl.studies.stats`).
 
-A run's arm is what ``study.json`` in its directory names (a sweep writes it: the arm), else the name of the folder of runs it was found in, else (a run directory given
-itself) its config's ``name``; its task is its env (``env.spec``); its score is the
+A run's arm is what ``study.json`` in its directory names (a sweep writes it), else the name
+of the folder of runs it was found in, else (a run directory given itself) its config's
+``name``; its task is its env (``env.spec``); its score is the
 final evaluation's (the elite on the fixed final episodes), else its best fitness. Per arm:
 the final score's mean and standard error, the IQM with its 95% stratified bootstrap interval;
 between arms: the probability of improvement with its interval, and the paired difference over
