@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcome = run_sweep(plan, args.out, say=lambda line: print(line, flush=True))
     rows = []
     for run, summary in finished_runs(plan, args.out):
-        row = play(run.run_dir, args.games, run.seed)
+        row = {"seed": run.seed, **play(run.run_dir, args.games, run.seed)}
         rows.append(row)
         print(f"seed {run.seed}: trained elite wins {row['trained_win']:.1%}, draws "
               f"{row['trained_draw']:.1%}, loses {row['trained_loss']:.1%} of {args.games} "
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         m, se = mean_se([r["trained_win"] for r in rows])
         se_shown = float("nan") if se is None else se  # one seed: no standard error
         print(f"win rate against random legal play: {m:.1%} +- {se_shown:.1%} "
-              f"(seeds {[r.seed for r, _ in finished_runs(plan, args.out)]}, {args.games} "
+              f"(seeds {[r['seed'] for r in rows]}, {args.games} "
               f"games each, {args.steps:,} env steps per member)")
     return outcome.exit_status()
 
