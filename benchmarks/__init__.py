@@ -35,8 +35,18 @@ report; :mod:`benchmarks.system.training` times one run for the system benchmark
 ``benchmarks/results``.
 """
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 #: the repository root: benchmarks run from it, and the example configs live under it
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "examples" / "configs"
+#: where a benchmark keeps its runs unless told (``--out``; git ignores ``runs/``)
+RUNS = ROOT / "runs" / "benchmarks"
+
+
+def train_seconds(summary: Mapping[str, Any]) -> float:
+    """Seconds of training in a run summary: its wall seconds without the start-up (actors
+    importing torch, making envs), which rates are taken over."""
+    return float(summary["wall_seconds"] - summary["setup_seconds"])

@@ -224,6 +224,7 @@ def _sweep(args: argparse.Namespace) -> int:
     status (130, 143) when stopped."""
     from distmarl.config import ConfigError
     from distmarl.studies.plan import SweepPlan
+    from distmarl.studies.report import find_runs
     from distmarl.studies.runner import Placement
     from distmarl.studies.sweep import run_sweep
 
@@ -242,7 +243,7 @@ def _sweep(args: argparse.Namespace) -> int:
     report = out / "report" / "report.md"
     if report.exists():
         print(report.read_text(), end="")
-        n = len(plan.runs(out))
+        n = len(find_runs([out]))
         print(f"distmarl: {n} run{'' if n == 1 else 's'} in {out}; report written to "
               f"{report.parent}")
     for name, code, log in outcome.failed:

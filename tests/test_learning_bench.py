@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.learning import learning
+from distmarl.config import ConfigError, load_config
+from distmarl.studies.plan import claim
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,15 +71,17 @@ def test_a_run_is_a_sweep_whose_member_rescores_to_its_trained_score(
     # final score again (a fresh member scores otherwise)
     members = spread_reference.saved_members(trained)
     assert list(members) == ["MAPPO seed 3"]
-    cfg = learning.load("MAPPO", SPREAD, ["env.num_envs=2"])
+    cfg = load_config(SPREAD, ["algorithm.name=MAPPO", "env.num_envs=2"])
     again = learning.fixed_score(cfg, members["MAPPO seed 3"], 6)
     assert again["mean"] == pytest.approx(summary["final_score"])
 
 
 def test_rescore_names_the_folder_without_runs(tmp_path: Path) -> None:
-    plan = learning.plan(["MAPPO"], [0], 64, 32, 6, SPREAD)
-    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
-        learning.rescore(tmp_path, plan, 6)
+    with pytest.raises(ConfigError, match=f"--out {tmp_path}: no sweep there"):
+        learning.rescore(tmp_path, 6)
+    claim(tmp_path, learning.plan(["MAPPO"], [0], 64, 32, 6, SPREAD))
+    with pytest.raises(FileNotFoundError, match=f"no finished runs in {tmp_path}"):
+        learning.rescore(tmp_path, 6)
 
 
 def test_final_episodes_below_one_is_refused_by_name() -> None:

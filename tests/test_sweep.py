@@ -88,6 +88,9 @@ def check_sweep_mlflow(out: Path) -> None:
     assert [a.path for a in client.list_artifacts(sweep_id, "report")] == [
         "report/curves.png", "report/profile.png", "report/report.json", "report/report.md"]
     assert "arm/replay.replay_ratio_0.25/iqm" in top[0].data.metrics
+    assert top[0].data.params["sweep.config"] == str(TINY.resolve())
+    plan = client.download_artifacts(sweep_id, "sweep.json", str(out / "fetched"))
+    assert json.loads(Path(plan).read_text())["seeds"] == [0, 1, 2]
     training = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == sweep_id]
     assert sorted((r.data.tags["distmarl.arm"], r.data.params["seed"]) for r in training) == [
         (f"replay.replay_ratio={v}", str(s)) for v in (0.25, 0.75) for s in range(3)]
@@ -127,6 +130,10 @@ def test_bad_sweep_arguments_are_refused_before_anything_runs(tmp_path: Path) ->
         SweepPlan.parse(TINY, "0", arms=[["fast", "training.no_such_key=1"]])
     with pytest.raises(ConfigError, match="--arm fast lr: write NAME KEY=VALUE"):
         SweepPlan.parse(TINY, "0", arms=[["fast", "lr"]])
+    with pytest.raises(ConfigError, match="the name first, without '='"):
+        SweepPlan.parse(TINY, "0", arms=[["replay.replay_ratio=0.5"]])
+    with pytest.raises(ConfigError, match="training.nope"):  # named as itself, not as an arm
+        SweepPlan.parse(TINY, "0", sets=["training.nope=1"])
     with pytest.raises(ConfigError, match="--grid and --arm"):
         SweepPlan.parse(TINY, "0", [GRID], arms=[["fast"]])
     with pytest.raises(ConfigError, match="arm 'a/b': not a folder name"):

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, ROOT
+from benchmarks import CONFIGS, RUNS
 from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import mean_se
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -71,11 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=200_000, help="env steps per member")
     ap.add_argument("--games", type=int, default=200)
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "connect_four",
-                    help="the sweep's folder: runs finished there are not trained again")
+    ap.add_argument("--out", type=Path, help="the sweep's folder: runs finished there are not "
+                    "trained again (default: runs/benchmarks/connect_four/<config name>)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every training run (repeatable)")
     args = ap.parse_args(argv)
+    args.out = args.out or RUNS / "connect_four" / args.config.stem
     plan = SweepPlan.of(args.config, args.seeds, None, [
         "tracking.mlflow=false", f"training.max_steps_per_member={args.steps}", *args.set])
     outcome = run_sweep(plan, args.out, say=lambda line: print(line, flush=True))

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, ROOT
+from benchmarks import CONFIGS, RUNS
 from distmarl.studies.plan import SweepPlan, claim
 from distmarl.studies.stats import mean_se
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--steps", type=int, help="env steps per member (default: per game)")
     ap.add_argument("--games", type=int, default=200, help="final games per opponent")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "league",
+    ap.add_argument("--out", type=Path, default=RUNS / "league",
                     help="the sweeps' folder (one per game): runs finished there are not "
                          "trained again")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -201,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = game_plan(game, args.seeds, steps, args.games, args.set)
         continue_runs(plan, args.out / game, earlier, game)
         outcome = run_sweep(plan, args.out / game, say=lambda line: print(line, flush=True))
+        if outcome.stop_signal is not None:
+            return outcome.exit_status()
         status = max(status, outcome.exit_status())
         runs = []
         for run, summary in finished_runs(plan, args.out / game):

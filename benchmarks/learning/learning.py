@@ -14,7 +14,7 @@ Each trained member is also scored on ``--final-episodes`` fixed episodes (the r
 evaluation, ``evolution.final_episodes``: one spread episode's score varies by about +-13, so
 100 episodes leave a standard error of about 1.3 points per member, 1000 about 0.4), beside a
 uniform random policy (the run's) and, where zero is a valid action, standing still, on the
-same episodes. ``--rescore`` scores the members of ``--out`` again without training. With two
+same episodes. ``--rescore`` scores every member ``--out`` holds again without training. With two
 or more ``--algos`` the report ends with the last one's fixed-episode score minus the first's,
 seed by seed, its mean and standard error.
 
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import CONFIGS, ROOT
-from distmarl.studies.plan import SweepPlan, SweepRun
+from benchmarks import CONFIGS, ROOT, RUNS
+from distmarl.studies.plan import SweepPlan, SweepRun, folder_plan
 from distmarl.studies.runner import Placement
 from distmarl.studies.stats import paired_difference as paired_scores
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -52,24 +52,18 @@ BASELINE_EPISODES = 100
 MIN_SEEDS_AT_TARGET = 2
 
 
-def load(algo: str, config_path: str | Path | None = None, sets: Sequence[str] = ()) -> Any:
-    from distmarl.config import load_config
-
-    return load_config(config_path or CONFIG, [f"algorithm.name={algo}", *sets])
-
-
 def plan(algos: Sequence[str], seeds: Sequence[int], steps: int, eval_every: int,
          final_episodes: int, config_path: str | Path | None = None,
          sets: Sequence[str] = ()) -> SweepPlan:
     """The sweep: one member per run, evaluated every ``eval_every`` env steps (its fitness
     history), ``steps`` env steps, ``final_episodes`` fixed episodes at the end; an arm per
-    algorithm; the user's ``sets`` last."""
+    algorithm (its ``algorithm.name``, then the user's ``sets``)."""
     return SweepPlan.of(config_path or CONFIG, seeds,
-                        {algo: [f"algorithm.name={algo}"] for algo in algos},
+                        {algo: [f"algorithm.name={algo}", *sets] for algo in algos},
                         ["tracking.mlflow=false", "population.size=1",
                          "evolution.mode=independent", f"evolution.evo_steps={eval_every}",
                          f"training.max_steps_per_member={steps}", "training.target=null",
-                         f"evolution.final_episodes={final_episodes}", *sets])
+                         f"evolution.final_episodes={final_episodes}"])
 
 
 def steps_to(history: Sequence[tuple[int, float]], target: float) -> int | None:
@@ -127,11 +121,12 @@ def fixed_score(cfg: Any, policy: Any, episodes: int, seed: int | None = None
     return {"mean": float(np.mean(scores)), "std": float(np.std(scores)), "episodes": len(scores)}
 
 
-def rescore(out: Path, sweep: SweepPlan, episodes: int) -> list[dict[str, Any]]:
+def rescore(out: Path, episodes: int) -> list[dict[str, Any]]:
     """Score every finished member of the sweep in ``out`` on ``episodes`` fixed episodes,
     without training: ``[{"algo", "seed", "final_eval"}]``."""
     from distmarl.collect.evaluation import evaluate_checkpoint
 
+    sweep = folder_plan(out)
     out_rows = []
     for run, _ in finished_runs(sweep, out):
         scored = evaluate_checkpoint(run.run_dir / "checkpoints", episodes)
@@ -139,8 +134,7 @@ def rescore(out: Path, sweep: SweepPlan, episodes: int) -> list[dict[str, Any]]:
                          "final_eval": {"mean": scored["mean_score"], "std": scored["std_score"],
                                         "episodes": scored["episodes"]}})
     if not out_rows:
-        raise FileNotFoundError(f"no finished runs of {list(sweep.arms)} at seeds "
-                                f"{list(sweep.seeds)} in {out}")
+        raise FileNotFoundError(f"no finished runs in {out}")
     return out_rows
 
 
@@ -265,12 +259,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for every run (repeatable)")
     parser.add_argument("--workers", type=int, default=2, help="runs at a time")
-    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "learning",
-                        help="the sweep's folder: runs finished there are not run again")
+    parser.add_argument("--out", type=Path, help="the sweep's folder: runs finished there are "
+                        "not run again (default: runs/benchmarks/learning/<config name>)")
     parser.add_argument("--final-episodes", type=int, default=BASELINE_EPISODES,
                         help="fixed episodes scoring each trained member and the baselines")
     parser.add_argument("--rescore", action="store_true",
-                        help="no training: score the members of --out again on "
+                        help="no training: score every member --out holds again on "
                              "--final-episodes episodes")
     args = parser.parse_args(argv)
     if args.final_episodes < 1:
@@ -278,16 +272,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     start = time.perf_counter()
-    sweep = plan(args.algos, args.seeds, args.steps, args.eval_every, args.final_episodes,
-                 args.config, args.set)
+    args.out = args.out or RUNS / "learning" / Path(args.config or CONFIG).stem
     if args.rescore:
-        scored = rescore(args.out, sweep, args.final_episodes)
+        scored = rescore(args.out, args.final_episodes)
         for r in scored:
             fe = r["final_eval"]
             print(f"{r['algo']:<10} seed {r['seed']:>3}: {fe['mean']:.2f} (std {fe['std']:.1f}, "
                   f"{fe['episodes']} episodes)")
-        print_paired(last_minus_first(scored, args.algos))
+        print_paired(last_minus_first(scored, [r["algo"] for r in scored]))
         return 0
+    sweep = plan(args.algos, args.seeds, args.steps, args.eval_every, args.final_episodes,
+                 args.config, args.set)
     outcome = run_sweep(sweep, args.out, Placement(local=True, parallel=args.workers),
                         lambda line: print(f"[{time.perf_counter() - start:6.0f} s] {line}",
                                            flush=True))

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, ROOT
+from benchmarks import CONFIGS, RUNS, train_seconds
 from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import fmt_mean_se, paired_difference
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -48,15 +48,16 @@ ARMS: dict[str, list[str]] = {
 
 def plan(arms: Sequence[str], seeds: Sequence[int], steps16: int, extra: Sequence[str]
          ) -> SweepPlan:
-    """The sweep of ``arms`` at ``seeds`` (``extra``: the user's overrides, of every run)."""
+    """The sweep of ``arms`` at ``seeds`` (``extra``: the user's overrides, of every run,
+    applied last)."""
     return SweepPlan.of(CONFIG, seeds, {
-        arm: [*ARMS[arm], *([] if arm == "4" else [f"training.max_steps_per_member={steps16}"])]
-        for arm in arms}, ["tracking.mlflow=false", *extra])
+        arm: [*ARMS[arm], *([] if arm == "4" else [f"training.max_steps_per_member={steps16}"]),
+              *extra] for arm in arms}, ["tracking.mlflow=false"])
 
 
 def figures(summary: dict[str, Any]) -> dict[str, Any]:
     """One run's figures, from its summary."""
-    seconds = summary["wall_seconds"] - summary["setup_seconds"]
+    seconds = train_seconds(summary)
     return {"final_score": summary["final_score"],
             "env_steps_per_s": summary["env_steps"] / seconds,
             "train_seconds": seconds, "setup_seconds": summary["setup_seconds"]}
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="env steps per member of the 16-member arms")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value of every run")
-    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "population_size",
+    parser.add_argument("--out", type=Path, default=RUNS / "population_size",
                         help="the sweep's folder: runs finished there are not run again")
     args = parser.parse_args(argv)
     sweep = plan(args.arms, args.seeds, args.steps16, args.set)

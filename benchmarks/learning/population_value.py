@@ -40,7 +40,7 @@ over the seeds that reached it, with how many did); and the paired difference, s
 Each task's runs are a sweep (:mod:`distmarl.studies.sweep`) in ``--out``/<task>, one run at a
 time, each a ``distmarl train`` process with its own local Ray on every core; a second call
 with the same ``--out`` skips the runs finished there (more arms and seeds extend it), and
-``--report-only`` prints the report of the runs it holds.
+``--report-only`` prints the report of every run it holds.
 
     .venv/bin/python -m benchmarks.learning.population_value [--out DIR] \
         [--tasks speaker_listener spread] [--seeds 0 1 2 3 4] [--arms evolving independent single]
@@ -56,8 +56,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, ROOT
-from distmarl.studies.plan import SweepPlan
+from benchmarks import CONFIGS, RUNS, train_seconds
+from distmarl.studies.plan import SweepPlan, folder_plan
 from distmarl.studies.stats import fmt_mean_se, paired_difference
 from distmarl.studies.sweep import finished_runs, run_sweep
 
@@ -172,7 +172,7 @@ def figures(task_name: str, summary: dict[str, Any]) -> dict[str, Any]:
     evo_steps = load_config(task.config).evolution.evo_steps
     reached_steps, reached_s = to_target(summary, task.target, evo_steps)
     return {"env_steps": summary["env_steps"], "wall_seconds": summary["wall_seconds"],
-            "train_seconds": summary["wall_seconds"] - summary["setup_seconds"],
+            "train_seconds": train_seconds(summary),
             "final_score": summary["final_score"],
             "best_member_score": max(summary["final_scores"]),
             "final_scores": summary["final_scores"], "random_score": summary["random_score"],
@@ -275,19 +275,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", nargs="*", default=[], metavar="TASK=N",
                     help="env steps per member of a task's population arms (default: the "
                          "task's; the single arm gets population size times as many)")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "population_value",
+    ap.add_argument("--out", type=Path, default=RUNS / "population_value",
                     help="the sweeps' folder (one per task): runs finished there are not run "
                          "again")
     ap.add_argument("--report-only", action="store_true",
-                    help="print the report of the runs of --tasks, --arms and --seeds that "
-                         "--out holds, training nothing")
+                    help="print the report of every run --out holds for --tasks, training "
+                         "nothing")
     args = ap.parse_args(argv)
     steps = {k: int(v) for k, v in (s.split("=", 1) for s in args.steps)}
     rows, status = [], 0
     for task in args.tasks:
         plan = task_plan(task, args.arms, args.seeds, steps.get(task))
-        if not args.report_only:
+        if args.report_only:
+            plan = folder_plan(args.out / task)
+        else:
             outcome = run_sweep(plan, args.out / task, say=lambda line: print(line, flush=True))
+            if outcome.stop_signal is not None:
+                return outcome.exit_status()
             status = max(status, outcome.exit_status())
         for run, summary in finished_runs(plan, args.out / task):
             r = {"task": task, "arm": run.arm, "seed": run.seed, **figures(task, summary)}

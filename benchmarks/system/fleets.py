@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, ROOT
+from benchmarks import CONFIGS, RUNS, train_seconds
 from distmarl.studies.plan import SweepPlan
 from distmarl.studies.runner import Placement
 from distmarl.studies.stats import fmt_mean_se, paired_difference
@@ -39,7 +39,7 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
     exactly when the digests agree)."""
     repeatable = {k: v for k, v in summary.items() if k not in UNREPEATABLE}
     digest = hashlib.sha256(json.dumps(repeatable, sort_keys=True, default=str).encode())
-    seconds = summary["wall_seconds"] - summary["setup_seconds"]
+    seconds = train_seconds(summary)
     return {"final_score": summary["final_score"], "random_score": summary["random_score"],
             "env_steps_per_s": summary["env_steps"] / seconds,
             "setup_seconds": summary["setup_seconds"], "summary_digest": digest.hexdigest()}
@@ -61,13 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value of every run")
-    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "benchmarks" / "fleets",
+    parser.add_argument("--out", type=Path, default=RUNS / "fleets",
                         help="the sweeps' folder: runs finished there are not run again")
     args = parser.parse_args(argv)
     rows, status = [], 0
     for folder, plan, placement in sweeps(args.seeds, args.set):
-        status = max(status, run_sweep(plan, args.out / folder, placement,
-                                       lambda line: print(line, flush=True)).exit_status())
+        outcome = run_sweep(plan, args.out / folder, placement,
+                            lambda line: print(line, flush=True))
+        if outcome.stop_signal is not None:
+            return outcome.exit_status()
+        status = max(status, outcome.exit_status())
         rows += [{"fleet": run.arm, "seed": run.seed, **figures(summary)}
                  for run, summary in finished_runs(plan, args.out / folder)]
     digests = {r["fleet"]: r["summary_digest"] for r in rows if r["seed"] == args.seeds[0]}
@@ -85,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for fleet, rs in by.items():
         print(f"{fleet}: final score {fmt_mean_se([r['final_score'] for r in rs])}, env steps/s "
               f"{fmt_mean_se([r['env_steps_per_s'] for r in rs])}, start-up "
-              f"{fmt_mean_se([r['setup_seconds'] for r in rs])} s (seeds {args.seeds})")
+              f"{fmt_mean_se([r['setup_seconds'] for r in rs])} s (seeds "
+              f"{[r['seed'] for r in rs]})")
     print(f"paired difference ray - local: {fmt_mean_se(diffs)}")
     print(f"in process, seed {args.seeds[0]} twice: summaries "
           f"{'identical' if repeats else 'DIFFER'}")

@@ -201,7 +201,7 @@ def run_point(point: Point, config: Path, steps: int, extra: Sequence[str],
     memory = MemorySampler()
     with GpuSampler() as gpus:
         trained = train_cli(config, overrides(point, steps, extra), args=args, env=env,
-                            watch=memory.watch, check=False, prefix="scaling-")
+                            watch=memory.watch, prefix="scaling-")
         peak_gib = memory.stop()
     busy1, total1 = cpu_times()
     util = (busy1 - busy0) / max(1, total1 - total0)

@@ -6,8 +6,9 @@ names given with their overrides (``--arm NAME KEY=VALUE ...``), or neither (one
 ``base``). A sweep's folder holds ``sweep.json`` (the config file and its digest, the sweep's
 own ``--set`` overrides, the arms and the seeds) and each run's directory, ``<arm>/seed-<s>``. The same
 folder takes the same sweep again (resumed), or more of it: new arms and more seeds are added
-to what it holds, while an arm it holds under other overrides, or another config (by content:
-a Ray job's copy of the same file, elsewhere, is the same) or ``--set``, is refused.
+to what it holds (``sweep.json`` then names every arm and seed it has taken, run or not yet),
+while an arm it holds under other overrides, or another config (by its loaded content: a Ray
+job's copy of the file is the same) or ``--set``, is refused.
 
     plan = SweepPlan.parse("tiny.yaml", "0-2", grid=["training.lr=0.01,0.001"])
     plan = SweepPlan.of("tiny.yaml", [0, 1], {"small": ["population.size=2"], "big": []})
@@ -27,8 +28,8 @@ from distmarl.config import ConfigError, load_config
 
 #: the file that says which sweep a folder holds
 SWEEP_FILE = "sweep.json"
-#: names an arm may not take: the folders a sweep's own files use
-RESERVED = ("report",)
+#: names an arm may not take: the files and folders a sweep's own use
+RESERVED = ("report", SWEEP_FILE, "sweep-run.json", "mlflow.db", "mlartifacts")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -65,9 +66,11 @@ def parse_arms(items: Sequence[Sequence[str]]) -> dict[str, list[str]]:
     arms: dict[str, list[str]] = {}
     for name, *sets in items:
         bad = [s for s in sets if "=" not in s]
-        if name in arms or bad:
-            raise ConfigError(f"--arm {name} {' '.join(sets)}: write NAME KEY=VALUE ... (each "
-                              f"name once{f'; not KEY=VALUE: {bad}' if bad else ''})")
+        if name in arms or bad or "=" in name:
+            why = (f"not KEY=VALUE: {bad}" if bad else "the name first, without '='"
+                   if "=" in name else f"name {name} twice")
+            raise ConfigError(f"--arm {' '.join([name, *sets])}: write NAME KEY=VALUE ... "
+                              f"({why})")
         arms[name] = list(sets)
     return arms
 
@@ -101,7 +104,8 @@ class SweepPlan:
     sets: tuple[str, ...]
     arms: dict[str, list[str]]
     seeds: tuple[int, ...]
-    #: the config file's SHA-256: what names it, wherever it lies (a Ray job's copy moves)
+    #: the config's SHA-256 as loaded, tracking aside: what names it wherever its file lies
+    #: (a Ray job's copy) and however it is written (comments, order)
     digest: str = ""
 
     @classmethod
@@ -112,8 +116,7 @@ class SweepPlan:
         unknown key or a bad value fails here, naming the arm, before anything runs."""
         given = {"base": []} if not arms else {k: list(v) for k, v in arms.items()}
         path = Path(config).resolve()
-        plan = cls(str(path), tuple(sets), given, tuple(seeds),
-                   hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "")
+        plan = cls(str(path), tuple(sets), given, tuple(seeds), config_digest(path))
         for name, overrides in plan.arms.items():
             if not name or "/" in name or name.startswith(".") or name in RESERVED:
                 raise ConfigError(f"arm {name!r}: not a folder name an arm may take (no '/', "
@@ -134,11 +137,11 @@ class SweepPlan:
         if grid and arms:
             raise ConfigError("--grid and --arm: give the arms one way (--arm names each one)")
         named = parse_arms(arms) if arms else parse_grid(grid)
+        load_config(config, list(sets))  # a bad config or --set is named as itself
         try:
             return cls.of(config, parse_seeds(seeds), named, sets)
         except ConfigError as err:
-            flag = "--arm" if arms else "--grid point" if grid else "--set"
-            raise ConfigError(f"{flag}: {err}") from None
+            raise ConfigError(f"{'--arm' if arms else '--grid point'}: {err}") from None
 
     def runs(self, out: Path) -> list[SweepRun]:
         """Every run, seed by seed (a sweep stopped part way has its arms paired on the
@@ -149,14 +152,6 @@ class SweepPlan:
     def run_sets(self, run: SweepRun) -> list[str]:
         """A run's ``--set`` values: the sweep's, its arm's, its seed."""
         return [*self.sets, *run.overrides, f"seed={run.seed}"]
-
-    def params(self) -> dict[str, Any]:
-        """The plan as MLflow parameters, none of which changes as the sweep is extended:
-        the config, ``--set`` and each arm (``arm_<i>``: its name and overrides, in the order
-        the folder took them)."""
-        return {"config": self.config, "sets": list(self.sets),
-                **{f"arm_{i}": f"{name}: {sets}" for i, (name, sets)
-                   in enumerate(self.arms.items())}}
 
     def to_json(self) -> dict[str, Any]:
         return {"config": self.config, "sets": list(self.sets), "arms": self.arms,
@@ -173,11 +168,30 @@ class SweepPlan:
                    data.get("digest", ""))
 
     def same_config(self, other: SweepPlan) -> bool:
-        """Whether ``other`` trains the same config file (by content where both know it,
-        else by path) with the same ``--set``."""
+        """Whether ``other`` trains the same config (by :func:`config_digest` where both know
+        it, else by path) with the same ``--set``."""
         same_file = (self.digest == other.digest if self.digest and other.digest
                      else self.config == other.config)
         return same_file and self.sets == other.sets
+
+
+def config_digest(path: Path) -> str:
+    """The SHA-256 of the config at ``path`` as loaded, its ``tracking`` aside (where the runs
+    are recorded does not make them other runs); empty where there is no such file."""
+    if not path.is_file():
+        return ""
+    loaded = load_config(path).model_dump(mode="json")
+    loaded.pop("tracking", None)
+    return hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest()
+
+
+def folder_plan(out: Path) -> SweepPlan:
+    """The plan of everything the sweep folder ``out`` holds; ConfigError naming ``--out``
+    where it holds no sweep."""
+    marker = out / SWEEP_FILE
+    if not marker.exists():
+        raise ConfigError(f"--out {out}: no sweep there (no {SWEEP_FILE})")
+    return SweepPlan.from_json(json.loads(marker.read_text()))
 
 
 def claim(out: Path, plan: SweepPlan) -> SweepPlan:
@@ -192,11 +206,12 @@ def claim(out: Path, plan: SweepPlan) -> SweepPlan:
         out.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps(plan.to_json(), indent=1))
         return plan
-    held = SweepPlan.from_json(json.loads(marker.read_text()))
+    held = folder_plan(out)
     if not held.same_config(plan):
-        raise ConfigError(f"--out {out} holds another sweep's runs ({held.config} with --set "
-                          f"{list(held.sets)}): give another folder, or the same config and "
-                          "--set to resume or extend it")
+        what = "--set" if held.sets != plan.sets else "config"
+        raise ConfigError(f"--out {out} holds another sweep's runs (its {what} differs: "
+                          f"{held.config} with --set {list(held.sets)}): give another folder, "
+                          "or the same config and --set to resume or extend it")
     for name in set(held.arms) & set(plan.arms):
         if held.arms[name] != plan.arms[name]:
             raise ConfigError(f"--out {out} holds arm {name} run with {held.arms[name]}, not "

@@ -59,10 +59,14 @@ def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
     ended run's summary, the failed runs and the stop signal. A cluster that could never hold
     one of the runs refuses the sweep (ConfigError) before anything starts."""
     placement = placement or Placement()
-    held = claim(out, plan)
+    claim(out, plan)
     room, needs, placement = _cluster_room(plan, out, placement)
-    tracking = SweepTracking(out, load_config(plan.config, list(plan.sets)), held.params())
+    tracking = SweepTracking(out, load_config(plan.config, list(plan.sets)),
+                             {"config": plan.config, "sets": list(plan.sets)})
     states = {run.name: run_state(run.run_dir) for run in plan.runs(out)}
+    done = sum(state == "done" for state in states.values())
+    if done:
+        say(f"{done} of {len(states)} runs already finished in {out} (kept)")
     launches = [_launch(plan, run, states[run.name] == "resume",
                         placement.train_args() + tracking.run_args(run.arm),
                         needs.get(run.name, Need(0.0)))

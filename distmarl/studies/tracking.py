@@ -2,7 +2,8 @@
 
 The sweep opens one run (named as its folder) in the store and experiment its config tracks
 into (``tracking.mlflow_uri``, ``$MLFLOW_TRACKING_URI``, else a SQLite store in the sweep's
-folder), with the sweep's plan as parameters. Each training run's parent run is nested under
+folder), with the sweep's config and ``--set`` as parameters and its ``sweep.json`` (arms and
+seeds) as an artifact. Each training run's parent run is nested under
 it (``tracking.parent_run``), tagged with its arm (``distmarl.arm``); the arm's overrides and
 the seed are among its parameters, as every config value is. The member runs stay nested
 under their training run. Its ids are kept in ``sweep-run.json``, so a resumed sweep goes on
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from distmarl.config import ExperimentConfig, flatten_dict
+from distmarl.studies.plan import SWEEP_FILE
 from distmarl.studies.report import Report
 from distmarl.tracking.base import NullTracker, Tracker
 from distmarl.tracking.mlflow import make_tracker
@@ -32,7 +34,8 @@ SWEEP_TAG, ARM_TAG = "distmarl.sweep", "distmarl.arm"
 
 class SweepTracking:
     """The sweep's MLflow run in ``out`` for ``base`` (the config without arm or seed), its
-    parameters ``plan`` (:meth:`~distmarl.studies.plan.SweepPlan.params`)."""
+    parameters ``plan`` (what never changes in a sweep's folder: the config and ``--set``),
+    the folder's ``sweep.json`` (its arms and seeds) an artifact."""
 
     def __init__(self, out: Path, base: ExperimentConfig, plan: dict[str, Any]) -> None:
         self.out = out
@@ -52,6 +55,9 @@ class SweepTracking:
         self.uri: str | None = ids.get("uri")
         if self.parent is not None:
             ids_file.write_text(json.dumps(ids))
+            # every arm and seed, as the folder holds them now (params never change, and a
+            # sweep extended by arms goes on in the same run)
+            self.tracker.log_artifact(out / SWEEP_FILE)
 
     def run_args(self, arm: str) -> list[str]:
         """A training run's arguments that nest it under the sweep's run (none without
