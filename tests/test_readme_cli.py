@@ -9,7 +9,8 @@ naming it. The block's notation, as argparse's usage lines write it:
 - lowercase words after ``distmarl`` are the command (``config show``), UPPERCASE words its
   positional arguments, in order; ``[...]`` holds optional parts;
 - an option is ``--name VALUE`` (a flag stands alone); for an option with choices, VALUE lists
-  them as ``a|b``;
+  them as ``a|b``; an option of several words writes the rest as ``KEY=VALUE`` words after its
+  VALUE (``--arm NAME KEY=VALUE ...``);
 - `` | `` between commands gives alternatives sharing the words before them
   (``config schema | reference``); ``{a ... | b ...} TAIL`` gives alternatives that all end
   with TAIL (an option every one of them takes).
@@ -143,6 +144,10 @@ def usages(line: str) -> list[Usage]:
     return found
 
 
+#: the further words of an option taking several (``--arm NAME KEY=VALUE ...``)
+MORE_VALUES = re.compile(r"[A-Z_]+=[A-Z_]+")
+
+
 def parse_usage(path: tuple[str, ...], toks: list[str]) -> Usage:
     """Positionals and options of one command's arguments as the README writes them."""
     usage = Usage(path)
@@ -158,6 +163,8 @@ def parse_usage(path: tuple[str, ...], toks: list[str]) -> Usage:
             i += takes
         elif depth == 0 and POSITIONAL.fullmatch(tok):
             usage.positionals.append(tok)
+        elif MORE_VALUES.fullmatch(tok) and usage.options and usage.options[-1].value:
+            pass  # the option before it takes more words than its VALUE
         elif tok not in ("|", "..."):
             usage.stray.append(tok)
         i += 1
