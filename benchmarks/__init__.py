@@ -35,7 +35,8 @@ report; :mod:`benchmarks.system.training` times one run for the system benchmark
 ``benchmarks/results``.
 """
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,16 @@ def train_seconds(summary: Mapping[str, Any]) -> float:
     """Seconds of training in a run summary: its wall seconds without the start-up (actors
     importing torch, making envs), which rates are taken over."""
     return float(summary["wall_seconds"] - summary["setup_seconds"])
+
+
+def exit_status(main: Callable[[], int]) -> int:
+    """``main()``'s exit status, or 2 after one line naming what is wrong where it refuses its
+    input (a :class:`~distmarl.config.ConfigError`: a bad override, a sweep folder holding
+    other runs), as the ``distmarl`` command does."""
+    from distmarl.config import ConfigError
+
+    try:
+        return main()
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

@@ -76,6 +76,17 @@ def test_a_run_is_a_sweep_whose_member_rescores_to_its_trained_score(
     assert again["mean"] == pytest.approx(summary["final_score"])
 
 
+def test_a_folder_holding_other_runs_is_refused_naming_the_arm(
+        trained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import exit_status
+
+    other = ["--config", str(SPREAD), "--algos", "MAPPO", "--seeds", "3", "--steps", "64",
+             "--eval-every", "32", "--final-episodes", "6", "--out", str(trained),
+             "--set", "env.num_envs=4"]
+    assert exit_status(lambda: learning.main(other)) == 2
+    assert f"error: --out {trained} holds arm MAPPO run with" in capsys.readouterr().err
+
+
 def test_rescore_names_the_folder_without_runs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=f"--out {tmp_path}: no sweep there"):
         learning.rescore(tmp_path, 6)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, RUNS
+from benchmarks import CONFIGS, RUNS, exit_status
 from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import mean_se
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -98,4 +98,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(exit_status(main))

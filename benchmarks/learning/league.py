@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, RUNS
+from benchmarks import CONFIGS, RUNS, exit_status
 from distmarl.studies.plan import SweepPlan, claim
 from distmarl.studies.stats import mean_se
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -223,4 +223,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_status(main))

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import CONFIGS, ROOT, RUNS
+from benchmarks import CONFIGS, ROOT, RUNS, exit_status
 from distmarl.studies.plan import SweepPlan, SweepRun, folder_plan
 from distmarl.studies.runner import Placement
 from distmarl.studies.stats import paired_difference as paired_scores
@@ -301,4 +301,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(exit_status(main))

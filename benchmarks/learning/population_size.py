@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, RUNS, train_seconds
+from benchmarks import CONFIGS, RUNS, exit_status, train_seconds
 from distmarl.studies.plan import SweepPlan
 from distmarl.studies.stats import fmt_mean_se, paired_difference
 from distmarl.studies.sweep import finished_runs, run_sweep
@@ -99,4 +99,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(exit_status(main))

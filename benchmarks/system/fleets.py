@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import CONFIGS, RUNS, train_seconds
+from benchmarks import CONFIGS, RUNS, exit_status, train_seconds
 from distmarl.studies.plan import SweepPlan
 from distmarl.studies.runner import Placement
 from distmarl.studies.stats import fmt_mean_se, paired_difference
@@ -97,4 +97,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(exit_status(main))
