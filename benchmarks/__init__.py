@@ -13,9 +13,9 @@
 * ``system``: the whole trainer. ``throughput`` (population env steps/s against the
   single-process trainer and AgileRL; ``--time-to-target``), ``scaling`` (workers per member,
   population size, members per learner, nodes), ``fleets`` (the main job on Ray and in
-  process), ``main_job_against`` (the main job on Ray against another commit's worktree), ``shared_device`` (a stacked group against a learner process per member on one
-  device), ``soak`` (memory over a long run), ``pixels`` (IPPO on pistonball frames against
-  AgileRL).
+  process), ``main_job_against`` (the main job on Ray against another commit's worktree),
+  ``shared_device`` (a stacked group against a learner process per member on one device),
+  ``soak`` (memory over a long run), ``pixels`` (IPPO on pistonball frames against AgileRL).
 * ``learning``: what members learn. ``learning`` (score against env steps, one member per
   seed), ``population_value`` (evolution against independent members and one member),
   ``population_size`` (16 members against 4), ``league`` (competitive games against

@@ -7,16 +7,16 @@ episodes (4 per sub-env of the 8-sub-env eval venv). The runs are a sweep
 (:mod:`distmarl.studies.sweep`) in ``--out``, an arm per algorithm, at most ``--workers`` (2)
 at a time; a second call with the same folder trains only the runs it lacks. Reported per
 run: the evaluation history, the final score (mean of the last 3 evaluations), the env steps
-at which the score first reached ``--target`` and the wall seconds; per algorithm: the mean
-final score over seeds and how many seeds reached the target.
+at which the score first reached the target (-30) and the wall seconds; per algorithm: the
+mean final score over seeds and how many seeds reached the target.
 
 Each trained member is also scored on ``--final-episodes`` fixed episodes (the run's own final
 evaluation, ``evolution.final_episodes``: one spread episode's score varies by about +-13, so
 100 episodes leave a standard error of about 1.3 points per member, 1000 about 0.4), beside a
 uniform random policy (the run's) and, where zero is a valid action, standing still, on the
-same episodes. ``--rescore`` scores every member ``--out`` holds again without training. With two
-or more ``--algos`` the report ends with the last one's fixed-episode score minus the first's,
-seed by seed, its mean and standard error.
+same episodes. ``--rescore`` scores every member ``--out`` holds again without training.
+With two or more ``--algos`` the report ends with the last one's fixed-episode score minus the
+first's, seed by seed, its mean and standard error.
 
     .venv/bin/python -m benchmarks.learning.learning --algos MADDPG MATD3 --seeds 0 1 2 \
         --steps 300000 --eval-every 10000 [--out DIR] [--set algorithm.hp.batch_size=256]
