@@ -33,22 +33,26 @@ from distmarl.studies.tracking import SweepTracking
 FINISHED = ("max_steps", "target")
 
 
-def run_state(run_dir: Path) -> str:
+def finished(summary: dict[str, Any] | None) -> bool:
+    """Whether a run with this summary (None: none yet) ended by itself."""
+    return summary is not None and summary.get("stop_reason") in FINISHED
+
+
+def run_state(run: SweepRun) -> str:
     """``done`` (ended by itself), ``resume`` (has a checkpoint) or ``new`` (also: no folder
     yet)."""
-    summary = run_dir / "summary.json"
-    if summary.exists() and json.loads(summary.read_text()).get("stop_reason") in FINISHED:
+    if finished(run.summary()):
         return "done"
-    if list_checkpoints(run_dir / "checkpoints"):
+    if list_checkpoints(run.run_dir / "checkpoints"):
         return "resume"
     return "new"
 
 
 def finished_runs(plan: SweepPlan, out: Path) -> list[tuple[SweepRun, dict[str, Any]]]:
-    """Each run of ``plan`` in ``out`` that has finished, with its summary, in the plan's
-    order: what a study reads its own figures from."""
+    """Each run of ``plan`` in ``out`` that has finished, with its summary (read once), in
+    the plan's order: what a study reads its own figures from."""
     return [(run, summary) for run in plan.runs(out)
-            if run_state(run.run_dir) == "done" and (summary := run.summary()) is not None]
+            if finished(summary := run.summary()) and summary is not None]
 
 
 def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
@@ -63,7 +67,7 @@ def run_sweep(plan: SweepPlan, out: Path, placement: Placement | None = None,
     room, needs, placement = _cluster_room(plan, out, placement)
     tracking = SweepTracking(out, load_config(plan.config, list(plan.sets)),
                              {"config": plan.config, "sets": list(plan.sets)})
-    states = {run.name: run_state(run.run_dir) for run in plan.runs(out)}
+    states = {run.name: run_state(run) for run in plan.runs(out)}
     done = sum(state == "done" for state in states.values())
     if done:
         say(f"{done} of {len(states)} runs already finished in {out} (kept)")
